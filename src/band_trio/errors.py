@@ -1,0 +1,95 @@
+"""The exception tree of band-trio. Everything raised on purpose derives from it.
+
+    BandTrioError
+    ├── ConfigurationError          bad arguments, missing URL or key
+    ├── PlatformError               talking to the platform failed
+    │   ├── PlatformUnavailableError    the transport failed: refused, reset, no answer in time
+    │   ├── PlatformProtocolError       the platform answered something we cannot read
+    │   └── PlatformResponseError       the platform answered with an error status
+    │       ├── AuthenticationError         401: wrong or missing API key (terminal)
+    │       ├── ExecutionStoppedError       403 "execution is stopped": the room is stopped
+    │       ├── NotFoundError               404
+    │       ├── ConflictError               409
+    │       └── RateLimitedError            429 that outlived our retries
+    ├── JoinError                   the platform refused or ignored a channel join
+    └── ConnectionClosedError       the websocket closed under an operation
+
+Lower layers (httpx2, trio-websocket, msgspec) are translated into this tree at
+one seam each (`link._rest.map_transport_errors`, the socket's connect), with
+the original exception chained as `__cause__`.
+"""
+
+from __future__ import annotations
+
+
+class BandTrioError(Exception):
+    """Base class of every error band-trio raises on purpose."""
+
+
+class ConfigurationError(BandTrioError):
+    """An agent or platform was set up with missing or invalid settings."""
+
+
+class PlatformError(BandTrioError):
+    """A call to the platform did not succeed."""
+
+
+class PlatformUnavailableError(PlatformError):
+    """The platform could not be reached, or did not answer within the deadline."""
+
+
+class PlatformProtocolError(PlatformError):
+    """The platform answered with a body or status that breaks the wire contract."""
+
+
+class PlatformResponseError(PlatformError):
+    """The platform answered with an HTTP error status and (usually) an error envelope."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{status} {code or 'error'}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+        self.retry_after = retry_after
+
+
+class AuthenticationError(PlatformResponseError):
+    """401: the API key is missing or wrong. Retrying will not help."""
+
+
+class ExecutionStoppedError(PlatformResponseError):
+    """403 "execution is stopped": the platform holds this room stopped for the agent."""
+
+
+class NotFoundError(PlatformResponseError):
+    """404: no such room, message or route."""
+
+
+class ConflictError(PlatformResponseError):
+    """409: the request conflicts with the platform's state (e.g. connection_conflict)."""
+
+
+class RateLimitedError(PlatformResponseError):
+    """429 that persisted through every retry the policy allows."""
+
+
+class JoinError(BandTrioError):
+    """The platform refused a channel join, or gave no reply before the deadline."""
+
+    def __init__(self, topic: str, reason: str) -> None:
+        super().__init__(f"join of {topic!r} failed: {reason}")
+        self.topic = topic
+        self.reason = reason
+
+
+class ConnectionClosedError(BandTrioError):
+    """The websocket closed while an operation (a join, a send) needed it."""

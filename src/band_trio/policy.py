@@ -1,0 +1,89 @@
+"""Every duration and count the runtime uses, in one frozen object.
+
+Code never writes a literal timeout: it reads a field of the `Policy` it was
+given and sets a deadline on a cancel scope. The defaults are the bracketed
+numbers of the behavioural contract (spec/semantics.md) and of band-sdk 6.0.1,
+so an agent with the default policy looks like band-sdk on the wire.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """Durations (seconds) and counts for one agent. Use `replace()` to derive."""
+
+    # -- message lifecycle (semantics §2) ------------------------------------
+    max_attempts: int = 1
+    """Adapter runs allowed per message in one process (band-sdk: max_message_retries)."""
+    completed_memory: int = 500
+    """How many completed message ids each room remembers to skip duplicates."""
+    reconcile_interval: float = 60.0
+    """First periodic `/next` reconcile; it doubles while empty..."""
+    reconcile_interval_max: float = 120.0
+    """...up to this."""
+    working_keep_alive: float = 3.0
+    """`POST /activity {"working": true}` is repeated this often during a turn."""
+    activity_request: float = 2.0
+    """Deadline of one activity report; it is never retried."""
+
+    # -- control signals (semantics §3) --------------------------------------
+    control_dedup_memory: int = 256
+    """How many control-signal correlation ids are remembered."""
+    stopped_probe_interval: float = 60.0
+    """A stopped room probes `/next` this often to find a play it missed."""
+
+    # -- deadlines for cleanup (semantics §4) --------------------------------
+    cleanup_grace: float = 1.0
+    """Shielded time a cancelled turn gets to settle (activity false, marks)."""
+    backend_stop_grace: float = 5.0
+    """Deadline for telling a remote backend to stop."""
+    subprocess_kill_grace: float = 2.0
+    """SIGTERM to SIGKILL for an adapter's subprocess group."""
+    shutdown_grace: float = 30.0
+    """`Agent.stop()` waits this long for running turns before cancelling them."""
+
+    # -- REST ---------------------------------------------------------------
+    request_deadline: float = 60.0
+    """Deadline of one REST call (band-sdk uses 60 s)."""
+    rest_max_retries: int = 3
+    """Retries of a REST call answered 429, 408 or 5xx."""
+    rest_retry_base: float = 1.0
+    """First retry delay when the platform gives no `Retry-After`; doubles."""
+    rest_retry_cap: float = 60.0
+    """No retry waits longer than this, whatever `Retry-After` says."""
+    room_restart_base: float = 0.5
+    """A room loop that crashed restarts after this, doubling..."""
+    room_restart_cap: float = 30.0
+    """...up to this."""
+
+    # -- websocket (semantics §6) --------------------------------------------
+    connect_deadline: float = 10.0
+    """Deadline of the websocket handshake."""
+    close_deadline: float = 2.0
+    """Deadline of the websocket close handshake."""
+    join_deadline: float = 10.0
+    """A join (or leave) with no reply by then fails."""
+    heartbeat_interval: float = 30.0
+    """A heartbeat is sent this often, the first one this long after connect."""
+    heartbeat_dead_after: float = 60.0
+    """No heartbeat reply for this long closes the socket (code 4000)."""
+    reconnect_base: float = 0.5
+    """Reconnect backoff is `reconnect_base * 2**n` with equal jitter..."""
+    reconnect_cap: float = 30.0
+    """...capped here."""
+
+    def replace(self, **changes: float | int) -> Policy:
+        """A copy with some fields changed (`Policy().replace(max_attempts=3)`)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"Policy.{field.name} must be a number >= 0, got {value!r}")
+        if self.max_attempts < 1:
+            raise ValueError("Policy.max_attempts must be >= 1")

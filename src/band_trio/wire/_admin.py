@@ -1,0 +1,125 @@
+"""Bodies of the embedded platform's admin API (not part of the Band protocol).
+
+Shared by the platform (server side) and by the CLI, tests and benchmarks that
+drive it, so both sides agree on one schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "AdminAgent",
+    "AdminControl",
+    "AdminDelivery",
+    "AdminLogEntry",
+    "AdminMessage",
+    "AdminNewMessage",
+    "AdminParticipant",
+    "AdminRoom",
+    "ControlAccepted",
+    "Created",
+    "ReadyInfo",
+]
+
+
+class _Admin(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    pass
+
+
+class ReadyInfo(_Admin):
+    """What `band-trio platform --ready-file F` writes once it is listening."""
+
+    rest_url: str
+    ws_url: str
+    admin_url: str
+    agent_id: str | None = None
+    api_key: str | None = None
+    room_id: str | None = None
+    user_id: str | None = None
+    pid: int | None = None
+
+
+class Created(_Admin):
+    id: str
+
+
+class AdminAgent(_Admin):
+    """`POST /agents` request (all optional) and response (id and key filled)."""
+
+    id: str | None = None
+    name: str | None = None
+    handle: str | None = None
+    description: str | None = None
+    api_key: str | None = None
+
+
+class AdminRoom(_Admin):
+    """`POST /rooms` request and response."""
+
+    id: str | None = None
+    title: str | None = None
+    participants: list[str] = msgspec.field(default_factory=list)
+
+
+class AdminParticipant(_Admin):
+    """`POST /rooms/{room_id}/participants` request."""
+
+    id: str
+
+
+class AdminNewMessage(_Admin):
+    """`POST /rooms/{room_id}/messages` request. No `mentions`: every agent receives it."""
+
+    sender_id: str
+    content: str
+    mentions: list[str] | None = None
+
+
+class AdminMessage(_Admin):
+    """One message of `GET /rooms/{room_id}/messages`."""
+
+    id: str
+    sender_id: str
+    sender_type: str
+    content: str
+    message_type: str
+    inserted_at: str | None = None
+
+
+class AdminDelivery(_Admin):
+    """`GET /messages/{id}`: per-recipient delivery status and attempt count."""
+
+    id: str
+    room_id: str
+    delivery: dict[str, dict[str, Any]]
+
+
+class AdminControl(_Admin):
+    """`POST /control` request."""
+
+    agent_id: str
+    mode: Literal["interrupt", "stop", "play"]
+    room_id: str | None = None
+    scope: Literal["agent", "room"] | None = None
+    reason: str | None = None
+
+
+class ControlAccepted(_Admin):
+    correlation_id: str
+
+
+class AdminLogEntry(_Admin):
+    """One line of `GET /log?since=N`: a REST request or a websocket frame."""
+
+    seq: int
+    t: float
+    kind: Literal["rest", "ws_in", "ws_out", "ws_open", "ws_close", "note"]
+    agent_id: str | None = None
+    method: str | None = None
+    path: str | None = None
+    status: int | None = None
+    body: str | None = None
+    frame: str | None = None
