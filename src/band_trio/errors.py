@@ -12,7 +12,8 @@
     │       ├── ConflictError               409
     │       └── RateLimitedError            429 that outlived our retries
     ├── JoinError                   the platform refused or ignored a channel join
-    └── ConnectionClosedError       the websocket closed under an operation
+    ├── ConnectionClosedError       the websocket closed under an operation
+    └── AgentDisconnectedError      the platform ended the agent's session for good
 
 Lower layers (httpx2, trio-websocket, msgspec) are translated into this tree at
 one seam each (`link._rest.map_transport_errors`, the socket's connect), with
@@ -20,6 +21,8 @@ the original exception chained as `__cause__`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 
 class BandTrioError(Exception):
@@ -93,3 +96,23 @@ class JoinError(BandTrioError):
 
 class ConnectionClosedError(BandTrioError):
     """The websocket closed while an operation (a join, a send) needed it."""
+
+
+@dataclass(frozen=True, slots=True)
+class DisconnectReason:
+    """Why the platform ended a session for good (a terminal disconnect)."""
+
+    reason: str
+    """A code: the platform's (`superseded`, `connection_conflict`) or `http_<status>`."""
+    message: str
+    retryable: bool = False
+    retry_after: float | None = None
+    correlation_id: str | None = None
+
+
+class AgentDisconnectedError(BandTrioError):
+    """The platform ended the session for good; `Agent.run()` raises this."""
+
+    def __init__(self, reason: DisconnectReason) -> None:
+        super().__init__(f"disconnected for good: {reason.reason}: {reason.message}")
+        self.reason = reason

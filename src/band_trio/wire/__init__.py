@@ -6,7 +6,7 @@ embedded platform (`band_trio.platform`) both build on it.
 
 from __future__ import annotations
 
-from . import _admin as admin
+from . import admin as admin
 from ._channels import HEARTBEAT_TOPIC as HEARTBEAT_TOPIC
 from ._channels import Channels as Channels
 from ._channels import RefCounter as RefCounter

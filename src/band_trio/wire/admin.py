@@ -19,6 +19,7 @@ __all__ = [
     "AdminNewMessage",
     "AdminParticipant",
     "AdminRoom",
+    "AdminUser",
     "ControlAccepted",
     "Created",
     "ReadyInfo",
@@ -54,6 +55,14 @@ class AdminAgent(_Admin):
     handle: str | None = None
     description: str | None = None
     api_key: str | None = None
+
+
+class AdminUser(_Admin):
+    """`POST /users` request (all optional) and response (id filled)."""
+
+    id: str | None = None
+    name: str | None = None
+    handle: str | None = None
 
 
 class AdminRoom(_Admin):

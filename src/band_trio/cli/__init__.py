@@ -1,0 +1,54 @@
+"""The `band-trio` command: `platform`, `agent` and `demo`.
+
+Exit statuses: 0 success; 1 an unexpected error (a crash); 2 bad usage or
+configuration; 3 the platform ended the agent's session for good (terminal
+disconnect, or a key it refuses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from .. import errors
+from . import _agent, _demo, _platform
+
+__all__ = ["EXIT_CONFIG", "EXIT_CRASH", "EXIT_DISCONNECTED", "EXIT_OK", "main"]
+
+EXIT_OK = 0
+EXIT_CRASH = 1
+EXIT_CONFIG = 2
+EXIT_DISCONNECTED = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="band-trio", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--log-level", default="WARNING", help="logging level (default: WARNING)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    _platform.add_parser(commands)
+    _agent.add_parser(commands)
+    _demo.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        code: int = args.run(args)
+    except errors.ConfigurationError as exc:
+        print(f"band-trio: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""`band-trio agent`: run an agent against any Band platform.
+
+SIGINT or SIGTERM stops it gracefully (running turns get the shutdown grace);
+a second signal stops it at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import signal
+import sys
+from typing import Any
+
+import trio
+
+from .. import errors
+from ..adapters import DemoAdapter
+from ..contract import Adapter
+from ..runtime import Agent
+
+__all__ = ["add_parser", "load_adapter", "serve_until_signalled"]
+
+log = logging.getLogger("band_trio.cli")
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "agent", help="run an agent (settings from flags or BAND_* environment variables)"
+    )
+    parser.add_argument(
+        "--adapter",
+        metavar="MODULE:FACTORY",
+        help="a callable returning an Adapter (default: the built-in demo adapter)",
+    )
+    parser.add_argument("--rest-url", help="REST base URL (env BAND_REST_URL)")
+    parser.add_argument("--ws-url", help="websocket URL (env BAND_WS_URL)")
+    parser.add_argument("--agent-id", help="the agent's id (env BAND_AGENT_ID)")
+    parser.add_argument("--api-key", help="the agent's API key (env BAND_API_KEY)")
+    parser.add_argument(
+        "--reject-conflict",
+        action="store_true",
+        help="refuse to start if this agent is already connected (instead of superseding it)",
+    )
+    parser.set_defaults(run=_run)
+
+
+def load_adapter(spec: str | None) -> Adapter:
+    """Build the adapter named by `MODULE:FACTORY` (the demo adapter if None)."""
+    if spec is None:
+        return DemoAdapter()
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise errors.ConfigurationError(f"--adapter must be MODULE:FACTORY, got {spec!r}")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise errors.ConfigurationError(f"cannot load adapter {spec!r}: {exc}") from exc
+    adapter = factory()
+    if not isinstance(adapter, Adapter):
+        raise errors.ConfigurationError(f"{spec} returned {adapter!r}, not an Adapter")
+    return adapter
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import EXIT_CRASH, EXIT_DISCONNECTED
+
+    agent = Agent.from_env(
+        load_adapter(args.adapter),
+        agent_id=args.agent_id,
+        api_key=args.api_key,
+        rest_url=args.rest_url,
+        ws_url=args.ws_url,
+        reject_conflict=args.reject_conflict,
+    )
+    try:
+        trio.run(serve_until_signalled, agent)
+    except errors.AgentDisconnectedError as exc:
+        reason = exc.reason
+        print(f"band-trio agent: disconnected for good: {reason.reason}: {reason.message}",
+              file=sys.stderr)
+        return EXIT_DISCONNECTED
+    except errors.AuthenticationError as exc:
+        print(f"band-trio agent: the platform refused the key: {exc}", file=sys.stderr)
+        return EXIT_DISCONNECTED
+    except errors.PlatformError as exc:
+        print(f"band-trio agent: {exc}", file=sys.stderr)
+        return EXIT_CRASH
+    return 0
+
+
+async def serve_until_signalled(agent: Agent) -> None:
+    """Run `agent`; the first SIGINT/SIGTERM stops it gracefully, a second at once."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_on_signals, agent, signals, nursery.cancel_scope)
+            await agent.run()
+            nursery.cancel_scope.cancel(reason="agent finished")
+
+
+async def _on_signals(agent: Agent, signals: Any, hard_stop: trio.CancelScope) -> None:
+    async for signum in signals:
+        print(f"band-trio agent: {signal.Signals(signum).name}: stopping (again to force)",
+              file=sys.stderr, flush=True)
+        break
+    else:
+        return
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_second_signal, signals, hard_stop)
+        result = await agent.stop()
+        if not result.graceful:
+            print(f"band-trio agent: cancelled {len(result.cancelled)} running turn(s)",
+                  file=sys.stderr)
+        nursery.cancel_scope.cancel()
+
+
+async def _second_signal(signals: Any, hard_stop: trio.CancelScope) -> None:
+    async for _ in signals:
+        hard_stop.cancel(reason="second signal")
+        return

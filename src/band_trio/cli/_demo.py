@@ -1,0 +1,136 @@
+"""`band-trio demo`: the embedded platform, one agent, a few turns and the three signals.
+
+Everything runs in this one process over real loopback sockets: the platform
+serves REST and the websocket, the agent connects to it exactly as it would to
+the real platform. Timings are `perf_counter` deltas taken on both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import trio
+
+from ..adapters import DemoAdapter
+from ..contract import Turn
+from ..platform import Platform, open_platform
+from ..runtime import Agent
+
+__all__ = ["add_parser", "run_demo"]
+
+_DEADLINE = 12.0
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "demo", help="run the embedded platform and a demo agent, and show turns and signals"
+    )
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    trio.run(run_demo)
+    return 0
+
+
+class _WatchedDemo(DemoAdapter):
+    """The demo adapter, stamping when each turn starts and when it is cancelled."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+        self.cancelled: dict[str, float] = {}
+        self.changed = trio.Event()
+
+    async def on_turn(self, turn: Turn) -> None:
+        self.started[turn.message.id] = time.perf_counter()
+        self._wake()
+        try:
+            await super().on_turn(turn)
+        except trio.Cancelled:
+            self.cancelled[turn.message.id] = time.perf_counter()
+            self._wake()
+            raise
+
+    def _wake(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def wait_started(self, message_id: str, count: int = 1) -> None:
+        while message_id not in self.started:
+            await self.changed.wait()
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.1f} ms"
+
+
+def _reply_to(platform: Platform, room_id: str, content: str) -> str | None:
+    for message in platform.messages(room_id):
+        if message.content == f"echo: {content}":
+            return message.id
+    return None
+
+
+async def run_demo() -> None:
+    began = time.perf_counter()
+    with trio.fail_after(_DEADLINE):
+        async with open_platform(seed=True) as platform, trio.open_nursery() as nursery:
+            info = platform.info
+            assert info.agent_id and info.api_key and info.room_id and info.user_id
+            room, user, agent_id = info.room_id, info.user_id, info.agent_id
+            adapter = _WatchedDemo()
+            agent = Agent(adapter, agent_id=agent_id, api_key=info.api_key,
+                          rest_url=info.rest_url, ws_url=info.ws_url)
+            print(f"platform  {info.rest_url}  (websocket {info.ws_url})")
+            await nursery.start(agent.run)
+            print(f"agent     {info.agent_id} joined room {room}\n")
+
+            async def turn(content: str) -> None:
+                sent = time.perf_counter()
+                platform.post_message(room, user, content)
+                await platform.wait_until(lambda: _reply_to(platform, room, content) is not None)
+                print(f"  {content!r:34} -> {'echo: ' + content!r:40} {_ms(time.perf_counter() - sent)}")
+
+            print("turns (message posted -> reply on the platform):")
+            for content in ("hello", "what can you do?", "think it over sleep=0.5"):
+                await turn(content)
+
+            print("\nsignals (signal sent -> effect):")
+            long = platform.post_message(room, user, "a long reasoning cycle sleep=30")
+            await adapter.wait_started(long)
+            sent = time.perf_counter()
+            platform.send_control(agent_id, "interrupt", room_id=room, reason="demo")
+            await platform.wait_until(lambda: _status(platform, long, agent_id) == "processed")
+            print(f"  interrupt: turn cancelled {_ms(adapter.cancelled[long] - sent)}, "
+                  f"message consumed (processed) {_ms(time.perf_counter() - sent)}, no reply")
+
+            held = platform.post_message(room, user, "work that will be stopped sleep=0.3")
+            await adapter.wait_started(held)
+            sent = time.perf_counter()
+            platform.send_control(agent_id, "stop", room_id=room, reason="demo")
+            await platform.wait_until(lambda: held in adapter.cancelled)
+            print(f"  stop:      turn cancelled {_ms(adapter.cancelled[held] - sent)}, "
+                  f"message left {_status(platform, held, agent_id)!r}")
+            meanwhile = "posted while stopped"
+            platform.post_message(room, user, meanwhile)
+
+            del adapter.started[held]
+            sent = time.perf_counter()
+            platform.send_control(agent_id, "play", room_id=room, reason="demo")
+            await adapter.wait_started(held)
+            resumed = time.perf_counter() - sent
+            await platform.wait_until(lambda: _reply_to(platform, room, meanwhile) is not None)
+            print(f"  play:      stopped turn re-entered {_ms(resumed)}, it and the message "
+                  f"posted meanwhile answered {_ms(time.perf_counter() - sent)}")
+
+            result = await agent.stop()
+            print(f"\nagent stopped ({'graceful' if result.graceful else 'cancelled turns'}); "
+                  f"demo took {time.perf_counter() - began:.2f} s")
+            nursery.cancel_scope.cancel()
+
+
+def _status(platform: Platform, message_id: str, agent_id: str) -> str | None:
+    entry = platform.delivery(message_id).get(agent_id)
+    return None if entry is None else str(entry["status"])

@@ -1,0 +1,61 @@
+"""`band-trio platform`: run the embedded platform until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from ..platform import run_platform
+
+__all__ = ["add_parser"]
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "platform", help="run the embedded Band platform (REST + websocket + admin API)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one")
+    parser.add_argument("--db", type=Path, help="sqlite file: makes the state durable")
+    parser.add_argument(
+        "--seed", action="store_true", help="create one agent, one user and one room"
+    )
+    parser.add_argument("--ready-file", type=Path, help="write the URLs and ids here as JSON")
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    trio.run(_serve, args)
+    return 0
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    async with trio.open_nursery() as nursery:
+        platform = await nursery.start(
+            functools.partial(
+                run_platform,
+                host=args.host,
+                port=args.port,
+                db=str(args.db) if args.db else None,
+                seed=args.seed,
+                ready_file=str(args.ready_file) if args.ready_file else None,
+            )
+        )
+        info = platform.info
+        print(f"band-trio platform listening: rest {info.rest_url}  ws {info.ws_url}  "
+              f"admin {info.admin_url}", flush=True)
+        if info.agent_id:
+            print(f"seeded agent {info.agent_id} key {info.api_key} room {info.room_id} "
+                  f"user {info.user_id}", flush=True)
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                print(f"band-trio platform: {signal.Signals(signum).name}, shutting down",
+                      file=sys.stderr, flush=True)
+                break
+        nursery.cancel_scope.cancel(reason="signal")

@@ -1,0 +1,23 @@
+"""The client side of the Band protocol over trio: the websocket and the REST API."""
+
+from __future__ import annotations
+
+from ._rest import RestClient as RestClient
+from ._rest import map_transport_errors as map_transport_errors
+from ._socket import CLOSE_HEARTBEAT_DEAD as CLOSE_HEARTBEAT_DEAD
+from ._socket import PushHandler as PushHandler
+from ._socket import Socket as Socket
+from ._socket import SocketStats as SocketStats
+from ._socket import run_socket as run_socket
+from ._status import error_for_status as error_for_status
+
+__all__ = [
+    "CLOSE_HEARTBEAT_DEAD",
+    "PushHandler",
+    "RestClient",
+    "Socket",
+    "SocketStats",
+    "error_for_status",
+    "map_transport_errors",
+    "run_socket",
+]

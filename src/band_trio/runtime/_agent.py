@@ -1,0 +1,331 @@
+"""The agent: one nursery that owns the link, the control lane and every room.
+
+    Agent.run
+    ├── rooms host (nursery)        one task per room: Room.run
+    └── link loop                   connect, join, sync rooms, wait for close, reconnect
+
+`Agent.stop()` is graceful and ordered: rooms stop taking work, running turns
+get the policy's shutdown grace, then the rooms' scopes are cancelled (each
+leaves its topics under a shielded deadline), then the socket is closed with a
+close frame, and only then does `run()` return.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from .. import errors
+from ..contract import Adapter
+from ..link import RestClient, Socket, SocketStats, run_socket
+from ..policy import Policy
+from ..wire import (
+    AgentControl,
+    MessageCreated,
+    RefCounter,
+    RoomAdded,
+    RoomDeleted,
+    RoomRemoved,
+    Supersede,
+)
+from ._control import ControlLane
+from ._inbound import inbound
+from ._room import Room, RoomContext
+
+__all__ = ["Agent", "StopResult"]
+
+log = logging.getLogger("band_trio.runtime.agent")
+
+_TERMINAL_STATUSES = (400, 401, 403, 409)
+
+
+@dataclass(frozen=True, slots=True)
+class StopResult:
+    """What `Agent.stop()` found."""
+
+    graceful: bool
+    """True if every running turn finished within the shutdown grace."""
+    cancelled: tuple[tuple[str, str], ...] = ()
+    """(room id, message id) of each turn cancelled after the grace; left `processing`."""
+
+
+class Agent:
+    """A Band agent running `adapter` in every room it is a participant of.
+
+    Run it in a nursery: `await nursery.start(agent.run)` returns once the
+    agent is connected and its rooms are joined; `await agent.stop()` stops it.
+    """
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        *,
+        agent_id: str,
+        api_key: str,
+        rest_url: str,
+        ws_url: str,
+        policy: Policy | None = None,
+        reject_conflict: bool = False,
+    ) -> None:
+        for name, value in (("agent_id", agent_id), ("api_key", api_key),
+                            ("rest_url", rest_url), ("ws_url", ws_url)):
+            if not value:
+                raise errors.ConfigurationError(f"{name} is required")
+        self.adapter = adapter
+        self.agent_id = agent_id
+        self._api_key = api_key
+        self.rest_url = rest_url
+        self.ws_url = ws_url
+        self.policy = policy or Policy()
+        self._reject_conflict = reject_conflict
+        self.stats = SocketStats()
+        self._refs = RefCounter()
+        self._rooms: dict[str, Room] = {}
+        self._control = ControlLane(lambda: self._rooms, memory=self.policy.control_dedup_memory)
+        self._socket: Socket | None = None
+        self._rest: RestClient | None = None
+        self._rooms_nursery: trio.Nursery | None = None
+        self._rooms_done = trio.Event()
+        self._turns_changed = trio.Event()
+        self._stopping = False
+        self._running = False
+        self._done = trio.Event()
+        self._terminal: errors.DisconnectReason | None = None
+        self.last_disconnect_reason: errors.DisconnectReason | None = None
+
+    @classmethod
+    def from_env(cls, adapter: Adapter, **overrides: Any) -> Agent:
+        """Settings from `BAND_AGENT_ID`, `BAND_API_KEY`, `BAND_REST_URL`, `BAND_WS_URL`."""
+        settings: dict[str, Any] = {
+            "agent_id": os.environ.get("BAND_AGENT_ID", ""),
+            "api_key": os.environ.get("BAND_API_KEY", ""),
+            "rest_url": os.environ.get("BAND_REST_URL", ""),
+            "ws_url": os.environ.get("BAND_WS_URL", ""),
+        }
+        settings.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(adapter, **settings)
+
+    # -- state ---------------------------------------------------------------
+
+    @property
+    def rooms(self) -> Mapping[str, Room]:
+        """The rooms the agent is in, by id (read-only view)."""
+        return dict(self._rooms)
+
+    @property
+    def connected(self) -> bool:
+        return self._socket is not None and not self._socket.closed.is_set()
+
+    @property
+    def control(self) -> ControlLane:
+        return self._control
+
+    # -- running -------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Connect and serve until `stop()`; `task_status.started()` once rooms are joined.
+
+        Raises `AgentDisconnectedError` if the platform ends the session for good,
+        and `AuthenticationError` if the key is refused at start-up.
+        """
+        if self._running:
+            raise RuntimeError("Agent.run() is already running")
+        self._running = True
+        try:
+            async with RestClient(self.rest_url, self._api_key, policy=self.policy) as rest:
+                self._rest = rest
+                await rest.me()
+                async with trio.open_nursery() as top:
+                    await top.start(self._host_rooms)
+                    await self._serve_link(task_status)
+                    top.cancel_scope.cancel(reason="agent stopped")
+        finally:
+            self._done.set()
+        if self._terminal is not None:
+            raise errors.AgentDisconnectedError(self._terminal)
+
+    async def stop(self) -> StopResult:
+        """Stop gracefully: finish running turns within the shutdown grace, then cancel."""
+        if not self._running or self._done.is_set():
+            return StopResult(graceful=True)
+        self._stopping = True
+        for room in self._rooms.values():
+            room.drain()
+        with trio.move_on_after(self.policy.shutdown_grace):
+            while any(room.turn is not None for room in self._rooms.values()):
+                self._turns_changed = trio.Event()
+                await self._turns_changed.wait()
+        cancelled = tuple(
+            (room.id, room.turn.message.id) for room in self._rooms.values() if room.turn
+        )
+        if cancelled:
+            log.warning("stopping with %d turn(s) still running: cancelling them", len(cancelled))
+        if self._rooms_nursery is not None:
+            self._rooms_nursery.cancel_scope.cancel(reason="agent stopping")
+        await self._rooms_done.wait()
+        socket = self._socket
+        if socket is not None:
+            await socket.aclose()
+        await self._done.wait()
+        return StopResult(graceful=not cancelled, cancelled=cancelled)
+
+    async def _host_rooms(self, task_status: trio.TaskStatus[None]) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                self._rooms_nursery = nursery
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._rooms_done.set()
+
+    def _room_context(self) -> RoomContext:
+        assert self._rest is not None
+        return RoomContext(
+            agent_id=self.agent_id,
+            rest=self._rest,
+            adapter=self.adapter,
+            policy=self.policy,
+            socket=lambda: self._socket,
+            turns_changed=self._wake_stop,
+        )
+
+    def _wake_stop(self) -> None:
+        self._turns_changed.set()
+
+    def _add_room(self, room_id: str) -> Room | None:
+        if room_id in self._rooms or self._stopping or self._rooms_nursery is None:
+            return None
+        room = Room(room_id, self._room_context())
+        self._rooms[room_id] = room
+        self._rooms_nursery.start_soon(self._run_room, room, name=f"room {room_id}")
+        return room
+
+    async def _run_room(self, room: Room) -> None:
+        try:
+            await room.run()
+        finally:
+            if self._rooms.get(room.id) is room:
+                del self._rooms[room.id]
+
+    def _remove_room(self, room_id: str) -> None:
+        room = self._rooms.pop(room_id, None)
+        if room is not None:
+            log.info("left room %s", room_id)
+            room.scope.cancel(reason="left the room")
+
+    # -- the link ------------------------------------------------------------
+
+    async def _serve_link(self, task_status: trio.TaskStatus[None]) -> None:
+        started = False
+        failures = 0
+        while True:
+            try:
+                async with trio.open_nursery() as connection:
+                    socket: Socket = await connection.start(
+                        functools.partial(
+                            run_socket,
+                            self.ws_url,
+                            agent_id=self.agent_id,
+                            api_key=self._api_key,
+                            on_push=self._on_push,
+                            refs=self._refs,
+                            stats=self.stats,
+                            policy=self.policy,
+                            reject_conflict=self._reject_conflict and not started,
+                        )
+                    )
+                    self._socket = socket
+                    self.last_disconnect_reason = None
+                    try:
+                        await self._on_connected(socket, first=not started)
+                        if not started:
+                            started = True
+                            task_status.started()
+                        failures = 0
+                        await socket.closed.wait()
+                    finally:
+                        self._socket = None
+                        await socket.aclose()
+                log.info("websocket closed (code %s)", socket.close_code)
+            except* errors.PlatformResponseError as group:
+                error = group.exceptions[0]
+                assert isinstance(error, errors.PlatformResponseError)
+                if error.status not in _TERMINAL_STATUSES:
+                    log.warning("websocket upgrade refused (%s); retrying", error)
+                else:
+                    self._terminal = errors.DisconnectReason(
+                        reason=error.code or f"http_{error.status}",
+                        message=error.message,
+                        retry_after=error.retry_after,
+                        correlation_id=error.request_id,
+                    )
+            except* (errors.PlatformError, errors.JoinError, errors.ConnectionClosedError) as group:
+                log.warning("connection failed: %s", group.exceptions[0])
+            if self._terminal is not None:
+                self.last_disconnect_reason = self._terminal
+                return
+            if self._stopping:
+                return
+            delay = min(self.policy.reconnect_cap, self.policy.reconnect_base * 2**failures)
+            failures += 1
+            await trio.sleep(random.uniform(delay / 2, delay))
+
+    async def _on_connected(self, socket: Socket, *, first: bool) -> None:
+        await socket.join(f"agent_control:{self.agent_id}")
+        await socket.join(f"agent_rooms:{self.agent_id}")
+        assert self._rest is not None
+        wanted = [summary.id for summary in await self._rest.rooms()]
+        for gone in set(self._rooms) - set(wanted):
+            self._remove_room(gone)
+        fresh: list[Room] = []
+        for room_id in wanted:
+            room = self._rooms.get(room_id)
+            if room is None:
+                added = self._add_room(room_id)
+                if added is not None:
+                    fresh.append(added)
+            elif room.ready.is_set():
+                await room.join_topics(socket)
+                room.request_resync()
+        for room in fresh:
+            await room.ready.wait()
+
+    def _on_push(self, topic: str, event: str, payload: Any) -> None:
+        """Route one push; runs in the reader, so it never awaits."""
+        if isinstance(payload, MessageCreated):
+            if event != "message_created":
+                return
+            room_id = topic.partition(":")[2]
+            room = self._rooms.get(room_id)
+            if room is not None:
+                room.push(inbound(room_id, self.agent_id, payload))
+        elif isinstance(payload, AgentControl):
+            self._control.apply(payload)
+        elif isinstance(payload, RoomAdded) and not isinstance(payload, RoomRemoved):
+            self._add_room(payload.id)
+        elif isinstance(payload, RoomRemoved | RoomDeleted):
+            self._remove_room(payload.id)
+        elif isinstance(payload, Supersede):
+            self._on_supersede(payload)
+        else:
+            log.debug("ignored %s on %s", event, topic)
+
+    def _on_supersede(self, payload: Supersede) -> None:
+        log.warning("superseded by the platform: %s (%s)", payload.reason, payload.message)
+        if not payload.retryable:
+            self._terminal = errors.DisconnectReason(
+                reason=payload.reason,
+                message=payload.message,
+                retryable=False,
+                retry_after=payload.retry_after,
+                correlation_id=payload.correlation_id,
+            )
+            if self._socket is not None:
+                self._socket.close_soon()

@@ -1,0 +1,68 @@
+"""The control lane: interrupt, stop and play, applied one at a time in arrival order.
+
+Applying a signal is synchronous — it cancels a turn's scope or flips a room's
+suppression and wakes its loop — so the lane needs no task and no queue: the
+websocket reader applies each signal the moment it decodes it. Nothing can
+queue a signal behind room work, and the reader never blocks on it. The
+follow-up work (the `processed` mark of an interrupted message, the `/next`
+catch-up after play) runs in the room's own task.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+
+from ..wire import AgentControl
+from ._room import Room
+
+__all__ = ["ControlLane"]
+
+log = logging.getLogger("band_trio.runtime.control")
+
+
+class ControlLane:
+    """Routes `agent.control` signals to rooms, de-duplicated by correlation id."""
+
+    def __init__(self, rooms: Callable[[], Mapping[str, Room]], *, memory: int) -> None:
+        self._rooms = rooms
+        self._memory = memory
+        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self.applied = 0
+        self.duplicates = 0
+
+    def apply(self, signal: AgentControl) -> None:
+        # A play is never a duplicate of a stop: the key includes the mode.
+        key = (signal.correlation_id, signal.mode)
+        if key in self._seen:
+            self.duplicates += 1
+            log.info("ignored duplicate %s (%s)", signal.mode, signal.correlation_id)
+            return
+        rooms = self._rooms()
+        if signal.room_id is not None:
+            targets = [rooms[signal.room_id]] if signal.room_id in rooms else []
+            if not targets:
+                log.info("%s for unknown room %s: no-op", signal.mode, signal.room_id)
+        elif signal.scope == "agent":
+            targets = list(rooms.values())
+        else:
+            log.warning("%s with no room and scope=%s: ignored", signal.mode, signal.scope)
+            targets = []
+        if not targets:
+            return  # a signal that reached no room is not remembered
+        self._remember(key)
+        self.applied += 1
+        reason = signal.reason if isinstance(signal.reason, str) else None
+        for room in targets:
+            if signal.mode == "interrupt":
+                room.interrupt(reason)
+            elif signal.mode == "stop":
+                room.stop(reason)
+            else:
+                room.play()
+
+    def _remember(self, key: tuple[str, str]) -> None:
+        self._seen[key] = None
+        while len(self._seen) > self._memory:
+            self._seen.popitem(last=False)

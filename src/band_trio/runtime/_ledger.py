@@ -1,0 +1,70 @@
+"""Per-room bookkeeping of attempts and completions (sans-IO).
+
+The ledger answers one question before each turn: what may be done with this
+message? Run it, only retry its `processed` mark (ack-pending: the adapter
+already finished it), or nothing (completed, or its retry budget is spent).
+It is what guarantees that the adapter never runs twice for one message in
+one process, whichever path (push, backlog, reconcile, replay) brings it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+
+__all__ = ["Ledger", "Standing"]
+
+
+class Standing(enum.Enum):
+    RUNNABLE = "runnable"
+    ACK_PENDING = "ack_pending"
+    COMPLETED = "completed"
+    EXHAUSTED = "exhausted"
+
+
+class Ledger:
+    """Attempts charged per message, ack-pending ids and an LRU of completed ids."""
+
+    def __init__(self, *, max_attempts: int, memory: int) -> None:
+        self._max_attempts = max_attempts
+        self._memory = memory
+        self._attempts: dict[str, int] = {}
+        self._ack_pending: set[str] = set()
+        self._completed: OrderedDict[str, None] = OrderedDict()
+
+    def standing(self, message_id: str) -> Standing:
+        if message_id in self._completed:
+            return Standing.COMPLETED
+        if message_id in self._ack_pending:
+            return Standing.ACK_PENDING
+        if self._attempts.get(message_id, 0) >= self._max_attempts:
+            return Standing.EXHAUSTED
+        return Standing.RUNNABLE
+
+    def attempts(self, message_id: str) -> int:
+        return self._attempts.get(message_id, 0)
+
+    def charge(self, message_id: str) -> None:
+        """One attempt is being spent (before the claim)."""
+        self._attempts[message_id] = self._attempts.get(message_id, 0) + 1
+
+    def refund(self, message_id: str) -> None:
+        """Give one attempt back: our own interrupt/stop, a refused or stopped claim."""
+        left = self._attempts.get(message_id, 0) - 1
+        if left > 0:
+            self._attempts[message_id] = left
+        else:
+            self._attempts.pop(message_id, None)
+
+    def ack_pending(self, message_id: str) -> None:
+        """The adapter is done with it; only the `processed` mark is outstanding."""
+        self._ack_pending.add(message_id)
+
+    def complete(self, message_id: str) -> None:
+        """The platform accepted the final mark: never touch this message again."""
+        self._ack_pending.discard(message_id)
+        self._attempts.pop(message_id, None)
+        self._completed[message_id] = None
+        self._completed.move_to_end(message_id)
+        while len(self._completed) > self._memory:
+            self._completed.popitem(last=False)

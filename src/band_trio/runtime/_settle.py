@@ -1,0 +1,123 @@
+"""What happens to a message after its turn: the marks, by outcome.
+
+| outcome        | attempt   | platform                                      |
+|----------------|-----------|-----------------------------------------------|
+| SUCCEEDED      | kept      | ack-pending, then `processed`                 |
+| FAILED         | kept      | `failed` with a short label, an error event   |
+| ABORTED        | given back| interrupt: `processed` (consumed); stop: none |
+| NOT_CLAIMED    | given back| none: the claim did not land                  |
+| CLAIM_STOPPED  | given back| none: the claim was answered 204 (stopped)    |
+
+Abort settling is cleanup after a cancel, so it runs shielded under the
+policy's cleanup grace; the `processed` mark and `working: false` go out
+concurrently, the mark first in line.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from .. import errors
+from ..link import RestClient
+from ._ledger import Ledger
+from ._turn import ActiveTurn
+
+if TYPE_CHECKING:
+    from ._room import RoomContext
+
+__all__ = ["Outcome", "report_idle", "settle"]
+
+log = logging.getLogger("band_trio.runtime.settle")
+
+
+class Outcome(enum.Enum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ABORTED = "aborted"
+    NOT_CLAIMED = "not_claimed"
+    CLAIM_STOPPED = "claim_stopped"
+
+
+async def report_idle(rest: RestClient, room_id: str) -> None:
+    """`working: false`, once; a failure only costs the platform's ~10 s TTL."""
+    try:
+        await rest.report_activity(room_id, False)
+    except errors.PlatformError as exc:
+        log.debug("room %s: activity report failed: %s", room_id, exc)
+
+
+async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bool:
+    """Ack-pending first, then the mark; True once the platform accepted it."""
+    message = turn.message
+    ledger.ack_pending(message.id)
+    try:
+        if turn.claimed is not True:
+            # The claim's outcome is unknown (cut off in the claim window): claiming
+            # again is idempotent and gives the mark the live attempt it needs.
+            if await rest.claim(message.room_id, message.id) is None:
+                return False
+        result = await rest.mark_processed(message.room_id, message.id)
+    except errors.PlatformError as exc:
+        log.warning("room %s: processed mark of %s failed (%s); it stays ack-pending",
+                    message.room_id, message.id, exc)
+        return False
+    if result is None:
+        log.info("room %s: processed mark of %s refused as stopped; it stays ack-pending",
+                 message.room_id, message.id)
+        return False
+    ledger.complete(message.id)
+    return True
+
+
+async def _mark_failed(rest: RestClient, turn: ActiveTurn) -> bool:
+    message = turn.message
+    label = turn.failure or "adapter error"
+    try:
+        landed = await rest.mark_failed(message.room_id, message.id, label) is not None
+        await rest.post_event(
+            message.room_id,
+            "Internal error while processing message; see agent logs.",
+            "error",
+            {"failure": {"provider": "band-trio", "code": None, "message": label, "detail": None}},
+        )
+    except errors.PlatformError as exc:
+        log.warning("room %s: failed mark of %s did not land: %s",
+                    message.room_id, message.id, exc)
+        return False
+    return landed
+
+
+async def settle(context: RoomContext, ledger: Ledger, turn: ActiveTurn, outcome: Outcome) -> bool:
+    """Apply `outcome`; returns True if the message's platform state moved on."""
+    rest = context.rest
+    room_id = turn.message.room_id
+    if outcome in (Outcome.NOT_CLAIMED, Outcome.CLAIM_STOPPED):
+        ledger.refund(turn.message.id)
+        return False
+    if outcome is Outcome.ABORTED:
+        ledger.refund(turn.message.id)  # our own abort does not use up the budget
+        kind = turn.abort_kind
+        consumed = False
+        with trio.move_on_after(context.policy.cleanup_grace, shield=True) as cleanup:
+            async with trio.open_nursery() as nursery:
+                if turn.working:
+                    nursery.start_soon(report_idle, rest, room_id)
+                if kind is not None and kind.consumes:
+                    consumed = await _mark_processed(rest, ledger, turn)
+        if cleanup.cancelled_caught:
+            log.warning("room %s: cleanup of aborted turn %s overran its %.1fs grace",
+                        room_id, turn.message.id, context.policy.cleanup_grace)
+        return consumed
+    moved = False
+    async with trio.open_nursery() as nursery:
+        if turn.working:
+            nursery.start_soon(report_idle, rest, room_id)
+        if outcome is Outcome.SUCCEEDED:
+            moved = await _mark_processed(rest, ledger, turn)
+        else:
+            moved = await _mark_failed(rest, turn)
+    return moved

@@ -1,0 +1,108 @@
+"""A turn in flight: its cancel scope, why it was aborted, and what it claimed.
+
+The scope is opened *before* the claim, so a signal that lands while the claim
+request is still in flight (the claim window) already aborts the turn: the
+adapter is never called. Aborting records a kind and a reason first, then
+cancels the scope; the room reads the kind afterwards to decide consume vs
+leave. Nothing polls a flag between awaits.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from .. import errors
+from ..contract import Message
+from ..link import RestClient
+from ..wire import MentionRef
+
+__all__ = ["AbortKind", "ActiveTurn", "PlatformPort"]
+
+log = logging.getLogger("band_trio.runtime.turn")
+
+
+class AbortKind(enum.Enum):
+    """Why a turn's scope was cancelled by the runtime itself."""
+
+    INTERRUPT = "interrupt"
+    """The room's users interrupted: consume the message (mark it processed)."""
+    STOP = "stop"
+    """The room's users stopped the agent: leave the message for replay on play."""
+    PLATFORM_STOP = "platform_stop"
+    """The platform refused work as stopped (403, activity false): leave the message."""
+
+    @property
+    def consumes(self) -> bool:
+        return self is AbortKind.INTERRUPT
+
+
+class ActiveTurn:
+    """Runtime-side state of one turn (the adapter sees `contract.Turn`)."""
+
+    __slots__ = ("abort_kind", "abort_reason", "claimed", "failure", "message", "scope", "working")
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        self.scope = trio.CancelScope()
+        self.abort_kind: AbortKind | None = None
+        self.abort_reason: str | None = None
+        self.claimed: bool | None = None
+        """True once the claim landed; None while its outcome is unknown."""
+        self.working = False
+        """True once `working: true` may have reached the platform."""
+        self.failure: str | None = None
+        """A short label of the adapter's error, if it raised."""
+
+    def abort(self, kind: AbortKind, reason: str | None = None) -> bool:
+        """Cancel the turn for `kind`. The first abort wins; returns whether this one did."""
+        if self.abort_kind is not None:
+            return False
+        self.abort_kind = kind
+        self.abort_reason = reason
+        self.scope.cancel(reason=f"{kind.value}: {reason}" if reason else kind.value)
+        return True
+
+
+class PlatformPort:
+    """The `contract.TurnPort` of one turn: posts on the room's behalf.
+
+    A post refused as "execution is stopped" aborts the turn as a platform
+    stop: the adapter sees `Cancelled`, and the message is left for replay.
+    """
+
+    __slots__ = ("_rest", "_turn")
+
+    def __init__(self, rest: RestClient, turn: ActiveTurn) -> None:
+        self._rest = rest
+        self._turn = turn
+
+    async def post_message(self, content: str, mentions: Sequence[str]) -> str:
+        refs = [MentionRef(id=target) for target in mentions]
+        try:
+            posted = await self._rest.post_message(self._turn.message.room_id, content, refs)
+        except errors.ExecutionStoppedError as exc:
+            await self._aborted_by_platform(exc)
+            raise
+        return posted.id
+
+    async def post_event(
+        self, content: str, message_type: str, metadata: dict[str, Any] | None
+    ) -> str:
+        room_id = self._turn.message.room_id
+        try:
+            created = await self._rest.post_event(room_id, content, message_type, metadata)
+        except errors.ExecutionStoppedError as exc:
+            await self._aborted_by_platform(exc)
+            raise
+        return created.id
+
+    async def _aborted_by_platform(self, exc: errors.ExecutionStoppedError) -> None:
+        log.info("room %s: platform refused a post as stopped; aborting the turn",
+                 self._turn.message.room_id)
+        self._turn.abort(AbortKind.PLATFORM_STOP, exc.message)
+        await trio.lowlevel.checkpoint()  # raises Cancelled: we are inside the turn's scope
