@@ -78,7 +78,14 @@ def map_transport_errors(what: str) -> Iterator[None]:
 class RestClient:
     """One agent's REST session. Use as `async with RestClient(...) as rest:`."""
 
-    def __init__(self, rest_url: str, api_key: str, *, policy: Policy | None = None) -> None:
+    def __init__(
+        self,
+        rest_url: str,
+        api_key: str,
+        *,
+        policy: Policy | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
         if not rest_url:
             raise errors.ConfigurationError("rest_url is required")
         if not api_key:
@@ -89,6 +96,7 @@ class RestClient:
             headers={"X-API-Key": api_key, "content-type": "application/json"},
             # A backstop only: trio deadlines from the policy govern every call.
             timeout=httpx2.Timeout(self._policy.request_deadline + 5.0),
+            transport=transport,
         )
 
     async def __aenter__(self) -> RestClient:

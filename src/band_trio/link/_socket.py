@@ -138,6 +138,8 @@ class Socket:
 
     async def aclose(self, code: int = 1000, reason: str | None = None) -> None:
         """Close with a close frame, within the policy's close deadline."""
+        if self.close_code is None:
+            self.close_code, self.close_reason = code, reason
         with trio.move_on_after(self._policy.close_deadline, shield=True):
             await self._ws.aclose(code, reason)
 
@@ -154,7 +156,7 @@ class Socket:
                 text = await self._ws.get_message()
                 self._on_text(text)
         except trio_websocket.ConnectionClosed as exc:
-            if exc.reason is not None:
+            if exc.reason is not None and self.close_code is None:
                 self.close_code = exc.reason.code
                 self.close_reason = exc.reason.reason
         finally:
@@ -217,7 +219,8 @@ class Socket:
             dead_at = self._last_ack + self._policy.heartbeat_dead_after
             await trio.sleep_until(min(trio.current_time() + interval, dead_at))
             if trio.current_time() >= self._last_ack + self._policy.heartbeat_dead_after:
-                log.warning("no heartbeat reply for %.0fs: closing", interval)
+                log.warning("no heartbeat reply for %.1fs: closing",
+                            self._policy.heartbeat_dead_after)
                 await self.aclose(CLOSE_HEARTBEAT_DEAD, "Heartbeat dead-threshold exceeded")
                 return
             ref, text = self.channels.heartbeat_frame()

@@ -1,0 +1,139 @@
+"""The message lifecycle of semantics.md §2, end to end over loopback sockets."""
+
+from __future__ import annotations
+
+import trio
+from conftest import live_tasks
+from support import Recorder, replies, running_agent, status
+
+from band_trio import Policy, Turn
+from band_trio.platform import Platform
+
+DEADLINE = 10
+
+
+async def test_backlog_and_live_messages_are_answered_and_processed(platform: Platform) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    waiting = platform.post_message(info.room_id, info.user_id, "waiting before start")
+    adapter = Recorder()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter):
+            await platform.wait_until(lambda: status(platform, waiting) == "processed")
+            live = platform.post_message(info.room_id, info.user_id, "live one")
+            await platform.wait_until(lambda: status(platform, live) == "processed")
+    assert replies(platform, info.room_id) == ["echo: waiting before start", "echo: live one"]
+    # each user message ran the adapter exactly once; the agent's own echoes never did
+    assert adapter.calls == ["waiting before start", "live one"]
+
+
+async def test_backlog_runs_in_platform_order_before_newer_pushes(platform: Platform) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    backlog = [platform.post_message(info.room_id, info.user_id, f"old {i}") for i in range(3)]
+    adapter = Recorder()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter):
+            new = platform.post_message(info.room_id, info.user_id, "new")
+            await platform.wait_until(
+                lambda: all(status(platform, m) == "processed" for m in [*backlog, new])
+            )
+    assert adapter.calls == ["old 0", "old 1", "old 2", "new"]
+
+
+async def test_adapter_error_marks_failed_and_the_room_moves_on(platform: Platform) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+
+    async def explode_once(turn: Turn) -> None:
+        if "boom" in turn.message.content:
+            raise RuntimeError("the model fell over")
+        await turn.reply("fine")
+
+    adapter = Recorder(explode_once)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter):
+            bad = platform.post_message(info.room_id, info.user_id, "boom")
+            await platform.wait_until(lambda: status(platform, bad) == "failed")
+            good = platform.post_message(info.room_id, info.user_id, "next")
+            await platform.wait_until(lambda: status(platform, good) == "processed")
+    assert adapter.calls == ["boom", "next"]  # the failed message is not re-run (budget 1)
+    failed_marks = [e for e in platform.log() if e.path and e.path.endswith(f"{bad}/failed")]
+    assert len(failed_marks) == 1
+    assert failed_marks[0].body and "RuntimeError: the model fell over" in failed_marks[0].body
+    assert "Traceback" not in failed_marks[0].body
+    events = [e for e in platform.log() if e.path and e.path.endswith("/events")]
+    assert events and events[0].status == 201
+
+
+async def test_working_activity_is_reported_and_kept_alive(platform: Platform) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    policy = Policy(working_keep_alive=0.02)
+
+    def activity_bodies() -> list[str]:
+        return [e.body or "" for e in platform.log()
+                if e.kind == "rest" and e.path and e.path.endswith("/activity")]
+
+    async def think_until_kept_alive(turn: Turn) -> None:
+        # keep the turn open until the platform has seen three `working: true` reports
+        await platform.wait_until(
+            lambda: sum('"working":true' in b for b in activity_bodies()) >= 3
+        )
+        await turn.reply("done")
+
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(think_until_kept_alive), policy=policy):
+            message = platform.post_message(info.room_id, info.user_id, "think")
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+            await platform.wait_until(lambda: '"working":false' in activity_bodies()[-1])
+    assert sum('"working":true' in b for b in activity_bodies()) >= 3
+
+
+async def test_claim_happens_before_the_adapter_runs(platform: Platform) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    seen: list[str | None] = []
+
+    async def look(turn: Turn) -> None:
+        seen.append(status(platform, turn.message.id))
+        await turn.reply("ok")
+
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(look)):
+            message = platform.post_message(info.room_id, info.user_id, "hi")
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert seen == ["processing"]
+
+
+async def test_stopping_the_agent_leaves_no_task_behind(platform: Platform) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    before = live_tasks()
+    adapter = Recorder()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            second = platform.create_room(title="second", participants=[info.agent_id, info.user_id])
+            await platform.wait_until(lambda: second.id in running.agent.rooms)
+            for room in (info.room_id, second.id):
+                message = platform.post_message(room, info.user_id, "hello")
+                await platform.wait_until(lambda m=message: status(platform, m) == "processed")
+            assert len(running.agent.rooms) == 2
+    assert running.stop_result is not None and running.stop_result.graceful
+    assert live_tasks() == before
+
+
+async def test_graceful_stop_cancels_a_turn_that_outlives_the_grace(platform: Platform) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    adapter = Recorder(lambda turn: trio.sleep_forever())
+    policy = Policy(shutdown_grace=0.05)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=policy) as running:
+            message = platform.post_message(info.room_id, info.user_id, "forever")
+            await adapter.wait_for(lambda: adapter.calls == ["forever"])
+    result = running.stop_result
+    assert result is not None and not result.graceful
+    assert result.cancelled == ((info.room_id, message),)
+    assert adapter.cancelled == ["forever"]
+    assert status(platform, message) == "processing"  # shutdown is not an interrupt: never marked

@@ -1,0 +1,180 @@
+"""The websocket link against a scripted trio-websocket server on loopback.
+
+The server is real (a socket, a handshake, frames on the wire); what it sends
+is scripted, so malformed and stale frames can be produced on purpose.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import msgspec
+import pytest
+import trio
+import trio_websocket
+
+from band_trio import Policy, errors, wire
+from band_trio.link import Socket, SocketStats, run_socket
+
+Script = Callable[[trio_websocket.WebSocketConnection], Awaitable[None]]
+
+
+async def answer_joins(ws: trio_websocket.WebSocketConnection, count: int) -> list[str]:
+    """Reply ok to `count` joins; returns their join refs."""
+    refs = []
+    for _ in range(count):
+        join_ref, ref, topic, event, _ = msgspec.json.decode(await ws.get_message())
+        assert event == "phx_join"
+        refs.append(join_ref)
+        await ws.send_message(wire.encode_frame(join_ref, ref, topic, "phx_reply",
+                                                {"status": "ok", "response": {}}))
+    return refs
+
+
+@asynccontextmanager
+async def scripted_server(script: Script) -> AsyncIterator[str]:
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        ws = await request.accept()
+        try:
+            await script(ws)
+            await trio.sleep_forever()
+        except trio_websocket.ConnectionClosed:
+            pass
+
+    async with trio.open_nursery() as nursery:
+        server = await nursery.start(
+            functools.partial(trio_websocket.serve_websocket, handler, "127.0.0.1", 0,
+                              ssl_context=None)
+        )
+        yield f"ws://127.0.0.1:{server.port}/socket"
+        nursery.cancel_scope.cancel()
+
+
+async def connect(
+    url: str, pushes: list[tuple[str, str, object]], stats: SocketStats, policy: Policy,
+    nursery: trio.Nursery,
+) -> Socket:
+    socket: Socket = await nursery.start(
+        functools.partial(
+            run_socket, url, agent_id="A", api_key="key",
+            on_push=lambda topic, event, payload: pushes.append((topic, event, payload)),
+            refs=wire.RefCounter(), stats=stats, policy=policy,
+        )
+    )
+    return socket
+
+
+def message(id: str) -> dict[str, object]:
+    return {"id": id, "content": "hi", "message_type": "text", "sender_type": "User",
+            "sender_id": "U", "inserted_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z"}
+
+
+async def test_bad_frames_are_counted_and_dropped_and_the_connection_lives() -> None:
+    async def script(ws: trio_websocket.WebSocketConnection) -> None:
+        (join_ref,) = await answer_joins(ws, 1)
+        await ws.send_message("this is not json")
+        await ws.send_message('["1", null, "chat_room:R"]')
+        await ws.send_message(wire.encode_frame(join_ref, None, "chat_room:R",
+                                                "message_created", {"id": "no-content"}))
+        await ws.send_message(wire.encode_frame("999", None, "chat_room:R",
+                                                "message_created", message("stale")))
+        await ws.send_message(wire.encode_frame(join_ref, None, "chat_room:R",
+                                                "message_created", message("good")))
+
+    pushes: list[tuple[str, str, object]] = []
+    stats = SocketStats()
+    with trio.fail_after(5):
+        async with scripted_server(script) as url, trio.open_nursery() as nursery:
+            socket = await connect(url, pushes, stats, Policy(), nursery)
+            await socket.join("chat_room:R")
+            while not pushes:
+                await trio.testing.wait_all_tasks_blocked()
+            await socket.aclose()
+    assert [(topic, event) for topic, event, _ in pushes] == [("chat_room:R", "message_created")]
+    payload = pushes[0][2]
+    assert isinstance(payload, wire.MessageCreated) and payload.id == "good"
+    assert stats.bad_frames == 2
+    assert stats.bad_payloads["message_created"] == 1
+    assert stats.stale_pushes == 1
+
+
+async def test_a_refused_join_raises_join_error_with_the_reason() -> None:
+    async def script(ws: trio_websocket.WebSocketConnection) -> None:
+        join_ref, ref, topic, _, _ = msgspec.json.decode(await ws.get_message())
+        await ws.send_message(wire.encode_frame(join_ref, ref, topic, "phx_reply",
+                                                {"status": "error",
+                                                 "response": {"reason": "unauthorized"}}))
+
+    with trio.fail_after(5):
+        async with scripted_server(script) as url, trio.open_nursery() as nursery:
+            socket = await connect(url, [], SocketStats(), Policy(), nursery)
+            with pytest.raises(errors.JoinError, match="unauthorized"):
+                await socket.join("chat_room:R")
+            await socket.aclose()
+
+
+async def test_an_unanswered_join_fails_at_the_policy_deadline(autojump_clock: object) -> None:
+    async def script(ws: trio_websocket.WebSocketConnection) -> None:
+        await ws.get_message()  # swallow the join, never answer
+
+    with trio.fail_after(60):
+        async with scripted_server(script) as url, trio.open_nursery() as nursery:
+            socket = await connect(url, [], SocketStats(), Policy(join_deadline=3), nursery)
+            started = trio.current_time()
+            with pytest.raises(errors.JoinError, match="no reply"):
+                await socket.join("agent_control:A")
+            assert trio.current_time() - started == pytest.approx(3, abs=0.1)
+            await socket.aclose()
+
+
+async def test_unanswered_heartbeats_close_the_socket_with_4000() -> None:
+    heartbeats: list[str] = []
+    server_saw: list[int] = []
+    seen_close = trio.Event()
+
+    async def script(ws: trio_websocket.WebSocketConnection) -> None:
+        try:
+            while True:
+                frame = msgspec.json.decode(await ws.get_message())
+                if frame[3] == "heartbeat":
+                    heartbeats.append(frame[1])
+        except trio_websocket.ConnectionClosed as exc:
+            assert exc.reason is not None
+            server_saw.append(exc.reason.code)
+            seen_close.set()
+            raise
+
+    policy = Policy(heartbeat_interval=0.02, heartbeat_dead_after=0.1)
+    with trio.fail_after(5):
+        async with scripted_server(script) as url, trio.open_nursery() as nursery:
+            socket = await connect(url, [], SocketStats(), policy, nursery)
+            await socket.closed.wait()
+            await seen_close.wait()
+    assert socket.close_code == 4000
+    assert server_saw == [4000]
+    assert len(heartbeats) >= 2
+
+
+async def test_answered_heartbeats_keep_the_socket_open() -> None:
+    async def script(ws: trio_websocket.WebSocketConnection) -> None:
+        while True:
+            join_ref, ref, topic, event, _ = msgspec.json.decode(await ws.get_message())
+            if event == "heartbeat":
+                answered.append(ref)
+                if len(answered) == 12:  # well past the dead threshold
+                    enough.set()
+                await ws.send_message(wire.encode_frame(None, ref, "phoenix", "phx_reply",
+                                                        {"status": "ok", "response": {}}))
+
+    answered: list[str] = []
+    enough = trio.Event()
+    policy = Policy(heartbeat_interval=0.01, heartbeat_dead_after=0.05)
+    with trio.fail_after(5):
+        async with scripted_server(script) as url, trio.open_nursery() as nursery:
+            socket = await connect(url, [], SocketStats(), policy, nursery)
+            await enough.wait()
+            assert not socket.closed.is_set()
+            await socket.aclose()

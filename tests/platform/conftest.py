@@ -1,0 +1,25 @@
+"""Fixtures: a fresh platform per test, and a REST client for its seeded agent."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx2
+import pytest
+
+from band_trio.platform import Platform, open_platform
+
+
+@pytest.fixture
+async def platform() -> AsyncIterator[Platform]:
+    async with open_platform() as p:
+        yield p
+
+
+@pytest.fixture
+async def client(platform: Platform) -> AsyncIterator[httpx2.AsyncClient]:
+    """REST client authenticated as the seeded agent."""
+    key = platform.info.api_key
+    assert key is not None
+    async with httpx2.AsyncClient(base_url=platform.info.rest_url, headers={"X-API-Key": key}) as c:
+        yield c

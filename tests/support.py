@@ -1,0 +1,104 @@
+"""Test helpers: a recording adapter and an agent that runs for the length of a block."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from band_trio import Adapter, Agent, Policy, StopResult, Turn
+from band_trio.platform import Platform
+
+Behaviour = Callable[[Turn], Awaitable[None]]
+
+
+async def echo(turn: Turn) -> None:
+    await turn.reply(f"echo: {turn.message.content}")
+
+
+class Recorder(Adapter):
+    """Runs `behaviour` for each turn and records what happened, with events to wait on."""
+
+    def __init__(self, behaviour: Behaviour = echo) -> None:
+        self.behaviour = behaviour
+        self.calls: list[str] = []
+        self.cancelled: list[str] = []
+        self.finished: list[str] = []
+        self.left: list[str] = []
+        self._changed = trio.Event()
+
+    async def on_turn(self, turn: Turn) -> None:
+        self.calls.append(turn.message.content)
+        self._notify()
+        try:
+            await self.behaviour(turn)
+        except trio.Cancelled:
+            self.cancelled.append(turn.message.content)
+            self._notify()
+            raise
+        self.finished.append(turn.message.content)
+        self._notify()
+
+    async def on_room_left(self, room_id: str) -> None:
+        self.left.append(room_id)
+        self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, predicate: Callable[[], bool]) -> None:
+        while not predicate():
+            await self._changed.wait()
+
+
+def agent_for(platform: Platform, adapter: Adapter, **kwargs: Any) -> Agent:
+    info = platform.info
+    assert info.agent_id and info.api_key
+    return Agent(
+        adapter,
+        agent_id=info.agent_id,
+        api_key=info.api_key,
+        rest_url=info.rest_url,
+        ws_url=info.ws_url,
+        **kwargs,
+    )
+
+
+class Running:
+    """The handle `running_agent` yields: the agent, plus its stop result afterwards."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.stop_result: StopResult | None = None
+
+
+@asynccontextmanager
+async def running_agent(
+    platform: Platform, adapter: Adapter, *, policy: Policy | None = None
+) -> AsyncIterator[Running]:
+    """Start an agent (connected, rooms joined) and stop it gracefully on exit."""
+    agent = agent_for(platform, adapter, policy=policy)
+    handle = Running(agent)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(agent.run)
+        try:
+            yield handle
+        finally:
+            with trio.fail_after(10):
+                handle.stop_result = await agent.stop()
+
+
+def status(platform: Platform, message_id: str) -> str | None:
+    """The seeded agent's delivery status of a message."""
+    agent_id = platform.info.agent_id
+    assert agent_id
+    entry = platform.delivery(message_id).get(agent_id)
+    return None if entry is None else str(entry["status"])
+
+
+def replies(platform: Platform, room_id: str) -> list[str]:
+    agent_id = platform.info.agent_id
+    return [m.content for m in platform.messages(room_id) if m.sender_id == agent_id]

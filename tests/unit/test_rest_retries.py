@@ -1,0 +1,87 @@
+"""RestClient's retry rules, against an in-memory transport (a unit test of one piece)."""
+
+from __future__ import annotations
+
+import httpx2
+import pytest
+import trio
+
+from band_trio import Policy, errors
+from band_trio.link import RestClient
+
+NEXT = "/api/v1/agent/chats/R/messages/next"
+
+
+def scripted(*responses: httpx2.Response) -> tuple[httpx2.MockTransport, list[float]]:
+    queue = list(responses)
+    times: list[float] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        assert request.headers["x-api-key"] == "key"
+        times.append(trio.current_time())
+        return queue.pop(0)
+
+    return httpx2.MockTransport(handler), times
+
+
+async def test_429_waits_for_retry_after_then_succeeds(autojump_clock: object) -> None:
+    transport, times = scripted(
+        httpx2.Response(429, headers={"Retry-After": "7"}), httpx2.Response(204)
+    )
+    async with RestClient("http://platform", "key", transport=transport) as rest:
+        assert await rest.next_message("R") is None
+    assert len(times) == 2
+    assert times[1] - times[0] == pytest.approx(7, abs=0.01)
+
+
+async def test_retry_after_is_capped_by_the_policy(autojump_clock: object) -> None:
+    transport, times = scripted(
+        httpx2.Response(503, headers={"Retry-After": "3600"}), httpx2.Response(204)
+    )
+    policy = Policy(rest_retry_cap=5)
+    async with RestClient("http://platform", "key", transport=transport, policy=policy) as rest:
+        await rest.next_message("R")
+    assert times[1] - times[0] == pytest.approx(5, abs=0.01)
+
+
+async def test_retries_are_bounded_and_end_in_the_typed_error(autojump_clock: object) -> None:
+    transport, times = scripted(*[httpx2.Response(429) for _ in range(4)])
+    async with RestClient("http://platform", "key", transport=transport) as rest:
+        with pytest.raises(errors.RateLimitedError):
+            await rest.next_message("R")
+    assert len(times) == 4  # the first try and three retries
+
+
+async def test_401_is_not_retried(autojump_clock: object) -> None:
+    body = b'{"error":{"code":"unauthorized","message":"bad key","request_id":"r"}}'
+    transport, times = scripted(httpx2.Response(401, content=body))
+    async with RestClient("http://platform", "key", transport=transport) as rest:
+        with pytest.raises(errors.AuthenticationError, match="bad key"):
+            await rest.me()
+    assert len(times) == 1
+
+
+async def test_transport_errors_surface_as_platform_unavailable() -> None:
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused", request=request)
+
+    async with RestClient("http://platform", "key", transport=httpx2.MockTransport(refuse)) as rest:
+        with pytest.raises(errors.PlatformUnavailableError) as caught:
+            await rest.next_message("R")
+    assert isinstance(caught.value.__cause__, httpx2.ConnectError)
+
+
+async def test_a_200_that_is_not_the_contract_is_a_protocol_error() -> None:
+    transport, _ = scripted(httpx2.Response(200, content=b'{"data": {"nope": 1}}'))
+    async with RestClient("http://platform", "key", transport=transport) as rest:
+        with pytest.raises(errors.PlatformProtocolError):
+            await rest.claim("R", "M")
+
+
+async def test_lifecycle_calls_need_exactly_200() -> None:
+    body = b'{"data": {"id": "M", "status": "processing", "attempt_number": 1, "success": true}}'
+    transport, _ = scripted(httpx2.Response(201, content=body), httpx2.Response(204))
+    async with RestClient("http://platform", "key", transport=transport) as rest:
+        with pytest.raises(errors.PlatformProtocolError, match="expected 200"):
+            await rest.claim("R", "M")
+        assert await rest.claim("R", "M") is None  # 204: the room is stopped
