@@ -31,7 +31,7 @@ def _run(*cmd: str | os.PathLike[str]) -> None:
 
 
 def ensure_venv() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - this file runs on any python3
         sys.exit("band-trio needs Python >= 3.11")
     want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if PY.exists() and STAMP.exists() and STAMP.read_text() == want:

@@ -67,12 +67,40 @@ def agent_for(platform: Platform, adapter: Adapter, **kwargs: Any) -> Agent:
     )
 
 
+class Descendants(trio.abc.Instrument):
+    """Tracks the live tasks spawned, directly or not, under one root task."""
+
+    def __init__(self) -> None:
+        self.root: trio.lowlevel.Task | None = None
+        self.living: set[trio.lowlevel.Task] = set()
+        self.spawned = 0
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        nursery = task.parent_nursery
+        parent = nursery.parent_task if nursery is not None else None
+        if parent is not None and (parent is self.root or parent in self.living):
+            self.living.add(task)
+            self.spawned += 1
+
+    def task_exited(self, task: trio.lowlevel.Task) -> None:
+        self.living.discard(task)
+        if task is self.root:
+            self.root_exited = True
+
+    root_exited = False
+
+
 class Running:
-    """The handle `running_agent` yields: the agent, plus its stop result afterwards."""
+    """The handle `running_agent` yields: the agent, its task tracker, its stop result."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
+        self.tasks = Descendants()
         self.stop_result: StopResult | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None]) -> None:
+        self.tasks.root = trio.lowlevel.current_task()
+        await self.agent.run(task_status=task_status)
 
 
 @asynccontextmanager
@@ -82,13 +110,17 @@ async def running_agent(
     """Start an agent (connected, rooms joined) and stop it gracefully on exit."""
     agent = agent_for(platform, adapter, policy=policy)
     handle = Running(agent)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(agent.run)
-        try:
-            yield handle
-        finally:
-            with trio.fail_after(10):
-                handle.stop_result = await agent.stop()
+    trio.lowlevel.add_instrument(handle.tasks)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(handle.run)
+            try:
+                yield handle
+            finally:
+                with trio.fail_after(10):
+                    handle.stop_result = await agent.stop()
+    finally:
+        trio.lowlevel.remove_instrument(handle.tasks)
 
 
 def status(platform: Platform, message_id: str) -> str | None:

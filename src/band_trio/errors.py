@@ -88,10 +88,12 @@ class RateLimitedError(PlatformResponseError):
 class JoinError(BandTrioError):
     """The platform refused a channel join, or gave no reply before the deadline."""
 
-    def __init__(self, topic: str, reason: str) -> None:
+    def __init__(self, topic: str, reason: str, *, refused: bool = True) -> None:
         super().__init__(f"join of {topic!r} failed: {reason}")
         self.topic = topic
         self.reason = reason
+        self.refused = refused
+        """True if the platform said no; False if it did not answer in time."""
 
 
 class ConnectionClosedError(BandTrioError):

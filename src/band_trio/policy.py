@@ -67,6 +67,8 @@ class Policy:
     """Deadline of the websocket close handshake."""
     join_deadline: float = 10.0
     """A join (or leave) with no reply by then fails."""
+    join_refusals: int = 5
+    """A room whose join is refused this many more times is given up (retried 1, 2, 4.. s)."""
     heartbeat_interval: float = 30.0
     """A heartbeat is sent this often, the first one this long after connect."""
     heartbeat_dead_after: float = 60.0

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import trio
-from conftest import live_tasks
-from support import Recorder, replies, running_agent, status
 
 from band_trio import Policy, Turn
 from band_trio.platform import Platform
+from support import Recorder, replies, running_agent, status
 
 DEADLINE = 10
 
@@ -72,8 +71,11 @@ async def test_working_activity_is_reported_and_kept_alive(platform: Platform) -
     policy = Policy(working_keep_alive=0.02)
 
     def activity_bodies() -> list[str]:
-        return [e.body or "" for e in platform.log()
-                if e.kind == "rest" and e.path and e.path.endswith("/activity")]
+        return [
+            e.body or ""
+            for e in platform.log()
+            if e.kind == "rest" and e.path and e.path.endswith("/activity")
+        ]
 
     async def think_until_kept_alive(turn: Turn) -> None:
         # keep the turn open until the platform has seen three `working: true` reports
@@ -109,24 +111,32 @@ async def test_claim_happens_before_the_adapter_runs(platform: Platform) -> None
 async def test_stopping_the_agent_leaves_no_task_behind(platform: Platform) -> None:
     info = platform.info
     assert info.room_id and info.user_id
-    before = live_tasks()
     adapter = Recorder()
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter) as running:
-            second = platform.create_room(title="second", participants=[info.agent_id, info.user_id])
+            second = platform.create_room(
+                title="second", participants=[info.agent_id, info.user_id]
+            )
             await platform.wait_until(lambda: second.id in running.agent.rooms)
             for room in (info.room_id, second.id):
                 message = platform.post_message(room, info.user_id, "hello")
                 await platform.wait_until(lambda m=message: status(platform, m) == "processed")
             assert len(running.agent.rooms) == 2
+        assert running.tasks.spawned > 10  # rooms, turns, reader, heartbeat... were tracked
     assert running.stop_result is not None and running.stop_result.graceful
-    assert live_tasks() == before
+    assert running.tasks.root_exited
+    assert running.tasks.living == set()  # nothing the agent started outlived it
+    await platform.wait_until(lambda: not platform.connected_agents())
+
+
+async def forever(turn: Turn) -> None:
+    await trio.sleep_forever()
 
 
 async def test_graceful_stop_cancels_a_turn_that_outlives_the_grace(platform: Platform) -> None:
     info = platform.info
     assert info.room_id and info.user_id
-    adapter = Recorder(lambda turn: trio.sleep_forever())
+    adapter = Recorder(forever)
     policy = Policy(shutdown_grace=0.05)
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter, policy=policy) as running:

@@ -28,8 +28,9 @@ async def answer_joins(ws: trio_websocket.WebSocketConnection, count: int) -> li
         join_ref, ref, topic, event, _ = msgspec.json.decode(await ws.get_message())
         assert event == "phx_join"
         refs.append(join_ref)
-        await ws.send_message(wire.encode_frame(join_ref, ref, topic, "phx_reply",
-                                                {"status": "ok", "response": {}}))
+        await ws.send_message(
+            wire.encode_frame(join_ref, ref, topic, "phx_reply", {"status": "ok", "response": {}})
+        )
     return refs
 
 
@@ -45,31 +46,46 @@ async def scripted_server(script: Script) -> AsyncIterator[str]:
 
     async with trio.open_nursery() as nursery:
         server = await nursery.start(
-            functools.partial(trio_websocket.serve_websocket, handler, "127.0.0.1", 0,
-                              ssl_context=None)
+            functools.partial(
+                trio_websocket.serve_websocket, handler, "127.0.0.1", 0, ssl_context=None
+            )
         )
         yield f"ws://127.0.0.1:{server.port}/socket"
         nursery.cancel_scope.cancel()
 
 
 async def connect(
-    url: str, pushes: list[tuple[str, str, object]], stats: SocketStats, policy: Policy,
+    url: str,
+    pushes: list[tuple[str, str, object]],
+    stats: SocketStats,
+    policy: Policy,
     nursery: trio.Nursery,
 ) -> Socket:
     socket: Socket = await nursery.start(
         functools.partial(
-            run_socket, url, agent_id="A", api_key="key",
+            run_socket,
+            url,
+            agent_id="A",
+            api_key="key",
             on_push=lambda topic, event, payload: pushes.append((topic, event, payload)),
-            refs=wire.RefCounter(), stats=stats, policy=policy,
+            refs=wire.RefCounter(),
+            stats=stats,
+            policy=policy,
         )
     )
     return socket
 
 
 def message(id: str) -> dict[str, object]:
-    return {"id": id, "content": "hi", "message_type": "text", "sender_type": "User",
-            "sender_id": "U", "inserted_at": "2026-01-01T00:00:00Z",
-            "updated_at": "2026-01-01T00:00:00Z"}
+    return {
+        "id": id,
+        "content": "hi",
+        "message_type": "text",
+        "sender_type": "User",
+        "sender_id": "U",
+        "inserted_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+    }
 
 
 async def test_bad_frames_are_counted_and_dropped_and_the_connection_lives() -> None:
@@ -77,12 +93,17 @@ async def test_bad_frames_are_counted_and_dropped_and_the_connection_lives() -> 
         (join_ref,) = await answer_joins(ws, 1)
         await ws.send_message("this is not json")
         await ws.send_message('["1", null, "chat_room:R"]')
-        await ws.send_message(wire.encode_frame(join_ref, None, "chat_room:R",
-                                                "message_created", {"id": "no-content"}))
-        await ws.send_message(wire.encode_frame("999", None, "chat_room:R",
-                                                "message_created", message("stale")))
-        await ws.send_message(wire.encode_frame(join_ref, None, "chat_room:R",
-                                                "message_created", message("good")))
+        await ws.send_message(
+            wire.encode_frame(
+                join_ref, None, "chat_room:R", "message_created", {"id": "no-content"}
+            )
+        )
+        await ws.send_message(
+            wire.encode_frame("999", None, "chat_room:R", "message_created", message("stale"))
+        )
+        await ws.send_message(
+            wire.encode_frame(join_ref, None, "chat_room:R", "message_created", message("good"))
+        )
 
     pushes: list[tuple[str, str, object]] = []
     stats = SocketStats()
@@ -104,9 +125,15 @@ async def test_bad_frames_are_counted_and_dropped_and_the_connection_lives() -> 
 async def test_a_refused_join_raises_join_error_with_the_reason() -> None:
     async def script(ws: trio_websocket.WebSocketConnection) -> None:
         join_ref, ref, topic, _, _ = msgspec.json.decode(await ws.get_message())
-        await ws.send_message(wire.encode_frame(join_ref, ref, topic, "phx_reply",
-                                                {"status": "error",
-                                                 "response": {"reason": "unauthorized"}}))
+        await ws.send_message(
+            wire.encode_frame(
+                join_ref,
+                ref,
+                topic,
+                "phx_reply",
+                {"status": "error", "response": {"reason": "unauthorized"}},
+            )
+        )
 
     with trio.fail_after(5):
         async with scripted_server(script) as url, trio.open_nursery() as nursery:
@@ -142,8 +169,7 @@ async def test_unanswered_heartbeats_close_the_socket_with_4000() -> None:
                 if frame[3] == "heartbeat":
                     heartbeats.append(frame[1])
         except trio_websocket.ConnectionClosed as exc:
-            assert exc.reason is not None
-            server_saw.append(exc.reason.code)
+            server_saw.append(exc.reason.code if exc.reason else -1)
             seen_close.set()
             raise
 
@@ -161,13 +187,16 @@ async def test_unanswered_heartbeats_close_the_socket_with_4000() -> None:
 async def test_answered_heartbeats_keep_the_socket_open() -> None:
     async def script(ws: trio_websocket.WebSocketConnection) -> None:
         while True:
-            join_ref, ref, topic, event, _ = msgspec.json.decode(await ws.get_message())
+            _, ref, _, event, _ = msgspec.json.decode(await ws.get_message())
             if event == "heartbeat":
                 answered.append(ref)
                 if len(answered) == 12:  # well past the dead threshold
                     enough.set()
-                await ws.send_message(wire.encode_frame(None, ref, "phoenix", "phx_reply",
-                                                        {"status": "ok", "response": {}}))
+                await ws.send_message(
+                    wire.encode_frame(
+                        None, ref, "phoenix", "phx_reply", {"status": "ok", "response": {}}
+                    )
+                )
 
     answered: list[str] = []
     enough = trio.Event()

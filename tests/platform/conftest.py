@@ -1,4 +1,4 @@
-"""Fixtures: a fresh platform per test, and a REST client for its seeded agent."""
+"""Fixtures: a REST client for the seeded agent (`platform` is in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,7 @@ from collections.abc import AsyncIterator
 import httpx2
 import pytest
 
-from band_trio.platform import Platform, open_platform
-
-
-@pytest.fixture
-async def platform() -> AsyncIterator[Platform]:
-    async with open_platform() as p:
-        yield p
+from band_trio.platform import Platform
 
 
 @pytest.fixture

@@ -24,15 +24,28 @@ def test_invalid_policies_are_refused(change: dict[str, float]) -> None:
 @pytest.mark.parametrize(
     ("status", "body", "kind"),
     [
-        (401, b'{"error":{"code":"unauthorized","message":"bad key","request_id":"r"}}',
-         errors.AuthenticationError),
-        (403, b'{"error":{"code":"forbidden","message":"Agent execution is stopped",'
-              b'"request_id":"r"}}', errors.ExecutionStoppedError),
-        (403, b'{"error":{"code":"forbidden","message":"nope","request_id":"r"}}',
-         errors.PlatformResponseError),
+        (
+            401,
+            b'{"error":{"code":"unauthorized","message":"bad key","request_id":"r"}}',
+            errors.AuthenticationError,
+        ),
+        (
+            403,
+            b'{"error":{"code":"forbidden","message":"Agent execution is stopped",'
+            b'"request_id":"r"}}',
+            errors.ExecutionStoppedError,
+        ),
+        (
+            403,
+            b'{"error":{"code":"forbidden","message":"nope","request_id":"r"}}',
+            errors.PlatformResponseError,
+        ),
         (404, None, errors.NotFoundError),
-        (409, b'{"error":{"code":"connection_conflict","message":"taken","request_id":null}}',
-         errors.ConflictError),
+        (
+            409,
+            b'{"error":{"code":"connection_conflict","message":"taken","request_id":null}}',
+            errors.ConflictError,
+        ),
         (500, b"<html>oops</html>", errors.PlatformResponseError),
     ],
 )

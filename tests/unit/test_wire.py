@@ -10,8 +10,12 @@ from band_trio import wire
 
 def control(**overrides: object) -> bytes:
     payload: dict[str, object] = {
-        "mode": "interrupt", "scope": "room", "agent_id": "A", "correlation_id": "c1",
-        "execution_id": None, "room_id": "R",
+        "mode": "interrupt",
+        "scope": "room",
+        "agent_id": "A",
+        "correlation_id": "c1",
+        "execution_id": None,
+        "room_id": "R",
     }
     payload.update(overrides)
     return msgspec.json.encode({k: v for k, v in payload.items() if v is not ...})
@@ -20,8 +24,12 @@ def control(**overrides: object) -> bytes:
 def test_frame_round_trip_keeps_refs_as_strings() -> None:
     text = wire.encode_frame("1", "2", "chat_room:R", "phx_join", {})
     frame = wire.decode_frame(text)
-    assert (frame.join_ref, frame.ref, frame.topic, frame.event) == ("1", "2", "chat_room:R",
-                                                                     "phx_join")
+    assert (frame.join_ref, frame.ref, frame.topic, frame.event) == (
+        "1",
+        "2",
+        "chat_room:R",
+        "phx_join",
+    )
     assert bytes(frame.payload) == b"{}"
 
 
@@ -85,9 +93,14 @@ def test_participant_handle_may_be_absent_but_not_null() -> None:
 
 def test_message_created_requires_its_fields_and_keeps_extras_out_of_the_way() -> None:
     base = {
-        "id": "M", "content": "hi", "message_type": "text", "sender_type": "User",
-        "sender_id": "U", "inserted_at": "2026-01-01T00:00:00Z",
-        "updated_at": "2026-01-01T00:00:00Z", "something_new": {"x": 1},
+        "id": "M",
+        "content": "hi",
+        "message_type": "text",
+        "sender_type": "User",
+        "sender_id": "U",
+        "inserted_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+        "something_new": {"x": 1},
         "metadata": {"mentions": [{"id": "A", "handle": None}]},
     }
     message = wire.decode_payload("message_created", msgspec.json.encode(base))
@@ -105,7 +118,11 @@ def test_supersede_retryable_defaults_to_absent() -> None:
 
 def test_encoding_omits_no_null_fields_but_keeps_required_nulls() -> None:
     payload = wire.AgentControl(
-        mode="stop", scope="agent", agent_id="A", correlation_id="c", execution_id=None,
+        mode="stop",
+        scope="agent",
+        agent_id="A",
+        correlation_id="c",
+        execution_id=None,
         room_id=None,
     )
     encoded = msgspec.json.decode(msgspec.json.encode(payload))

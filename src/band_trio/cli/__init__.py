@@ -25,9 +25,7 @@ EXIT_DISCONNECTED = 3
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="band-trio", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--log-level", default="WARNING", help="logging level (default: WARNING)"
-    )
+    parser.add_argument("--log-level", default="WARNING", help="logging level (default: WARNING)")
     commands = parser.add_subparsers(dest="command", required=True)
     _platform.add_parser(commands)
     _agent.add_parser(commands)

@@ -76,18 +76,30 @@ def _run(args: argparse.Namespace) -> int:
     )
     try:
         trio.run(serve_until_signalled, agent)
-    except errors.AgentDisconnectedError as exc:
-        reason = exc.reason
-        print(f"band-trio agent: disconnected for good: {reason.reason}: {reason.message}",
-              file=sys.stderr)
-        return EXIT_DISCONNECTED
-    except errors.AuthenticationError as exc:
-        print(f"band-trio agent: the platform refused the key: {exc}", file=sys.stderr)
-        return EXIT_DISCONNECTED
-    except errors.PlatformError as exc:
-        print(f"band-trio agent: {exc}", file=sys.stderr)
-        return EXIT_CRASH
+    except BaseException as exc:  # the boundary: decide the exit status, or re-raise
+        error = _single(exc)
+        if isinstance(error, errors.AgentDisconnectedError):
+            reason = error.reason
+            print(
+                f"band-trio agent: disconnected for good: {reason.reason}: {reason.message}",
+                file=sys.stderr,
+            )
+            return EXIT_DISCONNECTED
+        if isinstance(error, errors.AuthenticationError):
+            print(f"band-trio agent: the platform refused the key: {error}", file=sys.stderr)
+            return EXIT_DISCONNECTED
+        if isinstance(error, errors.PlatformError):
+            print(f"band-trio agent: {error}", file=sys.stderr)
+            return EXIT_CRASH
+        raise
     return 0
+
+
+def _single(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member groups, else `exc` itself."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def serve_until_signalled(agent: Agent) -> None:
@@ -101,8 +113,11 @@ async def serve_until_signalled(agent: Agent) -> None:
 
 async def _on_signals(agent: Agent, signals: Any, hard_stop: trio.CancelScope) -> None:
     async for signum in signals:
-        print(f"band-trio agent: {signal.Signals(signum).name}: stopping (again to force)",
-              file=sys.stderr, flush=True)
+        print(
+            f"band-trio agent: {signal.Signals(signum).name}: stopping (again to force)",
+            file=sys.stderr,
+            flush=True,
+        )
         break
     else:
         return
@@ -110,8 +125,10 @@ async def _on_signals(agent: Agent, signals: Any, hard_stop: trio.CancelScope) -
         nursery.start_soon(_second_signal, signals, hard_stop)
         result = await agent.stop()
         if not result.graceful:
-            print(f"band-trio agent: cancelled {len(result.cancelled)} running turn(s)",
-                  file=sys.stderr)
+            print(
+                f"band-trio agent: cancelled {len(result.cancelled)} running turn(s)",
+                file=sys.stderr,
+            )
         nursery.cancel_scope.cancel()
 
 

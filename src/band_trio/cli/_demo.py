@@ -81,8 +81,13 @@ async def run_demo() -> None:
             assert info.agent_id and info.api_key and info.room_id and info.user_id
             room, user, agent_id = info.room_id, info.user_id, info.agent_id
             adapter = _WatchedDemo()
-            agent = Agent(adapter, agent_id=agent_id, api_key=info.api_key,
-                          rest_url=info.rest_url, ws_url=info.ws_url)
+            agent = Agent(
+                adapter,
+                agent_id=agent_id,
+                api_key=info.api_key,
+                rest_url=info.rest_url,
+                ws_url=info.ws_url,
+            )
             print(f"platform  {info.rest_url}  (websocket {info.ws_url})")
             await nursery.start(agent.run)
             print(f"agent     {info.agent_id} joined room {room}\n")
@@ -91,7 +96,8 @@ async def run_demo() -> None:
                 sent = time.perf_counter()
                 platform.post_message(room, user, content)
                 await platform.wait_until(lambda: _reply_to(platform, room, content) is not None)
-                print(f"  {content!r:34} -> {'echo: ' + content!r:40} {_ms(time.perf_counter() - sent)}")
+                took = _ms(time.perf_counter() - sent)
+                print(f"  {content!r:34} -> {'echo: ' + content!r:40} {took}")
 
             print("turns (message posted -> reply on the platform):")
             for content in ("hello", "what can you do?", "think it over sleep=0.5"):
@@ -103,16 +109,20 @@ async def run_demo() -> None:
             sent = time.perf_counter()
             platform.send_control(agent_id, "interrupt", room_id=room, reason="demo")
             await platform.wait_until(lambda: _status(platform, long, agent_id) == "processed")
-            print(f"  interrupt: turn cancelled {_ms(adapter.cancelled[long] - sent)}, "
-                  f"message consumed (processed) {_ms(time.perf_counter() - sent)}, no reply")
+            print(
+                f"  interrupt: turn cancelled {_ms(adapter.cancelled[long] - sent)}, "
+                f"message consumed (processed) {_ms(time.perf_counter() - sent)}, no reply"
+            )
 
             held = platform.post_message(room, user, "work that will be stopped sleep=0.3")
             await adapter.wait_started(held)
             sent = time.perf_counter()
             platform.send_control(agent_id, "stop", room_id=room, reason="demo")
             await platform.wait_until(lambda: held in adapter.cancelled)
-            print(f"  stop:      turn cancelled {_ms(adapter.cancelled[held] - sent)}, "
-                  f"message left {_status(platform, held, agent_id)!r}")
+            print(
+                f"  stop:      turn cancelled {_ms(adapter.cancelled[held] - sent)}, "
+                f"message left {_status(platform, held, agent_id)!r}"
+            )
             meanwhile = "posted while stopped"
             platform.post_message(room, user, meanwhile)
 
@@ -122,12 +132,16 @@ async def run_demo() -> None:
             await adapter.wait_started(held)
             resumed = time.perf_counter() - sent
             await platform.wait_until(lambda: _reply_to(platform, room, meanwhile) is not None)
-            print(f"  play:      stopped turn re-entered {_ms(resumed)}, it and the message "
-                  f"posted meanwhile answered {_ms(time.perf_counter() - sent)}")
+            print(
+                f"  play:      stopped turn re-entered {_ms(resumed)}, it and the message "
+                f"posted meanwhile answered {_ms(time.perf_counter() - sent)}"
+            )
 
             result = await agent.stop()
-            print(f"\nagent stopped ({'graceful' if result.graceful else 'cancelled turns'}); "
-                  f"demo took {time.perf_counter() - began:.2f} s")
+            print(
+                f"\nagent stopped ({'graceful' if result.graceful else 'cancelled turns'}); "
+                f"demo took {time.perf_counter() - began:.2f} s"
+            )
             nursery.cancel_scope.cancel()
 
 

@@ -48,14 +48,23 @@ async def _serve(args: argparse.Namespace) -> None:
             )
         )
         info = platform.info
-        print(f"band-trio platform listening: rest {info.rest_url}  ws {info.ws_url}  "
-              f"admin {info.admin_url}", flush=True)
+        print(
+            f"band-trio platform listening: rest {info.rest_url}  ws {info.ws_url}  "
+            f"admin {info.admin_url}",
+            flush=True,
+        )
         if info.agent_id:
-            print(f"seeded agent {info.agent_id} key {info.api_key} room {info.room_id} "
-                  f"user {info.user_id}", flush=True)
+            print(
+                f"seeded agent {info.agent_id} key {info.api_key} room {info.room_id} "
+                f"user {info.user_id}",
+                flush=True,
+            )
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async for signum in signals:
-                print(f"band-trio platform: {signal.Signals(signum).name}, shutting down",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"band-trio platform: {signal.Signals(signum).name}, shutting down",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 break
         nursery.cancel_scope.cancel(reason="signal")

@@ -159,7 +159,8 @@ class RestClient:
         if response.status_code == 204:
             return None
         if response.status_code != 200:
-            raise errors.PlatformProtocolError(f"POST {path}: expected 200, got {response.status_code}")
+            status = response.status_code
+            raise errors.PlatformProtocolError(f"POST {path}: expected 200, got {status}")
         with map_transport_errors(f"POST {path}"):
             result = _decode(Data[LifecycleResult], response.content).data
         if not result.success:

@@ -113,7 +113,9 @@ class Socket:
         if pending.reply is None:
             if self.closed.is_set():
                 raise errors.ConnectionClosedError(f"closed while waiting for {topic!r}")
-            raise errors.JoinError(topic, f"no reply within {self._policy.join_deadline}s")
+            raise errors.JoinError(
+                topic, f"no reply within {self._policy.join_deadline}s", refused=False
+            )
         return pending.reply
 
     async def join(self, topic: str) -> None:
@@ -177,8 +179,12 @@ class Socket:
             return
         if not self.channels.is_current(frame):
             self.stats.stale_pushes += 1
-            log.debug("dropped %s on %s: join_ref %s is not current", frame.event, frame.topic,
-                      frame.join_ref)
+            log.debug(
+                "dropped %s on %s: join_ref %s is not current",
+                frame.event,
+                frame.topic,
+                frame.join_ref,
+            )
             return
         if frame.event not in EVENT_TYPES:
             self.stats.ignored_events[frame.event] += 1
@@ -219,8 +225,9 @@ class Socket:
             dead_at = self._last_ack + self._policy.heartbeat_dead_after
             await trio.sleep_until(min(trio.current_time() + interval, dead_at))
             if trio.current_time() >= self._last_ack + self._policy.heartbeat_dead_after:
-                log.warning("no heartbeat reply for %.1fs: closing",
-                            self._policy.heartbeat_dead_after)
+                log.warning(
+                    "no heartbeat reply for %.1fs: closing", self._policy.heartbeat_dead_after
+                )
                 await self.aclose(CLOSE_HEARTBEAT_DEAD, "Heartbeat dead-threshold exceeded")
                 return
             ref, text = self.channels.heartbeat_frame()

@@ -74,8 +74,12 @@ class Agent:
         policy: Policy | None = None,
         reject_conflict: bool = False,
     ) -> None:
-        for name, value in (("agent_id", agent_id), ("api_key", api_key),
-                            ("rest_url", rest_url), ("ws_url", ws_url)):
+        for name, value in (
+            ("agent_id", agent_id),
+            ("api_key", api_key),
+            ("rest_url", rest_url),
+            ("ws_url", ws_url),
+        ):
             if not value:
                 raise errors.ConfigurationError(f"{name} is required")
         self.adapter = adapter

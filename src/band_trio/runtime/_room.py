@@ -138,8 +138,14 @@ class Room:
                     await self._ctx.adapter.on_room_left(self.id)
 
     async def _join(self) -> None:
-        """Join the room's topics, retrying with backoff (1, 2, 4, ... s) until it works."""
+        """Join the room's topics, retrying with backoff (1, 2, 4, ... s).
+
+        A join the platform refuses is retried `join_refusals` times (the room may
+        be gone: band-sdk gives up the same way), then the room removes itself;
+        no answer, or no connection, is retried for as long as it takes.
+        """
         delay = self._ctx.policy.room_restart_base * 2
+        refusals = 0
         while True:
             socket = self._ctx.socket()
             try:
@@ -147,7 +153,19 @@ class Room:
                     raise errors.ConnectionClosedError("not connected")
                 await self.join_topics(socket)
                 return
-            except _ROOM_ERRORS as exc:
+            except errors.JoinError as exc:
+                refusals += exc.refused
+                if refusals > self._ctx.policy.join_refusals:
+                    log.warning(
+                        "room %s: join refused %d times (%s); giving up",
+                        self.id,
+                        refusals,
+                        exc.reason,
+                    )
+                    self.scope.cancel(reason="join refused")
+                    await trio.lowlevel.checkpoint()
+                log.warning("room %s: %s; retrying in %.1fs", self.id, exc, delay)
+            except (errors.PlatformError, errors.ConnectionClosedError) as exc:
                 log.warning("room %s: join failed (%s); retrying in %.1fs", self.id, exc, delay)
             await trio.sleep(delay)
             delay = min(delay * 2, self._ctx.policy.room_restart_cap)
@@ -304,8 +322,13 @@ class Room:
                 await self._ctx.adapter.on_turn(Turn(turn.message, PlatformPort(rest, turn)))
             except Exception as exc:
                 turn.failure = f"{type(exc).__name__}: {exc}"[:200]
-                log.warning("room %s: adapter failed on %s: %s", self.id, turn.message.id,
-                            turn.failure, exc_info=exc)
+                log.warning(
+                    "room %s: adapter failed on %s: %s",
+                    self.id,
+                    turn.message.id,
+                    turn.failure,
+                    exc_info=exc,
+                )
                 return Outcome.FAILED
             finally:
                 nursery.cancel_scope.cancel()
@@ -324,4 +347,3 @@ class Room:
                     turn.abort(AbortKind.PLATFORM_STOP, "the platform reports the room stopped")
                     return
             await trio.sleep(self._ctx.policy.working_keep_alive)
-

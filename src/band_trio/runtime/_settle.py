@@ -55,19 +55,25 @@ async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) ->
     message = turn.message
     ledger.ack_pending(message.id)
     try:
-        if turn.claimed is not True:
-            # The claim's outcome is unknown (cut off in the claim window): claiming
-            # again is idempotent and gives the mark the live attempt it needs.
-            if await rest.claim(message.room_id, message.id) is None:
-                return False
+        # A claim whose outcome is unknown (cut off in the claim window) is made
+        # again: claiming is idempotent and gives the mark the live attempt it needs.
+        if turn.claimed is not True and await rest.claim(message.room_id, message.id) is None:
+            return False
         result = await rest.mark_processed(message.room_id, message.id)
     except errors.PlatformError as exc:
-        log.warning("room %s: processed mark of %s failed (%s); it stays ack-pending",
-                    message.room_id, message.id, exc)
+        log.warning(
+            "room %s: processed mark of %s failed (%s); it stays ack-pending",
+            message.room_id,
+            message.id,
+            exc,
+        )
         return False
     if result is None:
-        log.info("room %s: processed mark of %s refused as stopped; it stays ack-pending",
-                 message.room_id, message.id)
+        log.info(
+            "room %s: processed mark of %s refused as stopped; it stays ack-pending",
+            message.room_id,
+            message.id,
+        )
         return False
     ledger.complete(message.id)
     return True
@@ -85,8 +91,7 @@ async def _mark_failed(rest: RestClient, turn: ActiveTurn) -> bool:
             {"failure": {"provider": "band-trio", "code": None, "message": label, "detail": None}},
         )
     except errors.PlatformError as exc:
-        log.warning("room %s: failed mark of %s did not land: %s",
-                    message.room_id, message.id, exc)
+        log.warning("room %s: failed mark of %s did not land: %s", message.room_id, message.id, exc)
         return False
     return landed
 
@@ -109,8 +114,12 @@ async def settle(context: RoomContext, ledger: Ledger, turn: ActiveTurn, outcome
                 if kind is not None and kind.consumes:
                     consumed = await _mark_processed(rest, ledger, turn)
         if cleanup.cancelled_caught:
-            log.warning("room %s: cleanup of aborted turn %s overran its %.1fs grace",
-                        room_id, turn.message.id, context.policy.cleanup_grace)
+            log.warning(
+                "room %s: cleanup of aborted turn %s overran its %.1fs grace",
+                room_id,
+                turn.message.id,
+                context.policy.cleanup_grace,
+            )
         return consumed
     moved = False
     async with trio.open_nursery() as nursery:

@@ -102,7 +102,9 @@ class PlatformPort:
         return created.id
 
     async def _aborted_by_platform(self, exc: errors.ExecutionStoppedError) -> None:
-        log.info("room %s: platform refused a post as stopped; aborting the turn",
-                 self._turn.message.room_id)
+        log.info(
+            "room %s: platform refused a post as stopped; aborting the turn",
+            self._turn.message.room_id,
+        )
         self._turn.abort(AbortKind.PLATFORM_STOP, exc.message)
         await trio.lowlevel.checkpoint()  # raises Cancelled: we are inside the turn's scope

@@ -1,0 +1,177 @@
+"""The admin API under `/_admin` (no auth): the HTTP face of `Platform`'s methods.
+
+It exists for drivers in another process (the CLI, the band-sdk benchmark
+peer). Bodies are the Structs of `wire.admin`. `LookupError` from the
+platform answers 404, `ValueError` 422.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import msgspec
+
+from ..wire.admin import (
+    AdminAgent,
+    AdminControl,
+    AdminDelivery,
+    AdminLogEntry,
+    AdminNewMessage,
+    AdminParticipant,
+    AdminRoom,
+    AdminUser,
+    ControlAccepted,
+    Created,
+)
+from ._http import HttpError, Response, decode_body, json_response
+from ._platform import Platform
+
+__all__ = ["AdminRoute", "admin_route", "handle_admin"]
+
+Handler = Callable[..., Response]
+AdminRoute = tuple[Handler, tuple[str, ...]]
+
+
+class LogPage(msgspec.Struct, gc=False):
+    """`GET /_admin/log?since=N`: entries from N on, and where to continue."""
+
+    entries: list[AdminLogEntry]
+    next: int
+
+
+def admin_route(method: str, rest: list[str]) -> AdminRoute | None:
+    """The handler for `rest` (the path after `/_admin/`), or None."""
+    match method, rest:
+        case "POST", ["agents"]:
+            return _create_agent, ()
+        case "POST", ["users"]:
+            return _create_user, ()
+        case "POST", ["rooms"]:
+            return _create_room, ()
+        case "GET", ["rooms", room]:
+            return _get_room, (room,)
+        case "DELETE", ["rooms", room]:
+            return _delete_room, (room,)
+        case "POST", ["rooms", room, "participants"]:
+            return _add_participant, (room,)
+        case "DELETE", ["rooms", room, "participants", pid]:
+            return _remove_participant, (room, pid)
+        case "POST", ["rooms", room, "messages"]:
+            return _post_message, (room,)
+        case "GET", ["rooms", room, "messages"]:
+            return _messages, (room,)
+        case "GET", ["messages", message]:
+            return _delivery, (message,)
+        case "POST", ["control"]:
+            return _control, ()
+        case "GET", ["log"]:
+            return _log, ()
+        case "GET", ["stats"]:
+            return _stats, ()
+        case "GET", ["info"]:
+            return _info, ()
+    return None
+
+
+def handle_admin(p: Platform, found: AdminRoute, query: Mapping[str, str], body: bytes) -> Response:
+    handler, args = found
+    try:
+        return handler(p, query, body, *args)
+    except LookupError as exc:
+        raise HttpError(404, "not_found", str(exc)) from None
+    except ValueError as exc:
+        raise HttpError(422, "validation_error", str(exc)) from None
+
+
+def _create_agent(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body or b"{}", AdminAgent)
+    agent = p.create_agent(
+        id=req.id,
+        name=req.name,
+        handle=req.handle,
+        description=req.description,
+        api_key=req.api_key,
+    )
+    return json_response(agent, 201)
+
+
+def _create_user(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body or b"{}", AdminUser)
+    return json_response(p.create_user(id=req.id, name=req.name, handle=req.handle), 201)
+
+
+def _create_room(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body or b"{}", AdminRoom)
+    return json_response(p.create_room(req.title, req.participants, id=req.id), 201)
+
+
+def _room(p: Platform, room_id: str) -> AdminRoom:
+    room = p.store.room(room_id)
+    if room is None:
+        raise LookupError(f"no room {room_id}")
+    return AdminRoom(id=room.id, title=room.title, participants=p.store.participants(room_id))
+
+
+def _get_room(p: Platform, query: Mapping[str, str], body: bytes, room: str) -> Response:
+    return json_response(_room(p, room))
+
+
+def _delete_room(p: Platform, query: Mapping[str, str], body: bytes, room: str) -> Response:
+    p.delete_room(room)
+    return json_response(Created(id=room))
+
+
+def _add_participant(p: Platform, query: Mapping[str, str], body: bytes, room: str) -> Response:
+    req = decode_body(body, AdminParticipant)
+    p.add_participant(room, req.id)
+    return json_response(_room(p, room))
+
+
+def _remove_participant(
+    p: Platform, query: Mapping[str, str], body: bytes, room: str, pid: str
+) -> Response:
+    p.remove_participant(room, pid)
+    return json_response(_room(p, room))
+
+
+def _post_message(p: Platform, query: Mapping[str, str], body: bytes, room: str) -> Response:
+    req = decode_body(body, AdminNewMessage)
+    message_id = p.post_message(room, req.sender_id, req.content, req.mentions)
+    return json_response(Created(id=message_id), 201)
+
+
+def _messages(p: Platform, query: Mapping[str, str], body: bytes, room: str) -> Response:
+    _room(p, room)
+    return json_response(p.messages(room))
+
+
+def _delivery(p: Platform, query: Mapping[str, str], body: bytes, message: str) -> Response:
+    delivery = p.delivery(message)
+    found = p.store.message(message)
+    assert found is not None
+    return json_response(AdminDelivery(id=message, room_id=found.room_id, delivery=delivery))
+
+
+def _control(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body, AdminControl)
+    correlation_id = p.send_control(
+        req.agent_id, req.mode, room_id=req.room_id, scope=req.scope, reason=req.reason
+    )
+    return json_response(ControlAccepted(correlation_id=correlation_id))
+
+
+def _log(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    try:
+        since = int(query.get("since", "0"))
+    except ValueError:
+        raise HttpError(400, "bad_request", "since must be an integer") from None
+    entries = p.log(since)
+    return json_response(LogPage(entries=entries, next=len(p.request_log.entries)))
+
+
+def _stats(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    return json_response(p.stats)
+
+
+def _info(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    return json_response(p.info)

@@ -1,0 +1,60 @@
+"""The few HTTP pieces the routes share: a response, an error, JSON in and out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import msgspec
+
+from ..wire import ErrorBody, ErrorEnvelope
+
+__all__ = ["NO_CONTENT", "HttpError", "Response", "decode_body", "error_body", "json_response"]
+
+T = TypeVar("T")
+
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    body: bytes = b""
+
+
+NO_CONTENT = Response(204)
+
+
+class HttpError(Exception):
+    """Raised by a route to answer with an error envelope."""
+
+    def __init__(
+        self, status: int, code: str, message: str, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+def json_response(value: Any, status: int = 200) -> Response:
+    return Response(status, _encoder.encode(value))
+
+
+def error_body(
+    code: str, message: str, request_id: str, details: dict[str, Any] | None = None
+) -> bytes:
+    """`{"error": {"code", "message", "request_id"[, "details"]}}`, all three strings."""
+    body = ErrorBody(code=code, message=message, request_id=request_id, details=details)
+    return _encoder.encode(ErrorEnvelope(error=body))
+
+
+def decode_body(body: bytes, kind: type[T]) -> T:
+    """Decode a JSON body: 400 when it is not JSON, 422 when it misses the schema."""
+    try:
+        return msgspec.json.decode(body, type=kind)
+    except msgspec.ValidationError as exc:
+        raise HttpError(422, "validation_error", str(exc)) from None
+    except msgspec.DecodeError as exc:
+        raise HttpError(400, "bad_request", f"malformed JSON body: {exc}") from None

@@ -1,0 +1,166 @@
+"""Live websocket connections, what each has joined, and pushes to them.
+
+A push is encoded with the `join_ref` of the receiving connection's *current*
+join of the topic (a V2 client drops anything else) and put on that
+connection's outbound queue without waiting: the REST handler or admin call
+that caused it never blocks on a slow socket. Each connection's writer task
+drains its queue (`_socket.py`). A queue that overflows means a client that
+stopped reading; it is aborted, and it will resync through `/next`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from ..wire import encode_frame
+from ._log import Changes, RequestLog
+
+__all__ = ["Close", "Connection", "Hub"]
+
+QUEUE_SIZE = 4096
+"""Outbound frames a connection may have waiting before it counts as stuck."""
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Queue item: send a close frame with this code, then end the connection."""
+
+    code: int
+    reason: str = ""
+
+
+@dataclass(eq=False, slots=True)
+class Connection:
+    """One accepted websocket: its agent, its joins and its outbound queue."""
+
+    agent_id: str
+    socket_id: str
+    outbox: trio.MemorySendChannel[str | Close]
+    nursery: trio.Nursery
+    joins: dict[str, str] = field(default_factory=dict)
+    closing: bool = False
+
+    def enqueue(self, item: str | Close) -> bool:
+        """Queue a frame without blocking; abort the connection if its queue is full."""
+        try:
+            self.outbox.send_nowait(item)
+        except trio.WouldBlock:
+            self.nursery.cancel_scope.cancel(reason="outbound queue overflow")
+            return False
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return False
+        return True
+
+    def close(self, code: int, reason: str = "", *, delay: float = 0.0) -> None:
+        """Close this connection (after `delay` seconds), once."""
+        if self.closing:
+            return
+        self.closing = True
+        if delay > 0:
+            self.nursery.start_soon(self._close_later, code, reason, delay)
+        elif not self.enqueue(Close(code, reason)):
+            self.nursery.cancel_scope.cancel(reason="close requested")
+
+    async def _close_later(self, code: int, reason: str, delay: float) -> None:
+        await trio.sleep(delay)
+        if not self.enqueue(Close(code, reason)):
+            self.nursery.cancel_scope.cancel(reason="close requested")
+
+
+class Hub:
+    """Every live connection, by agent and by joined topic."""
+
+    def __init__(self, log: RequestLog, changes: Changes) -> None:
+        self.live: dict[str, Connection] = {}
+        self.connections: set[Connection] = set()
+        self._subscribers: dict[str, set[Connection]] = {}
+        self._log = log
+        self._changes = changes
+        self._empty = trio.Event()
+        self._empty.set()
+
+    # -- connections ----------------------------------------------------------
+
+    def attach(self, conn: Connection) -> Connection | None:
+        """Make `conn` its agent's live connection; return the one it replaces."""
+        old = self.live.get(conn.agent_id)
+        self.live[conn.agent_id] = conn
+        self.connections.add(conn)
+        if self._empty.is_set():
+            self._empty = trio.Event()
+        self._log.count("connections_opened")
+        self._changes.notify()
+        return old
+
+    def detach(self, conn: Connection) -> None:
+        """Forget a closed connection and all its joins."""
+        for topic in conn.joins:
+            subs = self._subscribers.get(topic)
+            if subs is not None:
+                subs.discard(conn)
+                if not subs:
+                    del self._subscribers[topic]
+        conn.joins.clear()
+        self.connections.discard(conn)
+        if self.live.get(conn.agent_id) is conn:
+            del self.live[conn.agent_id]
+        if not self.connections:
+            self._empty.set()
+        self._log.count("connections_closed")
+        self._changes.notify()
+
+    def close_all(self, code: int, reason: str = "") -> None:
+        for conn in list(self.connections):
+            conn.close(code, reason)
+
+    async def wait_empty(self) -> None:
+        await self._empty.wait()
+
+    # -- joins ----------------------------------------------------------------
+
+    def join(self, conn: Connection, topic: str, join_ref: str) -> None:
+        conn.joins[topic] = join_ref
+        self._subscribers.setdefault(topic, set()).add(conn)
+
+    def leave(self, conn: Connection, topic: str) -> None:
+        if conn.joins.pop(topic, None) is not None:
+            subs = self._subscribers[topic]
+            subs.discard(conn)
+            if not subs:
+                del self._subscribers[topic]
+
+    def forget(self, topic: str, agent_id: str | None = None) -> None:
+        """Drop every join of `topic` (or only `agent_id`'s), e.g. after a room is gone."""
+        for conn in list(self._subscribers.get(topic, ())):
+            if agent_id is None or conn.agent_id == agent_id:
+                self.leave(conn, topic)
+
+    # -- pushes ---------------------------------------------------------------
+
+    def send(self, conn: Connection, topic: str, event: str, payload: Any) -> bool:
+        """Push to one connection if it has joined `topic`, with that join's ref."""
+        join_ref = conn.joins.get(topic)
+        if join_ref is None:
+            self._log.count("pushes_unjoined")
+            return False
+        self._log.count("pushes")
+        return conn.enqueue(encode_frame(join_ref, None, topic, event, payload))
+
+    def push(self, agent_id: str, topic: str, event: str, payload: Any) -> bool:
+        """Push to an agent's live connection (if it has joined `topic`)."""
+        conn = self.live.get(agent_id)
+        if conn is None:
+            self._log.count("pushes_offline")
+            return False
+        return self.send(conn, topic, event, payload)
+
+    def broadcast(self, topic: str, event: str, payload: Any) -> int:
+        """Push to every live connection that has joined `topic`."""
+        sent = 0
+        for conn in list(self._subscribers.get(topic, ())):
+            if self.live.get(conn.agent_id) is conn:
+                sent += self.send(conn, topic, event, payload)
+        return sent

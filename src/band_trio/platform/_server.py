@@ -1,0 +1,174 @@
+"""Serving the platform with hypercorn's trio worker: `open_platform`, `run_platform`.
+
+Closing is graceful and bounded. The server runs in a shielded scope so that
+a cancel from outside (Ctrl-C, the end of an `async with`) does not tear the
+sockets down mid-frame; instead it asks for a shutdown: every websocket gets a
+1001 close, the platform waits briefly for them to go, then tells hypercorn
+to stop (which gives in-flight requests `graceful_timeout`). The shield gets a
+deadline at that moment, so shutdown can never hang.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import msgspec
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from ..errors import ConfigurationError
+from ..wire.admin import ReadyInfo
+from ._app import App
+from ._log import logger
+from ._platform import Platform
+from ._socket import WS_PATH
+from ._store import Store
+
+__all__ = ["open_platform", "run_platform"]
+
+SOCKETS_CLOSE_GRACE = 2.0
+"""How long shutdown waits for websockets to finish their close handshake."""
+SHUTDOWN_DEADLINE = 5.0
+"""Hard bound on the whole shutdown, after which everything left is cancelled."""
+
+
+def _loopback(host: str) -> str:
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        if ipaddress.IPv4Address(host).is_loopback:
+            return host
+    except ValueError:
+        pass
+    raise ConfigurationError(f"the embedded platform binds loopback only, not {host!r}")
+
+
+class _Server:
+    """The shutdown handle `Platform` does not need to know about."""
+
+    def __init__(self) -> None:
+        self.shutdown_requested = trio.Event()
+        self.scope = trio.CancelScope(shield=True)
+
+    def shutdown(self) -> None:
+        if not self.shutdown_requested.is_set():
+            self.shutdown_requested.set()
+            self.scope.deadline = min(self.scope.deadline, trio.current_time() + SHUTDOWN_DEADLINE)
+
+
+async def _serve(
+    host: str,
+    port: int,
+    db: str | os.PathLike[str] | None,
+    seed: bool,
+    server: _Server,
+    *,
+    task_status: trio.TaskStatus[Platform] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    host = _loopback(host)
+    store = Store(None if db is None else os.fspath(db))
+    platform = Platform(store)
+    try:
+        seeded = platform.seed() if seed else None
+        config = Config()
+        config.bind = [f"{host}:{port}"]
+        config.accesslog = None
+        config.errorlog = logger
+        config.graceful_timeout = 1.0
+        hypercorn_stop = trio.Event()
+        app: Any = App(platform)  # hypercorn's Framework type wants TypedDict scopes
+        with server.scope:
+            async with trio.open_nursery() as nursery:
+                binds: list[str] = await nursery.start(
+                    partial(serve, app, config, shutdown_trigger=hypercorn_stop.wait)
+                )
+                bound_port = int(binds[0].rsplit(":", 1)[1])
+                rest_url = f"http://{host}:{bound_port}"
+                platform.serving(
+                    ReadyInfo(
+                        rest_url=rest_url,
+                        ws_url=f"ws://{host}:{bound_port}{WS_PATH}",
+                        admin_url=f"{rest_url}/_admin",
+                        agent_id=seeded[0].id if seeded else None,
+                        api_key=seeded[0].api_key if seeded else None,
+                        user_id=seeded[1].id if seeded else None,
+                        room_id=seeded[2].id if seeded else None,
+                        pid=os.getpid(),
+                    )
+                )
+                task_status.started(platform)
+                await server.shutdown_requested.wait()
+                platform.hub.close_all(1001, "platform shutting down")
+                with trio.move_on_after(SOCKETS_CLOSE_GRACE):
+                    await platform.hub.wait_empty()
+                hypercorn_stop.set()
+    finally:
+        platform.serving(None)
+        store.close()
+
+
+@asynccontextmanager
+async def open_platform(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    db: str | os.PathLike[str] | None = None,
+    seed: bool = True,
+) -> AsyncIterator[Platform]:
+    """Serve a platform for the duration of the block, then shut it down cleanly.
+
+    `db=None` keeps the state in memory; a path makes it durable across restarts.
+    """
+    host = _loopback(host)
+    server = _Server()
+    async with trio.open_nursery() as nursery:
+        platform: Platform = await nursery.start(_serve, host, port, db, seed, server)
+        try:
+            yield platform
+        finally:
+            server.shutdown()
+
+
+def _write_ready_file(path: str | os.PathLike[str], info: ReadyInfo) -> None:
+    """Write atomically (temp file + rename): a reader never sees half a file."""
+    target = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(prefix=".ready-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(msgspec.json.encode(info))
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+async def run_platform(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    db: str | os.PathLike[str] | None = None,
+    seed: bool = True,
+    ready_file: str | os.PathLike[str] | None = None,
+    task_status: trio.TaskStatus[Platform] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled. Once listening, write `ready_file` (if given) and report
+    the `Platform` through `task_status`."""
+    host = _loopback(host)
+    server = _Server()
+    async with trio.open_nursery() as nursery:
+        platform: Platform = await nursery.start(_serve, host, port, db, seed, server)
+        try:
+            if ready_file is not None:
+                _write_ready_file(ready_file, platform.info)
+            task_status.started(platform)
+            await trio.sleep_forever()
+        finally:
+            server.shutdown()

@@ -1,0 +1,218 @@
+"""The Phoenix V2 websocket at `/api/v1/socket/websocket` (spec/wire.md §2).
+
+One ASGI websocket call per connection. The upgrade is authenticated before it
+is accepted; a refusal is an HTTP response with an error envelope, sent through
+the `websocket.http.response` extension (hypercorn supports it). An accepted
+connection runs two tasks in its own nursery: the reader (frames in, replies
+queued) and the writer (the outbound queue, drained in order). Anything a
+client sends, however broken, is logged and counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import uuid
+from time import perf_counter
+from typing import Any
+from urllib.parse import parse_qsl
+
+import trio
+
+from ..wire import FrameError, Supersede, decode_frame, encode_frame
+from ._http import error_body
+from ._hub import QUEUE_SIZE, Close, Connection
+from ._log import logger
+from ._platform import Platform
+from ._store import Agent
+
+__all__ = ["WS_PATH", "serve_socket"]
+
+WS_PATH = "/api/v1/socket/websocket"
+SUPERSEDE_CLOSE_DELAY = 1.0
+"""An old socket gets this long to read its `supersede` before the platform closes it."""
+CLOSE_GRACE = 1.0
+"""After sending a close frame, how long to wait for the client's close."""
+
+_OK = {"status": "ok", "response": {}}
+_AGENT_TOPICS = frozenset({"agent_control", "agent_rooms", "agent_contacts"})
+_ROOM_TOPICS = frozenset({"chat_room", "room_participants"})
+
+ASGIMessage = dict[str, Any]
+Receive = Any
+Send = Any
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def _authenticate(p: Platform, scope: dict[str, Any]) -> tuple[Agent, bool]:
+    """The agent this upgrade is for and whether it asked `on_conflict=reject`."""
+    if scope["path"] != WS_PATH:
+        raise _Refusal(404, "not_found", "no websocket endpoint here")
+    query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
+    vsn = query.get("vsn", "2.0.0")
+    if not vsn.startswith("2."):
+        raise _Refusal(400, "unsupported_vsn", f"serializer {vsn} is not supported; use 2.0.0")
+    key = query.get("api_key")
+    for name, value in scope["headers"]:
+        if name == b"x-api-key":
+            key = value.decode("latin-1")
+            break
+    agent = p.store.agents_by_key.get(key) if key else None
+    if agent is None:
+        raise _Refusal(401, "unauthorized", "missing or invalid API key")
+    agent_id = query.get("agent_id")
+    if agent_id is not None and agent_id != agent.id:
+        raise _Refusal(403, "forbidden", "agent_id does not match the API key")
+    reject = query.get("on_conflict") == "reject"
+    if reject and agent.id in p.hub.live:
+        raise _Refusal(409, "connection_conflict", "another connection is live for this agent")
+    return agent, reject
+
+
+async def serve_socket(p: Platform, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    """Handle one websocket from upgrade to close; never raises but `Cancelled`."""
+    t = perf_counter()
+    path = scope["path"]
+    try:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        try:
+            agent, _ = _authenticate(p, scope)
+        except _Refusal as refusal:
+            p.request_log.count("upgrades_refused")
+            p.request_log.append("ws_open", t, method="GET", path=path, status=refusal.status)
+            body = error_body(refusal.code, refusal.message, f"ws-{uuid.uuid4().hex[:12]}")
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ]
+            start = {"type": "websocket.http.response.start", "status": refusal.status}
+            await send({**start, "headers": headers})
+            await send({"type": "websocket.http.response.body", "body": body})
+            return
+        await send({"type": "websocket.accept"})
+        await _run(p, agent, receive, send, t, path)
+    except* Exception as group:
+        p.request_log.count("socket_errors")
+        logger.error("websocket handler failed", exc_info=group)
+
+
+async def _run(
+    p: Platform, agent: Agent, receive: Receive, send: Send, t: float, path: str
+) -> None:
+    outbox, inbox = trio.open_memory_channel[str | Close](QUEUE_SIZE)
+    async with trio.open_nursery() as nursery:
+        conn = Connection(agent.id, str(uuid.uuid4()), outbox, nursery)
+        old = p.hub.attach(conn)
+        p.request_log.append("ws_open", t, agent_id=agent.id, method="GET", path=path, status=101)
+        try:
+            if old is not None:
+                _supersede(p, old)
+            nursery.start_soon(_writer, p, conn, inbox, send)
+            await _reader(p, conn, receive)
+            nursery.cancel_scope.cancel(reason="client closed")
+        finally:
+            outbox.close()
+            p.hub.detach(conn)
+            p.request_log.append("ws_close", perf_counter(), agent_id=agent.id)
+
+
+def _supersede(p: Platform, old: Connection) -> None:
+    """Tell the replaced socket why (`supersede`, not retryable), then close it."""
+    payload = Supersede(
+        reason="superseded",
+        message="Superseded by a newer connection for this agent",
+        retryable=False,
+        target_socket_id=old.socket_id,
+        correlation_id=f"sup-{uuid.uuid4().hex}",
+    )
+    p.hub.send(old, f"agent_control:{old.agent_id}", "supersede", payload)
+    p.request_log.count("superseded")
+    old.close(1000, "superseded", delay=SUPERSEDE_CLOSE_DELAY)
+
+
+async def _writer(
+    p: Platform, conn: Connection, inbox: trio.MemoryReceiveChannel[str | Close], send: Send
+) -> None:
+    log = p.request_log
+    with inbox:
+        async for item in inbox:
+            if isinstance(item, Close):
+                await send({"type": "websocket.close", "code": item.code, "reason": item.reason})
+                await trio.sleep(CLOSE_GRACE)  # the reader ends the connection sooner
+                conn.nursery.cancel_scope.cancel(reason="client did not answer the close")
+                return
+            log.append("ws_out", perf_counter(), agent_id=conn.agent_id, frame=item)
+            log.count("ws_frames_out")
+            await send({"type": "websocket.send", "text": item})
+
+
+async def _reader(p: Platform, conn: Connection, receive: Receive) -> None:
+    log = p.request_log
+    while True:
+        message = await receive()
+        t = perf_counter()
+        kind = message["type"]
+        if kind == "websocket.disconnect":
+            return
+        if kind != "websocket.receive":
+            continue
+        text = message.get("text")
+        if text is None:
+            log.count("bad_frames")
+            log.append("note", t, agent_id=conn.agent_id, body="binary frame dropped")
+            continue
+        log.append("ws_in", t, agent_id=conn.agent_id, frame=text)
+        log.count("ws_frames_in")
+        try:
+            _on_frame(p, conn, text)
+        except Exception:
+            log.count("frame_errors")
+            logger.exception("error handling frame %r", text[:200])
+
+
+def _on_frame(p: Platform, conn: Connection, text: str) -> None:
+    try:
+        frame = decode_frame(text)
+    except FrameError as exc:
+        p.request_log.count("bad_frames")
+        p.request_log.append(
+            "note", perf_counter(), agent_id=conn.agent_id, body=f"bad frame: {exc}"
+        )
+        return
+    topic, event = frame.topic, frame.event
+    if topic == "phoenix":
+        if event == "heartbeat":
+            conn.enqueue(encode_frame(frame.join_ref, frame.ref, topic, "phx_reply", _OK))
+        return
+    if event == "phx_join":
+        join_ref = frame.join_ref or frame.ref
+        reason = "join_ref required" if join_ref is None else _refuse_join(p, conn.agent_id, topic)
+        if reason is None and join_ref is not None:
+            p.hub.join(conn, topic, join_ref)
+            conn.enqueue(encode_frame(join_ref, frame.ref, topic, "phx_reply", _OK))
+        else:
+            p.request_log.count("joins_refused")
+            reply = {"status": "error", "response": {"reason": reason}}
+            conn.enqueue(encode_frame(frame.join_ref, frame.ref, topic, "phx_reply", reply))
+    elif event == "phx_leave":
+        p.hub.leave(conn, topic)
+        conn.enqueue(encode_frame(frame.join_ref, frame.ref, topic, "phx_reply", _OK))
+    else:
+        p.request_log.count("unhandled_events")
+    p.changes.notify()
+
+
+def _refuse_join(p: Platform, agent_id: str, topic: str) -> str | None:
+    """Why `agent_id` may not join `topic`, or None if it may."""
+    kind, _, ident = topic.partition(":")
+    if kind in _AGENT_TOPICS:
+        return None if ident == agent_id else "unauthorized"
+    if kind in _ROOM_TOPICS:
+        return None if p.store.is_participant(ident, agent_id) else "unauthorized"
+    return "invalid topic"

@@ -1,0 +1,451 @@
+"""The platform's state in sqlite3: synchronous, indexed, and durable on a file.
+
+Nothing here knows about trio, HTTP or websockets: the store answers queries
+and applies changes, and the callers decide what to push. Each write commits
+at once (autocommit), so a platform stopped at any point and restarted on the
+same file loses nothing it had acknowledged. Agents and users are also cached
+in dicts, because every REST request authenticates and most render names.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+__all__ = ["Agent", "Delivery", "Message", "Room", "Store", "User", "now_iso"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS agents (
+    id TEXT PRIMARY KEY, api_key TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+    handle TEXT NOT NULL, description TEXT NOT NULL, owner_uuid TEXT NOT NULL,
+    inserted_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS users (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, handle TEXT NOT NULL, inserted_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rooms (
+    id TEXT PRIMARY KEY, title TEXT, inserted_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS participants (
+    room_id TEXT NOT NULL, pid TEXT NOT NULL, position INTEGER NOT NULL,
+    PRIMARY KEY (room_id, pid));
+CREATE INDEX IF NOT EXISTS participants_by_pid ON participants (pid, room_id);
+CREATE TABLE IF NOT EXISTS messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, room_id TEXT NOT NULL,
+    content TEXT NOT NULL, sender_id TEXT NOT NULL, sender_type TEXT NOT NULL,
+    sender_name TEXT, message_type TEXT NOT NULL, mentions TEXT NOT NULL,
+    inserted_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS messages_by_room ON messages (room_id, seq);
+CREATE TABLE IF NOT EXISTS deliveries (
+    seq INTEGER NOT NULL, agent_id TEXT NOT NULL, room_id TEXT NOT NULL,
+    status TEXT NOT NULL, attempts INTEGER NOT NULL, current_attempt INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, seq));
+CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (agent_id, room_id, seq)
+    WHERE status != 'processed';
+CREATE INDEX IF NOT EXISTS deliveries_by_seq ON deliveries (seq);
+CREATE TABLE IF NOT EXISTS events (
+    id TEXT PRIMARY KEY, room_id TEXT NOT NULL, sender_id TEXT NOT NULL,
+    content TEXT NOT NULL, message_type TEXT NOT NULL, metadata TEXT,
+    inserted_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS stopped (
+    agent_id TEXT NOT NULL, room_id TEXT NOT NULL, PRIMARY KEY (agent_id, room_id));
+"""
+
+_MSG_COLUMNS = (
+    "m.seq, m.id, m.room_id, m.content, m.sender_id, m.sender_type, m.sender_name, "
+    "m.message_type, m.mentions, m.inserted_at"
+)
+
+_json_encode = msgspec.json.Encoder().encode
+_json_decode = msgspec.json.decode
+
+
+def now_iso() -> str:
+    """ISO-8601 UTC with a `Z`, as Band sends it (`datetime.fromisoformat` parses it)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    id: str
+    api_key: str
+    name: str
+    handle: str
+    description: str
+    owner_uuid: str
+    inserted_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: str
+    name: str
+    handle: str
+    inserted_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    id: str
+    title: str | None
+    inserted_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    seq: int
+    id: str
+    room_id: str
+    content: str
+    sender_id: str
+    sender_type: str
+    sender_name: str | None
+    message_type: str
+    mentions: list[dict[str, Any]]
+    inserted_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One recipient's view of one message."""
+
+    status: str
+    attempts: int
+    current_attempt: int
+
+
+def _message(row: tuple[Any, ...]) -> Message:
+    return Message(
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+        _json_decode(row[8]), row[9],
+    )  # fmt: skip
+
+
+class Store:
+    """All platform state. `path=None` keeps it in memory."""
+
+    def __init__(self, path: str | None = None) -> None:
+        self._db = sqlite3.connect(path or ":memory:", isolation_level=None)
+        if path:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self.agents: dict[str, Agent] = {}
+        self.agents_by_key: dict[str, Agent] = {}
+        self.users: dict[str, User] = {}
+        for row in self._db.execute("SELECT * FROM agents"):
+            self._cache_agent(Agent(*row))
+        for row in self._db.execute("SELECT * FROM users"):
+            self.users[row[0]] = User(*row)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- meta -----------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # -- agents and users -----------------------------------------------------
+
+    def _cache_agent(self, agent: Agent) -> None:
+        self.agents[agent.id] = agent
+        self.agents_by_key[agent.api_key] = agent
+
+    def create_agent(
+        self,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        handle: str | None = None,
+        description: str | None = None,
+        api_key: str | None = None,
+    ) -> Agent:
+        agent_id = id or str(uuid.uuid4())
+        if agent_id in self.agents or agent_id in self.users:
+            raise ValueError(f"participant {agent_id} already exists")
+        key = api_key or f"bt_{secrets.token_hex(16)}"
+        if key in self.agents_by_key:
+            raise ValueError("api_key already in use")
+        short = agent_id[:8]
+        agent = Agent(
+            agent_id,
+            key,
+            name or f"Agent {short}",
+            handle or f"agent-{short}",
+            description or "An agent on the band-trio embedded platform",
+            str(uuid.uuid4()),
+            now_iso(),
+        )
+        self._db.execute(
+            "INSERT INTO agents VALUES (?, ?, ?, ?, ?, ?, ?)", tuple(agent_fields(agent))
+        )
+        self._cache_agent(agent)
+        return agent
+
+    def create_user(
+        self, *, id: str | None = None, name: str | None = None, handle: str | None = None
+    ) -> User:
+        user_id = id or str(uuid.uuid4())
+        if user_id in self.agents or user_id in self.users:
+            raise ValueError(f"participant {user_id} already exists")
+        short = user_id[:8]
+        user = User(user_id, name or f"User {short}", handle or f"user-{short}", now_iso())
+        self._db.execute(
+            "INSERT INTO users VALUES (?, ?, ?, ?)",
+            (user.id, user.name, user.handle, user.inserted_at),
+        )
+        self.users[user.id] = user
+        return user
+
+    def profile(self, pid: str) -> Agent | User | None:
+        return self.agents.get(pid) or self.users.get(pid)
+
+    # -- rooms and participants -----------------------------------------------
+
+    def create_room(self, *, id: str | None = None, title: str | None = None) -> Room:
+        room = Room(id or str(uuid.uuid4()), title, now_iso())
+        self._db.execute(
+            "INSERT INTO rooms VALUES (?, ?, ?)", (room.id, room.title, room.inserted_at)
+        )
+        return room
+
+    def room(self, room_id: str) -> Room | None:
+        row = self._db.execute("SELECT * FROM rooms WHERE id = ?", (room_id,)).fetchone()
+        return None if row is None else Room(*row)
+
+    def delete_room(self, room_id: str) -> None:
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.execute(
+                "DELETE FROM deliveries WHERE seq IN (SELECT seq FROM messages WHERE room_id = ?)",
+                (room_id,),
+            )
+            for table in ("messages", "events", "participants", "stopped"):
+                db.execute(f"DELETE FROM {table} WHERE room_id = ?", (room_id,))
+            db.execute("DELETE FROM rooms WHERE id = ?", (room_id,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def add_participant(self, room_id: str, pid: str) -> bool:
+        """Append `pid` to the room's ordered participants; False if already in it."""
+        cur = self._db.execute(
+            "INSERT OR IGNORE INTO participants SELECT ?, ?, COALESCE(MAX(position), 0) + 1 "
+            "FROM participants WHERE room_id = ?",
+            (room_id, pid, room_id),
+        )
+        return cur.rowcount > 0
+
+    def remove_participant(self, room_id: str, pid: str) -> bool:
+        cur = self._db.execute(
+            "DELETE FROM participants WHERE room_id = ? AND pid = ?", (room_id, pid)
+        )
+        self._db.execute("DELETE FROM stopped WHERE room_id = ? AND agent_id = ?", (room_id, pid))
+        return cur.rowcount > 0
+
+    def participants(self, room_id: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT pid FROM participants WHERE room_id = ? ORDER BY position", (room_id,)
+        )
+        return [row[0] for row in rows]
+
+    def is_participant(self, room_id: str, pid: str) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM participants WHERE room_id = ? AND pid = ?", (room_id, pid)
+        ).fetchone()
+        return row is not None
+
+    def rooms_of(self, pid: str, *, offset: int = 0, limit: int = -1) -> list[Room]:
+        rows = self._db.execute(
+            "SELECT r.id, r.title, r.inserted_at FROM participants p JOIN rooms r "
+            "ON r.id = p.room_id WHERE p.pid = ? ORDER BY r.inserted_at, r.id LIMIT ? OFFSET ?",
+            (pid, limit, offset),
+        )
+        return [Room(*row) for row in rows]
+
+    def count_rooms_of(self, pid: str) -> int:
+        row = self._db.execute("SELECT COUNT(*) FROM participants WHERE pid = ?", (pid,)).fetchone()
+        return int(row[0])
+
+    # -- messages and delivery ------------------------------------------------
+
+    def add_message(
+        self,
+        room_id: str,
+        *,
+        sender_id: str,
+        sender_type: str,
+        sender_name: str | None,
+        content: str,
+        mentions: list[dict[str, Any]],
+        recipients: Iterable[str],
+        message_type: str = "text",
+    ) -> Message:
+        """Store a message and a `delivered` row for each recipient agent, atomically."""
+        db = self._db
+        message_id = str(uuid.uuid4())
+        inserted_at = now_iso()
+        db.execute("BEGIN")
+        try:
+            cur = db.execute(
+                "INSERT INTO messages (id, room_id, content, sender_id, sender_type, sender_name, "
+                "message_type, mentions, inserted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    message_id, room_id, content, sender_id, sender_type, sender_name,
+                    message_type, _json_encode(mentions).decode(), inserted_at,
+                ),
+            )  # fmt: skip
+            seq = cur.lastrowid
+            assert seq is not None
+            db.executemany(
+                "INSERT INTO deliveries VALUES (?, ?, ?, 'delivered', 0, 0)",
+                [(seq, agent_id, room_id) for agent_id in recipients],
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return Message(
+            seq, message_id, room_id, content, sender_id, sender_type, sender_name,
+            message_type, mentions, inserted_at,
+        )  # fmt: skip
+
+    def message(self, message_id: str) -> Message | None:
+        row = self._db.execute(
+            f"SELECT {_MSG_COLUMNS} FROM messages m WHERE m.id = ?", (message_id,)
+        ).fetchone()
+        return None if row is None else _message(row)
+
+    def messages(self, room_id: str) -> list[Message]:
+        rows = self._db.execute(
+            f"SELECT {_MSG_COLUMNS} FROM messages m WHERE m.room_id = ? ORDER BY m.seq",
+            (room_id,),
+        )
+        return [_message(row) for row in rows]
+
+    def next_pending(self, agent_id: str, room_id: str) -> tuple[Message, Delivery] | None:
+        """The oldest message in the room this agent must still act on (not processed)."""
+        row = self._db.execute(
+            f"SELECT {_MSG_COLUMNS}, d.status, d.attempts, d.current_attempt FROM deliveries d "
+            "JOIN messages m ON m.seq = d.seq WHERE d.agent_id = ? AND d.room_id = ? "
+            "AND d.status != 'processed' ORDER BY d.seq LIMIT 1",
+            (agent_id, room_id),
+        ).fetchone()
+        return None if row is None else (_message(row[:10]), Delivery(*row[10:]))
+
+    def pending(
+        self, agent_id: str, room_id: str, *, after_seq: int, limit: int
+    ) -> list[tuple[Message, Delivery]]:
+        rows = self._db.execute(
+            f"SELECT {_MSG_COLUMNS}, d.status, d.attempts, d.current_attempt FROM deliveries d "
+            "JOIN messages m ON m.seq = d.seq WHERE d.agent_id = ? AND d.room_id = ? "
+            "AND d.status != 'processed' AND d.seq > ? ORDER BY d.seq LIMIT ?",
+            (agent_id, room_id, after_seq, limit),
+        )
+        return [(_message(row[:10]), Delivery(*row[10:])) for row in rows]
+
+    def context(
+        self, agent_id: str, room_id: str, *, limit: int
+    ) -> list[tuple[Message, Delivery | None]]:
+        """The newest `limit` messages the agent sent or received, oldest first."""
+        rows = self._db.execute(
+            f"SELECT {_MSG_COLUMNS}, d.status, d.attempts, d.current_attempt FROM messages m "
+            "LEFT JOIN deliveries d ON d.seq = m.seq AND d.agent_id = ? "
+            "WHERE m.room_id = ? AND (m.sender_id = ? OR d.agent_id IS NOT NULL) "
+            "ORDER BY m.seq DESC LIMIT ?",
+            (agent_id, room_id, agent_id, limit),
+        ).fetchall()
+        return [
+            (_message(row[:10]), None if row[10] is None else Delivery(*row[10:]))
+            for row in reversed(rows)
+        ]
+
+    def delivery(self, seq: int, agent_id: str) -> Delivery | None:
+        row = self._db.execute(
+            "SELECT status, attempts, current_attempt FROM deliveries WHERE agent_id = ? "
+            "AND seq = ?",
+            (agent_id, seq),
+        ).fetchone()
+        return None if row is None else Delivery(*row)
+
+    def deliveries(self, seq: int) -> dict[str, Delivery]:
+        rows = self._db.execute(
+            "SELECT agent_id, status, attempts, current_attempt FROM deliveries WHERE seq = ?",
+            (seq,),
+        )
+        return {row[0]: Delivery(*row[1:]) for row in rows}
+
+    def set_delivery(self, seq: int, agent_id: str, delivery: Delivery) -> None:
+        self._db.execute(
+            "UPDATE deliveries SET status = ?, attempts = ?, current_attempt = ? "
+            "WHERE agent_id = ? AND seq = ?",
+            (delivery.status, delivery.attempts, delivery.current_attempt, agent_id, seq),
+        )
+
+    # -- events and gates -----------------------------------------------------
+
+    def add_event(
+        self,
+        room_id: str,
+        sender_id: str,
+        content: str,
+        message_type: str,
+        metadata: dict[str, Any] | None,
+    ) -> str:
+        event_id = str(uuid.uuid4())
+        self._db.execute(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                event_id, room_id, sender_id, content, message_type,
+                None if metadata is None else _json_encode(metadata).decode(), now_iso(),
+            ),
+        )  # fmt: skip
+        return event_id
+
+    def events(self, room_id: str) -> list[dict[str, Any]]:
+        rows = self._db.execute(
+            "SELECT id, sender_id, content, message_type FROM events WHERE room_id = ? "
+            "ORDER BY rowid",
+            (room_id,),
+        )
+        keys = ("id", "sender_id", "content", "message_type")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def is_stopped(self, agent_id: str, room_id: str) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM stopped WHERE agent_id = ? AND room_id = ?", (agent_id, room_id)
+        ).fetchone()
+        return row is not None
+
+    def stop(self, agent_id: str, room_ids: Iterable[str]) -> None:
+        self._db.executemany(
+            "INSERT OR IGNORE INTO stopped VALUES (?, ?)",
+            [(agent_id, room_id) for room_id in room_ids],
+        )
+
+    def play(self, agent_id: str, room_id: str | None) -> None:
+        if room_id is None:
+            self._db.execute("DELETE FROM stopped WHERE agent_id = ?", (agent_id,))
+        else:
+            self._db.execute(
+                "DELETE FROM stopped WHERE agent_id = ? AND room_id = ?", (agent_id, room_id)
+            )
+
+
+def agent_fields(agent: Agent) -> list[str]:
+    return [
+        agent.id, agent.api_key, agent.name, agent.handle, agent.description,
+        agent.owner_uuid, agent.inserted_at,
+    ]  # fmt: skip
