@@ -39,6 +39,7 @@ from .errors import RateLimitedError as RateLimitedError
 from .policy import Policy as Policy
 from .runtime import AbortKind as AbortKind
 from .runtime import Agent as Agent
+from .runtime import Overrun as Overrun
 from .runtime import StopResult as StopResult
 
 __version__ = "0.1.0.dev0"
@@ -59,6 +60,7 @@ __all__ = [
     "JoinError",
     "Message",
     "NotFoundError",
+    "Overrun",
     "PlatformError",
     "PlatformProtocolError",
     "PlatformResponseError",

@@ -14,8 +14,9 @@ from pathlib import Path
 import httpx2
 import trio
 
+from band_trio import Turn
 from band_trio.platform import Platform
-from support import Recorder, agent_for, status
+from support import Recorder, agent_for, running_agent, status
 
 BAND_TRIO = [sys.executable, "-m", "band_trio"]
 
@@ -186,3 +187,48 @@ async def test_in_process_agent_against_the_platform_command(tmp_path: Path) -> 
                     )
                 await adapter.wait_for(lambda: adapter.finished == ["cross"])
                 assert (await agent.stop()).graceful
+
+
+async def test_ctl_command_interrupts_stops_and_plays(platform: Platform) -> None:
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    release = trio.Event()
+
+    async def wait_for_release(turn: Turn) -> None:
+        await release.wait()
+        await turn.reply("released")
+
+    adapter = Recorder(wait_for_release)
+    ctl = ["ctl", "--admin-url", info.admin_url, "--agent", info.agent_id]
+    with trio.fail_after(30):
+        async with running_agent(platform, adapter):
+            first = platform.post_message(info.room_id, info.user_id, "first")
+            await adapter.wait_for(lambda: adapter.calls == ["first"])
+            done = await trio.run_process(
+                [*BAND_TRIO, *ctl, "interrupt", "--room", info.room_id], capture_stdout=True
+            )
+            assert b"interrupt sent" in done.stdout
+            await platform.wait_until(lambda: status(platform, first) == "processed")
+            assert adapter.cancelled == ["first"]
+
+            second = platform.post_message(info.room_id, info.user_id, "second")
+            await adapter.wait_for(lambda: adapter.calls[-1:] == ["second"])
+            await trio.run_process(
+                [*BAND_TRIO, *ctl, "stop", "--reason", "enough"], capture_stdout=True
+            )
+            await adapter.wait_for(lambda: adapter.cancelled == ["first", "second"])
+            assert status(platform, second) == "processing"
+
+            release.set()
+            await trio.run_process([*BAND_TRIO, *ctl, "play"], capture_stdout=True)
+            await platform.wait_until(lambda: status(platform, second) == "processed")
+    assert adapter.finished == ["second"]
+
+
+async def test_ctl_without_an_admin_url_is_a_usage_error() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BAND_")}
+    result = await trio.run_process(
+        [*BAND_TRIO, "ctl", "stop"], capture_stderr=True, check=False, env=env
+    )
+    assert result.returncode == 2
+    assert b"no admin API" in result.stderr

@@ -1,4 +1,4 @@
-"""The `band-trio` command: `platform`, `agent` and `demo`.
+"""The `band-trio` command: `platform`, `agent`, `demo` and `ctl`.
 
 Exit statuses: 0 success; 1 an unexpected error (a crash); 2 bad usage or
 configuration; 3 the platform ended the agent's session for good (terminal
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import errors
-from . import _agent, _demo, _platform
+from . import _agent, _ctl, _demo, _platform
 
 __all__ = ["EXIT_CONFIG", "EXIT_CRASH", "EXIT_DISCONNECTED", "EXIT_OK", "main"]
 
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     _platform.add_parser(commands)
     _agent.add_parser(commands)
     _demo.add_parser(commands)
+    _ctl.add_parser(commands)
     return parser
 
 

@@ -22,6 +22,13 @@ from ..wire.admin import (
     AdminUser,
     ControlAccepted,
     Created,
+    FaultClose,
+    FaultDrop,
+    FaultHeartbeats,
+    FaultRest,
+    FaultResult,
+    FaultSupersede,
+    FaultUpgrades,
 )
 from ._http import HttpError, Response, decode_body, json_response
 from ._platform import Platform
@@ -70,6 +77,8 @@ def admin_route(method: str, rest: list[str]) -> AdminRoute | None:
             return _stats, ()
         case "GET", ["info"]:
             return _info, ()
+        case "POST", ["faults", kind] if kind in _FAULTS:
+            return _FAULTS[kind], ()
     return None
 
 
@@ -175,3 +184,75 @@ def _stats(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
 
 def _info(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
     return json_response(p.info)
+
+
+# -- fault injection ----------------------------------------------------------
+
+
+def _bytes(text: str | None) -> bytes | None:
+    return None if text is None else text.encode()
+
+
+def _fault_rest(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body, FaultRest)
+    filters = {"room_id": req.room_id, "message_id": req.message_id, "agent_id": req.agent_id}
+    if (req.status is None) == (req.delay is None):
+        raise ValueError("give exactly one of status (fail) and delay (seconds)")
+    if req.delay is not None:
+        p.faults.delay_rest(req.route, req.delay, count=req.count, **filters)
+    else:
+        assert req.status is not None
+        p.faults.fail_rest(
+            req.route, req.status, count=req.count, body=_bytes(req.body),
+            retry_after=req.retry_after, **filters,
+        )  # fmt: skip
+    return json_response(FaultResult(ok=True))
+
+
+def _fault_drop(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body, FaultDrop)
+    return json_response(FaultResult(ok=p.faults.drop_socket(req.agent_id)))
+
+
+def _fault_close(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body, FaultClose)
+    return json_response(FaultResult(ok=p.faults.close_socket(req.agent_id, req.code, req.reason)))
+
+
+def _fault_upgrades(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body, FaultUpgrades)
+    p.faults.refuse_upgrades(
+        req.count, req.status, body=_bytes(req.body), retry_after=req.retry_after
+    )
+    return json_response(FaultResult(ok=True))
+
+
+def _fault_heartbeats(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body or b"{}", FaultHeartbeats)
+    p.faults.mute_heartbeats(req.agent_id, req.muted)
+    return json_response(FaultResult(ok=True))
+
+
+def _fault_supersede(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body, FaultSupersede)
+    correlation_id = p.faults.supersede(
+        req.agent_id, retryable=req.retryable, reason=req.reason, message=req.message,
+        retry_after=req.retry_after,
+    )  # fmt: skip
+    return json_response(FaultResult(ok=True, correlation_id=correlation_id))
+
+
+def _fault_clear(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    p.faults.clear()
+    return json_response(FaultResult(ok=True))
+
+
+_FAULTS: dict[str, Handler] = {
+    "rest": _fault_rest,
+    "drop": _fault_drop,
+    "close": _fault_close,
+    "upgrades": _fault_upgrades,
+    "heartbeats": _fault_heartbeats,
+    "supersede": _fault_supersede,
+    "clear": _fault_clear,
+}

@@ -34,7 +34,7 @@ from ._payloads import chat_message
 from ._platform import Platform
 from ._store import Agent, Delivery, User
 
-__all__ = ["PREFIX", "Route", "handle", "route"]
+__all__ = ["PREFIX", "Route", "describe", "handle", "route"]
 
 PREFIX = ("api", "v1", "agent")
 CONTEXT_LIMIT = 50
@@ -275,6 +275,27 @@ def _post_event(
     p.changes.notify()
     created = EventCreated(id=event_id, message_type=event.message_type, success=True)
     return json_response(Data(data=created), status=201)
+
+
+_NAMES: dict[Handler, str] = {
+    _me: "me",
+    _chats: "chats",
+    _next: "next",
+    _participants: "participants",
+    _context: "context",
+    _activity: "activity",
+    _post_message: "post_message",
+    _list_messages: "list_messages",
+    _post_event: "post_event",
+}
+
+
+def describe(found: Route) -> tuple[str, str | None, str | None]:
+    """The route's stable name (`_faults.REST_ROUTES`), room id and message id."""
+    handler, args = found
+    if handler is _mark:
+        return args[2], args[0], args[1]
+    return _NAMES[handler], args[0] if args else None, None
 
 
 def handle(

@@ -9,12 +9,14 @@ on client input.
 
 from __future__ import annotations
 
+from functools import partial
 from time import perf_counter
 from typing import Any
 from urllib.parse import parse_qsl
 
 from ._admin import admin_route, handle_admin
-from ._api import PREFIX, handle, route
+from ._api import PREFIX, describe, handle, route
+from ._faults import Intercepted
 from ._http import HttpError, Response, error_body
 from ._log import logger
 from ._platform import Platform
@@ -66,7 +68,12 @@ class App:
         p = self.platform
         p.request_log.count("requests")
         try:
-            response, agent_id = self._dispatch(scope, method, path, body)
+            result, agent_id = self._dispatch(scope, method, path, body)
+            if isinstance(result, Intercepted):  # an armed fault caught this request
+                result = await p.faults.run_rest(
+                    result, method=method, path=path, agent_id=agent_id, request_id=request_id
+                )
+            response = result
         except HttpError as exc:
             response = Response(
                 exc.status, error_body(exc.code, exc.message, request_id, exc.details)
@@ -86,16 +93,19 @@ class App:
             body=body.decode("utf-8", "replace") if body else None,
         )
         if response.status == 204:
-            await send({"type": "http.response.start", "status": 204, "headers": []})
+            headers = list(response.headers)
+            await send({"type": "http.response.start", "status": 204, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
             return
         headers = [_JSON, (b"content-length", str(len(response.body)).encode())]
+        if response.headers:  # rare: only injected faults set any
+            headers.extend(response.headers)
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         await send({"type": "http.response.body", "body": response.body})
 
     def _dispatch(
         self, scope: dict[str, Any], method: str, path: str, body: bytes
-    ) -> tuple[Response, str | None]:
+    ) -> tuple[Response | Intercepted, str | None]:
         p = self.platform
         parts = path.strip("/").split("/")
         query_string: bytes = scope["query_string"]
@@ -110,6 +120,12 @@ class App:
                         break
                 if agent is None:
                     raise HttpError(401, "unauthorized", "missing or invalid X-API-Key")
+                if p.faults.rest:
+                    name, room_id, message_id = describe(found)
+                    fault = p.faults.take_rest(name, room_id, message_id, agent.id)
+                    if fault is not None:
+                        run = partial(handle, p, found, agent, query, body)
+                        return Intercepted(fault, name, run), agent.id
                 return handle(p, found, agent, query, body), agent.id
         elif parts[0] == "_admin":
             admin = admin_route(method, parts[1:])

@@ -20,6 +20,8 @@ _encoder = msgspec.json.Encoder()
 class Response:
     status: int
     body: bytes = b""
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    """Extra headers (content-type and content-length are always added)."""
 
 
 NO_CONTENT = Response(204)
@@ -43,10 +45,16 @@ def json_response(value: Any, status: int = 200) -> Response:
 
 
 def error_body(
-    code: str, message: str, request_id: str, details: dict[str, Any] | None = None
+    code: str,
+    message: str,
+    request_id: str,
+    details: dict[str, Any] | None = None,
+    retry_after: int | None = None,
 ) -> bytes:
-    """`{"error": {"code", "message", "request_id"[, "details"]}}`, all three strings."""
-    body = ErrorBody(code=code, message=message, request_id=request_id, details=details)
+    """`{"error": {"code", "message", "request_id"[, "details"][, "retry_after"]}}`."""
+    body = ErrorBody(
+        code=code, message=message, request_id=request_id, details=details, retry_after=retry_after
+    )
     return _encoder.encode(ErrorEnvelope(error=body))
 
 

@@ -10,18 +10,21 @@ stopped reading; it is aborted, and it will resync through `/next`.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import trio
 
-from ..wire import encode_frame
+from ..wire import Supersede, encode_frame
 from ._log import Changes, RequestLog
 
-__all__ = ["Close", "Connection", "Hub"]
+__all__ = ["SUPERSEDE_CLOSE_DELAY", "Close", "Connection", "Hub"]
 
 QUEUE_SIZE = 4096
 """Outbound frames a connection may have waiting before it counts as stuck."""
+SUPERSEDE_CLOSE_DELAY = 1.0
+"""A superseded socket gets this long to read its `supersede` before the platform closes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,10 @@ class Connection:
     nursery: trio.Nursery
     joins: dict[str, str] = field(default_factory=dict)
     closing: bool = False
+    client: tuple[str, int] | None = None
+    """The peer's TCP address (the ASGI scope's `client`), for `Faults.drop_socket`."""
+    server: tuple[str, int] | None = None
+    """The local TCP address (the ASGI scope's `server`)."""
 
     def enqueue(self, item: str | Close) -> bool:
         """Queue a frame without blocking; abort the connection if its queue is full."""
@@ -156,6 +163,31 @@ class Hub:
             self._log.count("pushes_offline")
             return False
         return self.send(conn, topic, event, payload)
+
+    def supersede(
+        self,
+        conn: Connection,
+        *,
+        reason: str = "superseded",
+        message: str = "Superseded by a newer connection for this agent",
+        retryable: bool = False,
+        retry_after: int | None = None,
+    ) -> str:
+        """Push `supersede` on the connection's `agent_control` topic, close it with 1000
+        after `SUPERSEDE_CLOSE_DELAY`, and return the push's `correlation_id`."""
+        correlation_id = f"sup-{uuid.uuid4().hex}"
+        payload = Supersede(
+            reason=reason,
+            message=message,
+            retryable=retryable,
+            retry_after=retry_after,
+            target_socket_id=conn.socket_id,
+            correlation_id=correlation_id,
+        )
+        self.send(conn, f"agent_control:{conn.agent_id}", "supersede", payload)
+        self._log.count("superseded")
+        conn.close(1000, "superseded", delay=SUPERSEDE_CLOSE_DELAY)
+        return correlation_id
 
     def broadcast(self, topic: str, event: str, payload: Any) -> int:
         """Push to every live connection that has joined `topic`."""

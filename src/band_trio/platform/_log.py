@@ -26,7 +26,9 @@ COUNTERS = (
     "requests", "errors", "unhandled_routes", "upgrades_refused", "connections_opened",
     "connections_closed", "superseded", "ws_frames_in", "ws_frames_out", "bad_frames",
     "frame_errors", "socket_errors", "joins_refused", "unhandled_events", "pushes",
-    "pushes_unjoined", "pushes_offline",
+    "pushes_unjoined", "pushes_offline", "faults", "faults_rest_failed", "faults_rest_held",
+    "faults_rest_delayed", "faults_sockets_dropped", "faults_sockets_closed",
+    "faults_upgrades_refused", "faults_heartbeats_dropped", "faults_superseded",
 )  # fmt: skip
 """Counters reported from the start, at 0, so a reader can rely on every key."""
 

@@ -30,6 +30,7 @@ from ..wire.admin import (
     AdminUser,
     ReadyInfo,
 )
+from ._faults import Faults
 from ._hub import Hub
 from ._log import Changes, RequestLog
 from ._payloads import mention_of, message_created, participants_topic, room_payload, room_topic
@@ -54,6 +55,9 @@ class Platform:
         self.changes = Changes()
         self.request_log = RequestLog(self.changes)
         self.hub = Hub(self.request_log, self.changes)
+        self.faults = Faults(self.request_log, self.hub)
+        """Fault injection (`_faults.Faults`): fail, hold or delay REST calls, drop or
+        close sockets, refuse upgrades, mute heartbeats, push `supersede`."""
         self.working: dict[tuple[str, str], bool] = {}
         self._info: ReadyInfo | None = None
 

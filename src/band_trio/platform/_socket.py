@@ -17,18 +17,16 @@ from urllib.parse import parse_qsl
 
 import trio
 
-from ..wire import FrameError, Supersede, decode_frame, encode_frame
-from ._http import error_body
-from ._hub import QUEUE_SIZE, Close, Connection
+from ..wire import FrameError, decode_frame, encode_frame
+from ._http import Response, error_body
+from ._hub import QUEUE_SIZE, SUPERSEDE_CLOSE_DELAY, Close, Connection
 from ._log import logger
 from ._platform import Platform
 from ._store import Agent
 
-__all__ = ["WS_PATH", "serve_socket"]
+__all__ = ["SUPERSEDE_CLOSE_DELAY", "WS_PATH", "serve_socket"]
 
 WS_PATH = "/api/v1/socket/websocket"
-SUPERSEDE_CLOSE_DELAY = 1.0
-"""An old socket gets this long to read its `supersede` before the platform closes it."""
 CLOSE_GRACE = 1.0
 """After sending a close frame, how long to wait for the client's close."""
 
@@ -81,38 +79,69 @@ async def serve_socket(p: Platform, scope: dict[str, Any], receive: Receive, sen
     try:
         if (await receive())["type"] != "websocket.connect":
             return
+        if p.faults.upgrades:
+            refused = p.faults.take_upgrade(path)
+            if refused is not None:
+                await _refuse(p, send, t, path, refused)
+                return
         try:
             agent, _ = _authenticate(p, scope)
         except _Refusal as refusal:
-            p.request_log.count("upgrades_refused")
-            p.request_log.append("ws_open", t, method="GET", path=path, status=refusal.status)
             body = error_body(refusal.code, refusal.message, f"ws-{uuid.uuid4().hex[:12]}")
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ]
-            start = {"type": "websocket.http.response.start", "status": refusal.status}
-            await send({**start, "headers": headers})
-            await send({"type": "websocket.http.response.body", "body": body})
+            await _refuse(p, send, t, path, Response(refusal.status, body))
             return
         await send({"type": "websocket.accept"})
-        await _run(p, agent, receive, send, t, path)
+        await _run(p, agent, receive, send, t, path, scope.get("client"), scope.get("server"))
     except* Exception as group:
         p.request_log.count("socket_errors")
         logger.error("websocket handler failed", exc_info=group)
 
 
+async def _refuse(p: Platform, send: Send, t: float, path: str, refusal: Response) -> None:
+    """Answer the upgrade with an HTTP response instead of accepting it."""
+    p.request_log.count("upgrades_refused")
+    p.request_log.append("ws_open", t, method="GET", path=path, status=refusal.status)
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(refusal.body)).encode()),
+        *refusal.headers,
+    ]
+    start = {"type": "websocket.http.response.start", "status": refusal.status}
+    await send({**start, "headers": headers})
+    await send({"type": "websocket.http.response.body", "body": refusal.body})
+
+
+def _address(value: Any) -> tuple[str, int] | None:
+    if isinstance(value, (tuple, list)) and len(value) >= 2:
+        return str(value[0]), int(value[1])
+    return None
+
+
 async def _run(
-    p: Platform, agent: Agent, receive: Receive, send: Send, t: float, path: str
+    p: Platform,
+    agent: Agent,
+    receive: Receive,
+    send: Send,
+    t: float,
+    path: str,
+    client: Any = None,
+    server: Any = None,
 ) -> None:
     outbox, inbox = trio.open_memory_channel[str | Close](QUEUE_SIZE)
     async with trio.open_nursery() as nursery:
-        conn = Connection(agent.id, str(uuid.uuid4()), outbox, nursery)
+        conn = Connection(
+            agent.id,
+            str(uuid.uuid4()),
+            outbox,
+            nursery,
+            client=_address(client),
+            server=_address(server),
+        )
         old = p.hub.attach(conn)
         p.request_log.append("ws_open", t, agent_id=agent.id, method="GET", path=path, status=101)
         try:
             if old is not None:
-                _supersede(p, old)
+                p.hub.supersede(old)  # not retryable: the SDK treats it as final
             nursery.start_soon(_writer, p, conn, inbox, send)
             await _reader(p, conn, receive)
             nursery.cancel_scope.cancel(reason="client closed")
@@ -120,20 +149,6 @@ async def _run(
             outbox.close()
             p.hub.detach(conn)
             p.request_log.append("ws_close", perf_counter(), agent_id=agent.id)
-
-
-def _supersede(p: Platform, old: Connection) -> None:
-    """Tell the replaced socket why (`supersede`, not retryable), then close it."""
-    payload = Supersede(
-        reason="superseded",
-        message="Superseded by a newer connection for this agent",
-        retryable=False,
-        target_socket_id=old.socket_id,
-        correlation_id=f"sup-{uuid.uuid4().hex}",
-    )
-    p.hub.send(old, f"agent_control:{old.agent_id}", "supersede", payload)
-    p.request_log.count("superseded")
-    old.close(1000, "superseded", delay=SUPERSEDE_CLOSE_DELAY)
 
 
 async def _writer(
@@ -188,6 +203,8 @@ def _on_frame(p: Platform, conn: Connection, text: str) -> None:
     topic, event = frame.topic, frame.event
     if topic == "phoenix":
         if event == "heartbeat":
+            if p.faults.muting and p.faults.drop_heartbeat(conn.agent_id):
+                return
             conn.enqueue(encode_frame(frame.join_ref, frame.ref, topic, "phx_reply", _OK))
         return
     if event == "phx_join":

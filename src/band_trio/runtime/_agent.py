@@ -37,7 +37,7 @@ from ..wire import (
 )
 from ._control import ControlLane
 from ._inbound import inbound
-from ._room import Room, RoomContext
+from ._room import Overrun, Room, RoomContext
 
 __all__ = ["Agent", "StopResult"]
 
@@ -54,6 +54,9 @@ class StopResult:
     """True if every running turn finished within the shutdown grace."""
     cancelled: tuple[tuple[str, str], ...] = ()
     """(room id, message id) of each turn cancelled after the grace; left `processing`."""
+    overran: tuple[Overrun, ...] = ()
+    """Work that outlived its cleanup grace after being cancelled (during the run or the
+    stop). `run()` still owns it and returns only once it has ended."""
 
 
 class Agent:
@@ -102,6 +105,7 @@ class Agent:
         self._running = False
         self._done = trio.Event()
         self._terminal: errors.DisconnectReason | None = None
+        self._overruns: list[Overrun] = []
         self.last_disconnect_reason: errors.DisconnectReason | None = None
 
     @classmethod
@@ -173,12 +177,24 @@ class Agent:
             log.warning("stopping with %d turn(s) still running: cancelling them", len(cancelled))
         if self._rooms_nursery is not None:
             self._rooms_nursery.cancel_scope.cancel(reason="agent stopping")
-        await self._rooms_done.wait()
+        grace = self.policy.cleanup_grace
+        with trio.move_on_after(grace):
+            await self._rooms_done.wait()
+        for room in self._rooms.values():  # rooms leave this dict when their task ends
+            message_id = room.turn.message.id if room.turn is not None else None
+            self._overruns.append(Overrun(room.id, message_id, "room ignored the stop"))
+            log.error(
+                "room %s (turn %s) still running %.1fs after the stop", room.id, message_id, grace
+            )
         socket = self._socket
         if socket is not None:
             await socket.aclose()
-        await self._done.wait()
-        return StopResult(graceful=not cancelled, cancelled=cancelled)
+        with trio.move_on_after(grace):
+            await self._done.wait()
+        overran = tuple(self._overruns)
+        return StopResult(
+            graceful=not cancelled and not overran, cancelled=cancelled, overran=overran
+        )
 
     async def _host_rooms(self, task_status: trio.TaskStatus[None]) -> None:
         try:
@@ -198,6 +214,7 @@ class Agent:
             policy=self.policy,
             socket=lambda: self._socket,
             turns_changed=self._wake_stop,
+            overran=self._overruns.append,
         )
 
     def _wake_stop(self) -> None:

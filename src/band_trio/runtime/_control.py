@@ -51,7 +51,8 @@ class ControlLane:
             targets = []
         if not targets:
             return  # a signal that reached no room is not remembered
-        self._remember(key)
+        if signal.correlation_id:  # an empty id can't be told apart: never remembered
+            self._remember(key)
         self.applied += 1
         reason = signal.reason if isinstance(signal.reason, str) else None
         for room in targets:

@@ -28,11 +28,20 @@ from ._ledger import Ledger, Standing
 from ._settle import Outcome, report_idle, settle
 from ._turn import AbortKind, ActiveTurn, PlatformPort
 
-__all__ = ["Room", "RoomContext"]
+__all__ = ["Overrun", "Room", "RoomContext"]
 
 log = logging.getLogger("band_trio.runtime.room")
 
 _ROOM_ERRORS = (errors.PlatformError, errors.JoinError, errors.ConnectionClosedError)
+
+
+@dataclass(frozen=True, slots=True)
+class Overrun:
+    """Work that outlived its grace after being told to stop."""
+
+    room_id: str
+    message_id: str | None
+    what: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +54,7 @@ class RoomContext:
     policy: Policy
     socket: Callable[[], Socket | None]
     turns_changed: Callable[[], None]
+    overran: Callable[[Overrun], None]
 
 
 def chat_topic(room_id: str) -> str:
@@ -74,6 +84,8 @@ class Room:
         self._stopped = False
         self._draining = False
         self.turn: ActiveTurn | None = None
+        self._nursery: trio.Nursery | None = None
+        self._fetch_scope = trio.CancelScope()
 
     # -- synchronous inputs (websocket reader, control lane, agent) ---------
 
@@ -99,17 +111,43 @@ class Room:
 
     def interrupt(self, reason: str | None) -> bool:
         """Abort the running turn and consume its message. No turn: nothing happens."""
-        turn = self.turn
-        return turn is not None and turn.abort(AbortKind.INTERRUPT, reason)
+        return self._abort(AbortKind.INTERRUPT, reason)
 
     def stop(self, reason: str | None) -> None:
-        """Abort the running turn, leave its message, and take no new work until play."""
+        """Abort the running turn, leave its message, and take no new work until play.
+
+        A `/next` pass in progress ends too: its next fetch would return the very
+        message this stop just left `processing`.
+        """
         self._stopped = True
         self._inbox.clear()
         self._queued.clear()
-        if self.turn is not None:
-            self.turn.abort(AbortKind.STOP, reason)
+        self._fetch_scope.cancel(reason="stop")
+        self._abort(AbortKind.STOP, reason)
         self._wake.set()
+
+    def _abort(self, kind: AbortKind, reason: str | None) -> bool:
+        turn = self.turn
+        if turn is None or not turn.abort(kind, reason):
+            return False
+        if self._nursery is not None:
+            self._nursery.start_soon(self._watch_abort, turn)
+        return True
+
+    async def _watch_abort(self, turn: ActiveTurn) -> None:
+        """Report a turn that outlives its cleanup grace after being aborted."""
+        grace = self._ctx.policy.cleanup_grace
+        with trio.move_on_after(grace):
+            await turn.done.wait()
+            return
+        log.error(
+            "room %s: the turn for %s ignored its %s for more than %.1fs",
+            self.id,
+            turn.message.id,
+            turn.abort_kind,
+            grace,
+        )
+        self._ctx.overran(Overrun(self.id, turn.message.id, f"ignored {turn.abort_kind}"))
 
     def play(self) -> None:
         """Lift the suppression first, then catch up through `/next` at once."""
@@ -129,6 +167,7 @@ class Room:
                 await self._join()
                 self.ready.set()
                 async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
                     nursery.start_soon(self._reconcile_timer)
                     await self._supervise()
             finally:
@@ -233,11 +272,16 @@ class Room:
     async def _pass(self) -> None:
         """Process `/next` until it is empty, a queued push is reached, or no progress."""
         while not self._stopped and not self._draining:
-            try:
-                head = await self._ctx.rest.next_message(self.id)
-            except errors.PlatformError as exc:
-                log.warning("room %s: /next failed (%s); the next reconcile retries", self.id, exc)
-                return
+            with trio.CancelScope() as self._fetch_scope:
+                try:
+                    head = await self._ctx.rest.next_message(self.id)
+                except errors.PlatformError as exc:
+                    log.warning(
+                        "room %s: /next failed (%s); the next reconcile retries", self.id, exc
+                    )
+                    return
+            if self._fetch_scope.cancelled_caught:
+                return  # stopped while fetching
             if head is None:
                 self.last_pass_found_work = False
                 return
@@ -300,6 +344,7 @@ class Room:
             raise
         finally:
             self.turn = None
+            turn.done.set()
             self._ctx.turns_changed()
         if turn.abort_kind is not None:
             outcome = Outcome.ABORTED  # even if the adapter swallowed the cancellation

@@ -44,11 +44,22 @@ class AbortKind(enum.Enum):
 class ActiveTurn:
     """Runtime-side state of one turn (the adapter sees `contract.Turn`)."""
 
-    __slots__ = ("abort_kind", "abort_reason", "claimed", "failure", "message", "scope", "working")
+    __slots__ = (
+        "abort_kind",
+        "abort_reason",
+        "claimed",
+        "done",
+        "failure",
+        "message",
+        "scope",
+        "working",
+    )
 
     def __init__(self, message: Message) -> None:
         self.message = message
         self.scope = trio.CancelScope()
+        self.done = trio.Event()
+        """Set once the turn's scope has exited (settling may still follow)."""
         self.abort_kind: AbortKind | None = None
         self.abort_reason: str | None = None
         self.claimed: bool | None = None

@@ -22,6 +22,13 @@ __all__ = [
     "AdminUser",
     "ControlAccepted",
     "Created",
+    "FaultClose",
+    "FaultDrop",
+    "FaultHeartbeats",
+    "FaultRest",
+    "FaultResult",
+    "FaultSupersede",
+    "FaultUpgrades",
     "ReadyInfo",
 ]
 
@@ -132,3 +139,70 @@ class AdminLogEntry(_Admin):
     status: int | None = None
     body: str | None = None
     frame: str | None = None
+
+
+# -- fault injection (`POST /_admin/faults/...`) ------------------------------
+
+
+class FaultRest(_Admin):
+    """`POST /faults/rest`: fail (`status`) or delay (`delay`, seconds) the next
+    `count` calls of a REST route. Exactly one of `status` and `delay`. `body`
+    replaces the error envelope (sent as UTF-8); the filters narrow the match."""
+
+    route: str
+    status: int | None = None
+    delay: float | None = None
+    count: int = 1
+    body: str | None = None
+    retry_after: float | None = None
+    room_id: str | None = None
+    message_id: str | None = None
+    agent_id: str | None = None
+
+
+class FaultDrop(_Admin):
+    """`POST /faults/drop`: cut the agent's socket's TCP connection, no close frame."""
+
+    agent_id: str
+
+
+class FaultClose(_Admin):
+    """`POST /faults/close`: close the agent's socket with `code`."""
+
+    agent_id: str
+    code: int
+    reason: str = ""
+
+
+class FaultUpgrades(_Admin):
+    """`POST /faults/upgrades`: refuse the next `count` websocket upgrades."""
+
+    count: int
+    status: int
+    body: str | None = None
+    retry_after: float | None = None
+
+
+class FaultHeartbeats(_Admin):
+    """`POST /faults/heartbeats`: mute (or unmute) heartbeat replies; no agent: all."""
+
+    agent_id: str | None = None
+    muted: bool = True
+
+
+class FaultSupersede(_Admin):
+    """`POST /faults/supersede`: push `supersede` to the agent, close its socket after 1 s."""
+
+    agent_id: str
+    retryable: bool = False
+    reason: str = "superseded"
+    message: str = "Superseded by the platform (fault injection)"
+    retry_after: int | None = None
+
+
+class FaultResult(_Admin):
+    """Answer of every `POST /faults/...`: `ok` is false when drop/close found no live
+    socket; `correlation_id` is the supersede push's."""
+
+    ok: bool
+    correlation_id: str | None = None
