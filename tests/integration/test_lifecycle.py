@@ -147,3 +147,16 @@ async def test_graceful_stop_cancels_a_turn_that_outlives_the_grace(platform: Pl
     assert result.cancelled == ((info.room_id, message),)
     assert adapter.cancelled == ["forever"]
     assert status(platform, message) == "processing"  # shutdown is not an interrupt: never marked
+
+
+async def test_stop_while_reconnecting_ends_the_link_wherever_it_is(platform: Platform) -> None:
+    info = platform.info
+    assert info.agent_id
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder()) as running:
+            platform.faults.refuse_upgrades(1000, 503)
+            assert platform.faults.drop_socket(info.agent_id)
+            await running.agent.wait_until(lambda: not running.agent.connected)
+            await platform.wait_until(lambda: platform.stats.get("upgrades_refused", 0) >= 1)
+    assert running.stop_result is not None and running.stop_result.graceful
+    assert running.tasks.living == set()

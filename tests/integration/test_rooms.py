@@ -36,7 +36,7 @@ async def test_a_room_added_at_run_time_is_joined_and_served(platform: Platform)
             room = platform.create_room(title="later", participants=[info.user_id])
             platform.post_message(room.id, info.user_id, "before the agent came: not for it")
             platform.add_participant(room.id, info.agent_id)
-            await platform.wait_until(lambda: room.id in running.agent.rooms)
+            await running.agent.wait_until(lambda: room.id in running.agent.rooms)
             live = platform.post_message(room.id, info.user_id, "live")
             await platform.wait_until(lambda: status(platform, live) == "processed")
     assert topics_joined(platform, room.id) == set()  # left again on stop

@@ -123,7 +123,7 @@ async def test_interrupt_with_nothing_running_arms_nothing(platform: Platform) -
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter) as running:
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
-            await platform.wait_until(lambda: running.agent.control.applied == 1)
+            await running.agent.wait_until(lambda: running.agent.control.applied == 1)
             message = platform.post_message(info.room_id, info.user_id, "untouched")
             await platform.wait_until(lambda: status(platform, message) == "processed")
     assert adapter.cancelled == []
@@ -141,7 +141,7 @@ async def test_stop_mid_turn_leaves_the_message_and_ignores_pushes(platform: Pla
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             await adapter.wait_for(lambda: adapter.cancelled == ["held"])
             room = running.agent.rooms[info.room_id]
-            await platform.wait_until(lambda: room.turn is None)  # the local claim released
+            await running.agent.wait_until(lambda: room.turn is None)  # the local claim released
             pushed = platform.post_message(info.room_id, info.user_id, "while stopped")
             # the push reaches the agent (its echo is in the log) but is never claimed
             await platform.wait_until(
@@ -245,7 +245,7 @@ async def test_stop_in_the_backlog_pass_ends_the_pass(platform: Platform) -> Non
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             await adapter.wait_for(lambda: adapter.cancelled == ["old 0"])
             room = running.agent.rooms[info.room_id]
-            await platform.wait_until(lambda: room.turn is None)
+            await running.agent.wait_until(lambda: room.turn is None)
             await trio.testing.wait_all_tasks_blocked()
             assert adapter.calls == ["old 0"]  # not re-run, and the pass did not go on
             assert [status(platform, m) for m in backlog] == [
@@ -263,7 +263,7 @@ async def test_stop_in_a_resync_pass_ends_the_pass(platform: Platform) -> None:
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter) as running:
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
-            await platform.wait_until(lambda: running.agent.rooms[info.room_id].stopped)
+            await running.agent.wait_until(lambda: running.agent.rooms[info.room_id].stopped)
             waiting = [
                 platform.post_message(info.room_id, info.user_id, f"w {i}") for i in range(3)
             ]
@@ -272,7 +272,7 @@ async def test_stop_in_a_resync_pass_ends_the_pass(platform: Platform) -> None:
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             await adapter.wait_for(lambda: adapter.cancelled == ["w 0"])
             room = running.agent.rooms[info.room_id]
-            await platform.wait_until(lambda: room.turn is None)
+            await running.agent.wait_until(lambda: room.turn is None)
             await trio.testing.wait_all_tasks_blocked()
             assert adapter.calls == ["w 0"]
             assert [status(platform, m) for m in waiting] == [
@@ -307,7 +307,7 @@ async def test_an_adapter_that_swallows_the_cancellation_is_still_aborted(
             await adapter.wait_for(lambda: len(adapter.calls) == 2)
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             room = running.agent.rooms[info.room_id]
-            await platform.wait_until(lambda: room.stopped and room.turn is None)
+            await running.agent.wait_until(lambda: room.stopped and room.turn is None)
             await trio.testing.wait_all_tasks_blocked()
             assert status(platform, held) == "processing"  # left, not marked processed
     # "interrupted" normally but no reply, and the agent still shut down cleanly
@@ -348,7 +348,7 @@ async def test_duplicate_signals_are_applied_once_and_distinct_ones_each_time(
             two = platform.post_message(info.room_id, info.user_id, "two")
             await adapter.wait_for(lambda: adapter.calls == ["one", "two"])
             push_control(platform, "interrupt", "ctl-same", room_id=info.room_id)  # redelivered
-            await platform.wait_until(lambda: control.duplicates == 1)
+            await running.agent.wait_until(lambda: control.duplicates == 1)
             assert adapter.cancelled == ["one"]  # the newer turn was not hit
             push_control(platform, "interrupt", "ctl-other", room_id=info.room_id)
             await platform.wait_until(lambda: status(platform, two) == "processed")
@@ -373,9 +373,9 @@ async def test_a_play_is_never_a_duplicate_of_a_stop(platform: Platform) -> None
             room = running.agent.rooms[info.room_id]
             shared = f"ctl-{uuid.uuid4().hex}"
             push_control(platform, "stop", shared, room_id=info.room_id)
-            await platform.wait_until(lambda: room.stopped)
+            await running.agent.wait_until(lambda: room.stopped)
             push_control(platform, "play", shared, room_id=info.room_id)
-            await platform.wait_until(lambda: not room.stopped)
+            await running.agent.wait_until(lambda: not room.stopped)
 
 
 async def test_agent_scope_fans_out_room_scope_reaches_one_unknown_room_is_a_noop(
@@ -388,7 +388,7 @@ async def test_agent_scope_fans_out_room_scope_reaches_one_unknown_room_is_a_noo
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter) as running:
             other = platform.create_room(title="other", participants=[info.user_id, info.agent_id])
-            await platform.wait_until(
+            await running.agent.wait_until(
                 lambda: (
                     other.id in running.agent.rooms and running.agent.rooms[other.id].ready.is_set()
                 )
@@ -449,7 +449,7 @@ async def test_a_post_refused_as_stopped_aborts_the_turn_and_leaves_it_replayabl
             gate.release.set()
             await adapter.wait_for(lambda: adapter.cancelled == ["reply refused"])
             room = running.agent.rooms[info.room_id]
-            await platform.wait_until(lambda: room.turn is None)
+            await running.agent.wait_until(lambda: room.turn is None)
             assert not room.stopped  # the local stopped flag is not set
             assert status(platform, message) == "processing"
             platform.send_control(info.agent_id, "play", room_id=info.room_id)

@@ -16,7 +16,7 @@ import functools
 import logging
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,17 +95,22 @@ class Agent:
         self.stats = SocketStats()
         self._refs = RefCounter()
         self._rooms: dict[str, Room] = {}
-        self._control = ControlLane(lambda: self._rooms, memory=self.policy.control_dedup_memory)
+        self._control = ControlLane(
+            lambda: self._rooms, memory=self.policy.control_dedup_memory, changed=self._notify
+        )
         self._socket: Socket | None = None
         self._rest: RestClient | None = None
         self._rooms_nursery: trio.Nursery | None = None
         self._rooms_done = trio.Event()
-        self._turns_changed = trio.Event()
+        self._changed = trio.Event()
         self._stopping = False
         self._running = False
         self._done = trio.Event()
         self._terminal: errors.DisconnectReason | None = None
         self._overruns: list[Overrun] = []
+        self._top = trio.CancelScope()
+        self.connects = 0
+        """How many times the agent connected and finished joining (1 + reconnects)."""
         self.last_disconnect_reason: errors.DisconnectReason | None = None
 
     @classmethod
@@ -151,6 +156,7 @@ class Agent:
                 self._rest = rest
                 await rest.me()
                 async with trio.open_nursery() as top:
+                    self._top = top.cancel_scope
                     await top.start(self._host_rooms)
                     await self._serve_link(task_status)
                     top.cancel_scope.cancel(reason="agent stopped")
@@ -167,9 +173,9 @@ class Agent:
         for room in self._rooms.values():
             room.drain()
         with trio.move_on_after(self.policy.shutdown_grace):
-            while any(room.turn is not None for room in self._rooms.values()):
-                self._turns_changed = trio.Event()
-                await self._turns_changed.wait()
+            await self.wait_until(
+                lambda: all(room.turn is None for room in self._rooms.values())
+            )
         cancelled = tuple(
             (room.id, room.turn.message.id) for room in self._rooms.values() if room.turn
         )
@@ -188,7 +194,9 @@ class Agent:
             )
         socket = self._socket
         if socket is not None:
-            await socket.aclose()
+            await socket.aclose()  # a clean close frame, while the reader can still see it
+        # whatever the link is doing now (backoff, a handshake, a join), it is done
+        self._top.cancel(reason="agent stopped")
         with trio.move_on_after(grace):
             await self._done.wait()
         overran = tuple(self._overruns)
@@ -213,12 +221,20 @@ class Agent:
             adapter=self.adapter,
             policy=self.policy,
             socket=lambda: self._socket,
-            turns_changed=self._wake_stop,
+            changed=self._notify,
             overran=self._overruns.append,
         )
 
-    def _wake_stop(self) -> None:
-        self._turns_changed.set()
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once `predicate()` holds, re-checked after every change of the agent's
+        state: a turn starting or ending, a room joined, left, stopped or played, the
+        socket connecting or closing. The caller sets the deadline."""
+        while not predicate():
+            await self._changed.wait()
 
     def _add_room(self, room_id: str) -> Room | None:
         if room_id in self._rooms or self._stopping or self._rooms_nursery is None:
@@ -226,6 +242,7 @@ class Agent:
         room = Room(room_id, self._room_context())
         self._rooms[room_id] = room
         self._rooms_nursery.start_soon(self._run_room, room, name=f"room {room_id}")
+        self._notify()
         return room
 
     async def _run_room(self, room: Room) -> None:
@@ -234,6 +251,7 @@ class Agent:
         finally:
             if self._rooms.get(room.id) is room:
                 del self._rooms[room.id]
+            self._notify()
 
     def _remove_room(self, room_id: str) -> None:
         room = self._rooms.pop(room_id, None)
@@ -270,9 +288,12 @@ class Agent:
                             started = True
                             task_status.started()
                         failures = 0
+                        self.connects += 1
+                        self._notify()
                         await socket.closed.wait()
                     finally:
                         self._socket = None
+                        self._notify()
                         await socket.aclose()
                 log.info("websocket closed (code %s)", socket.close_code)
             except* errors.PlatformResponseError as group:

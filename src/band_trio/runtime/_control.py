@@ -25,14 +25,28 @@ log = logging.getLogger("band_trio.runtime.control")
 class ControlLane:
     """Routes `agent.control` signals to rooms, de-duplicated by correlation id."""
 
-    def __init__(self, rooms: Callable[[], Mapping[str, Room]], *, memory: int) -> None:
+    def __init__(
+        self,
+        rooms: Callable[[], Mapping[str, Room]],
+        *,
+        memory: int,
+        changed: Callable[[], None] = lambda: None,
+    ) -> None:
         self._rooms = rooms
         self._memory = memory
+        self._changed = changed
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
         self.applied = 0
         self.duplicates = 0
 
     def apply(self, signal: AgentControl) -> None:
+        """Route and apply one signal, now."""
+        try:
+            self._apply(signal)
+        finally:
+            self._changed()
+
+    def _apply(self, signal: AgentControl) -> None:
         # A play is never a duplicate of a stop: the key includes the mode.
         key = (signal.correlation_id, signal.mode)
         if key in self._seen:

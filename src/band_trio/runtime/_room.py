@@ -53,7 +53,8 @@ class RoomContext:
     adapter: Adapter
     policy: Policy
     socket: Callable[[], Socket | None]
-    turns_changed: Callable[[], None]
+    changed: Callable[[], None]
+    """Tell the agent its observable state moved (a turn began or ended, ...)."""
     overran: Callable[[Overrun], None]
 
 
@@ -125,6 +126,7 @@ class Room:
         self._fetch_scope.cancel(reason="stop")
         self._abort(AbortKind.STOP, reason)
         self._wake.set()
+        self._ctx.changed()
 
     def _abort(self, kind: AbortKind, reason: str | None) -> bool:
         turn = self.turn
@@ -140,19 +142,21 @@ class Room:
         with trio.move_on_after(grace):
             await turn.done.wait()
             return
+        kind = turn.abort_kind.value if turn.abort_kind is not None else "cancel"
         log.error(
             "room %s: the turn for %s ignored its %s for more than %.1fs",
             self.id,
             turn.message.id,
-            turn.abort_kind,
+            kind,
             grace,
         )
-        self._ctx.overran(Overrun(self.id, turn.message.id, f"ignored {turn.abort_kind}"))
+        self._ctx.overran(Overrun(self.id, turn.message.id, f"ignored the {kind}"))
 
     def play(self) -> None:
         """Lift the suppression first, then catch up through `/next` at once."""
         self._stopped = False
         self.request_resync()
+        self._ctx.changed()
 
     def drain(self) -> None:
         """Take no new work (the agent is stopping); the running turn may finish."""
@@ -166,6 +170,7 @@ class Room:
             try:
                 await self._join()
                 self.ready.set()
+                self._ctx.changed()
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
                     nursery.start_soon(self._reconcile_timer)
@@ -329,7 +334,7 @@ class Room:
         turn = ActiveTurn(message)
         outcome = Outcome.ABORTED
         self.turn = turn
-        self._ctx.turns_changed()
+        self._ctx.changed()
         self.ledger.charge(message.id)
         try:
             with turn.scope:
@@ -345,7 +350,7 @@ class Room:
         finally:
             self.turn = None
             turn.done.set()
-            self._ctx.turns_changed()
+            self._ctx.changed()
         if turn.abort_kind is not None:
             outcome = Outcome.ABORTED  # even if the adapter swallowed the cancellation
         return await settle(self._ctx, self.ledger, turn, outcome)
