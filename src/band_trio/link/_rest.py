@@ -30,6 +30,7 @@ from ..wire import (
     FailedMark,
     LifecycleResult,
     MentionRef,
+    MessagePage,
     NewEvent,
     NewEventBody,
     NewMessage,
@@ -246,6 +247,15 @@ class RestClient:
         response = await self._send("POST", f"chats/{room_id}/events", body=body)
         with map_transport_errors("POST events"):
             return _decode(Data[EventCreated], response.content).data
+
+    async def unprocessed(self, room_id: str, cursor: str | None = None) -> MessagePage:
+        """One page of the messages not yet processed for this agent, oldest first."""
+        params: dict[str, Any] = {"sort_order": "asc", "limit": 100}
+        if cursor is not None:
+            params["cursor"] = cursor
+        response = await self._send("GET", f"chats/{room_id}/messages", params=params)
+        with map_transport_errors("GET messages"):
+            return _decode(MessagePage, response.content)
 
     async def participants(self, room_id: str) -> list[Participant]:
         response = await self._send("GET", f"chats/{room_id}/participants")

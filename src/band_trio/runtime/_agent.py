@@ -37,6 +37,7 @@ from ..wire import (
 )
 from ._control import ControlLane
 from ._inbound import inbound
+from ._ledger import Ledger
 from ._room import Overrun, Room, RoomContext
 
 __all__ = ["Agent", "StopResult"]
@@ -95,6 +96,9 @@ class Agent:
         self.stats = SocketStats()
         self._refs = RefCounter()
         self._rooms: dict[str, Room] = {}
+        self._ledgers: dict[str, Ledger] = {}
+        """Per room, for the agent's lifetime: the adapter never runs twice for a message in
+        one process, even if the room is left and joined again."""
         self._control = ControlLane(
             lambda: self._rooms, memory=self.policy.control_dedup_memory, changed=self._notify
         )
@@ -173,9 +177,7 @@ class Agent:
         for room in self._rooms.values():
             room.drain()
         with trio.move_on_after(self.policy.shutdown_grace):
-            await self.wait_until(
-                lambda: all(room.turn is None for room in self._rooms.values())
-            )
+            await self.wait_until(lambda: all(room.turn is None for room in self._rooms.values()))
         cancelled = tuple(
             (room.id, room.turn.message.id) for room in self._rooms.values() if room.turn
         )
@@ -239,7 +241,12 @@ class Agent:
     def _add_room(self, room_id: str) -> Room | None:
         if room_id in self._rooms or self._stopping or self._rooms_nursery is None:
             return None
-        room = Room(room_id, self._room_context())
+        ledger = self._ledgers.get(room_id)
+        if ledger is None:
+            ledger = self._ledgers[room_id] = Ledger(
+                max_attempts=self.policy.max_attempts, memory=self.policy.completed_memory
+            )
+        room = Room(room_id, self._room_context(), ledger)
         self._rooms[room_id] = room
         self._rooms_nursery.start_soon(self._run_room, room, name=f"room {room_id}")
         self._notify()

@@ -1,8 +1,9 @@
 """Per-room bookkeeping of attempts and completions (sans-IO).
 
 The ledger answers one question before each turn: what may be done with this
-message? Run it, only retry its `processed` mark (ack-pending: the adapter
-already finished it), or nothing (completed, or its retry budget is spent).
+message? Run it, only retry its final mark (ack-pending: the adapter already
+finished with it, and `processed` — or `failed` with its label — did not land),
+or nothing (completed, or its retry budget is spent).
 It is what guarantees that the adapter never runs twice for one message in
 one process, whichever path (push, backlog, reconcile, replay) brings it.
 """
@@ -29,13 +30,14 @@ class Ledger:
         self._max_attempts = max_attempts
         self._memory = memory
         self._attempts: dict[str, int] = {}
-        self._ack_pending: set[str] = set()
+        self._pending: dict[str, str | None] = {}
+        """Ack-pending ids -> the failure label to mark, or None to mark `processed`."""
         self._completed: OrderedDict[str, None] = OrderedDict()
 
     def standing(self, message_id: str) -> Standing:
         if message_id in self._completed:
             return Standing.COMPLETED
-        if message_id in self._ack_pending:
+        if message_id in self._pending:
             return Standing.ACK_PENDING
         if self._attempts.get(message_id, 0) >= self._max_attempts:
             return Standing.EXHAUSTED
@@ -56,13 +58,22 @@ class Ledger:
         else:
             self._attempts.pop(message_id, None)
 
-    def ack_pending(self, message_id: str) -> None:
-        """The adapter is done with it; only the `processed` mark is outstanding."""
-        self._ack_pending.add(message_id)
+    def ack_pending(self, message_id: str, failure: str | None = None) -> None:
+        """The adapter is done with it; only the final mark is outstanding:
+        `processed`, or `failed` with `failure` as its label."""
+        self._pending[message_id] = failure
+
+    def pending_failure(self, message_id: str) -> str | None:
+        """The label of an outstanding `failed` mark (None: the mark is `processed`)."""
+        return self._pending.get(message_id)
+
+    def failed(self, message_id: str) -> None:
+        """The `failed` mark landed: the message stays exhausted, never run again."""
+        self._pending.pop(message_id, None)
 
     def complete(self, message_id: str) -> None:
-        """The platform accepted the final mark: never touch this message again."""
-        self._ack_pending.discard(message_id)
+        """The `processed` mark landed: never touch this message again."""
+        self._pending.pop(message_id, None)
         self._attempts.pop(message_id, None)
         self._completed[message_id] = None
         self._completed.move_to_end(message_id)

@@ -69,15 +69,14 @@ def participants_topic(room_id: str) -> str:
 class Room:
     """A joined room. Its task is `run`; leaving the room is `scope.cancel()`."""
 
-    def __init__(self, room_id: str, context: RoomContext) -> None:
+    def __init__(self, room_id: str, context: RoomContext, ledger: Ledger) -> None:
         self.id = room_id
         self._ctx = context
         self.scope = trio.CancelScope()
         self.ready = trio.Event()
         """Set once the room's topics are joined (or the room gave up joining)."""
-        self.ledger = Ledger(
-            max_attempts=context.policy.max_attempts, memory=context.policy.completed_memory
-        )
+        self.ledger = ledger
+        """Owned by the agent, so it outlives a leave and a rejoin of the room."""
         self._inbox: deque[Message] = deque()
         self._queued: set[str] = set()
         self._wake = trio.Event()
@@ -220,7 +219,8 @@ class Room:
         try:
             await socket.join(participants_topic(self.id))
         except BaseException:
-            await socket.leave(chat_topic(self.id))
+            with trio.move_on_after(self._ctx.policy.cleanup_grace, shield=True):
+                await socket.leave(chat_topic(self.id))
             raise
 
     async def _leave(self) -> None:
@@ -275,7 +275,12 @@ class Room:
             self.play()
 
     async def _pass(self) -> None:
-        """Process `/next` until it is empty, a queued push is reached, or no progress."""
+        """Process `/next` until it is empty, a queued push is reached, or no progress.
+
+        A head that can never move on in this process (its attempts are spent) would
+        come back from every `/next` and hide the messages behind it; the pass then
+        walks the room's unprocessed list once, past it, instead of spinning.
+        """
         while not self._stopped and not self._draining:
             with trio.CancelScope() as self._fetch_scope:
                 try:
@@ -294,8 +299,41 @@ class Room:
             item = inbound(self.id, self._ctx.agent_id, head)
             if item.message.id in self._queued:
                 return  # the sync point: pushes take it from here, in order
+            if self._is_stuck(item.message):
+                await self._scan()
+                return
             if not await self._handle(item.message):
-                return  # no progress: the same head would come back; stop, don't spin
+                # No progress: the same head would come back. Don't spin on it; if it can
+                # only wait for its final mark, serve the messages behind it meanwhile.
+                if self.ledger.standing(item.message.id) is Standing.ACK_PENDING:
+                    await self._scan()
+                return
+
+    def _is_stuck(self, message: Message) -> bool:
+        standing = self.ledger.standing(message.id)
+        return self._is_own(message) or standing in (Standing.EXHAUSTED, Standing.COMPLETED)
+
+    async def _scan(self) -> None:
+        """One walk over the room's unprocessed messages, oldest first, past stuck ones."""
+        cursor: str | None = None
+        while not self._stopped and not self._draining:
+            with trio.CancelScope() as self._fetch_scope:
+                try:
+                    page = await self._ctx.rest.unprocessed(self.id, cursor)
+                except errors.PlatformError as exc:
+                    log.warning("room %s: scan failed (%s)", self.id, exc)
+                    return
+            if self._fetch_scope.cancelled_caught:
+                return
+            for wire in page.data:
+                item = inbound(self.id, self._ctx.agent_id, wire)
+                if self._stopped or self._draining or item.message.id in self._queued:
+                    return
+                if not item.processed and not self._is_stuck(item.message):
+                    await self._handle(item.message)
+            if not page.metadata.has_more or page.metadata.next_cursor is None:
+                return
+            cursor = page.metadata.next_cursor
 
     last_pass_found_work = True
 
@@ -322,10 +360,11 @@ class Room:
         if self._is_own(message):
             return False
         standing = self.ledger.standing(message.id)
-        if standing is Standing.ACK_PENDING:
-            turn = ActiveTurn(message)
-            turn.claimed = True
-            return await settle(self._ctx, self.ledger, turn, Outcome.SUCCEEDED)
+        if standing is Standing.ACK_PENDING:  # retry the final mark only
+            turn = ActiveTurn(message)  # claimed stays unknown: the mark re-claims first
+            turn.failure = self.ledger.pending_failure(message.id)
+            outcome = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
+            return await settle(self._ctx, self.ledger, turn, outcome)
         if standing is not Standing.RUNNABLE:
             return False
         return await self._run_turn(message)
@@ -342,7 +381,12 @@ class Room:
         except BaseException:
             # Cancelled from outside (the room left, the agent stopping) or a bug: this is
             # not an interrupt, so nothing is marked; the message stays `processing`.
-            self.ledger.refund(message.id)
+            if turn.finished and turn.abort_kind is None:
+                # ...but the adapter was already done with it: keep that, so only the
+                # final mark is retried later, never the adapter
+                self.ledger.ack_pending(message.id, turn.failure)
+            else:
+                self.ledger.refund(message.id)
             if turn.working:
                 with trio.move_on_after(self._ctx.policy.cleanup_grace, shield=True):
                     await report_idle(self._ctx.rest, self.id)
@@ -370,7 +414,9 @@ class Room:
             nursery.start_soon(self._keep_working, turn)
             try:
                 await self._ctx.adapter.on_turn(Turn(turn.message, PlatformPort(rest, turn)))
+                turn.finished = True  # no checkpoint since the return: the work is done
             except Exception as exc:
+                turn.finished = True
                 turn.failure = f"{type(exc).__name__}: {exc}"[:200]
                 log.warning(
                     "room %s: adapter failed on %s: %s",

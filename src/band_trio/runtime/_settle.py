@@ -50,14 +50,24 @@ async def report_idle(rest: RestClient, room_id: str) -> None:
         log.debug("room %s: activity report failed: %s", room_id, exc)
 
 
+async def _live_attempt(rest: RestClient, turn: ActiveTurn) -> bool:
+    """Make sure the message has a live attempt for its final mark.
+
+    A claim whose outcome is unknown (cut off in the claim window, or a retried mark
+    whose attempt may have lapsed) is made again: claiming is idempotent while an
+    attempt is live, and opens one otherwise. False: the room is stopped (204)."""
+    if turn.claimed is True:
+        return True
+    turn.claimed = await rest.claim(turn.message.room_id, turn.message.id) is not None
+    return turn.claimed
+
+
 async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bool:
     """Ack-pending first, then the mark; True once the platform accepted it."""
     message = turn.message
     ledger.ack_pending(message.id)
     try:
-        # A claim whose outcome is unknown (cut off in the claim window) is made
-        # again: claiming is idempotent and gives the mark the live attempt it needs.
-        if turn.claimed is not True and await rest.claim(message.room_id, message.id) is None:
+        if not await _live_attempt(rest, turn):
             return False
         result = await rest.mark_processed(message.room_id, message.id)
     except errors.PlatformError as exc:
@@ -79,11 +89,32 @@ async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) ->
     return True
 
 
-async def _mark_failed(rest: RestClient, turn: ActiveTurn) -> bool:
+async def _mark_failed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bool:
+    """Ack-pending (with the label) first, then the `failed` mark and the error event."""
     message = turn.message
     label = turn.failure or "adapter error"
+    ledger.ack_pending(message.id, label)
     try:
-        landed = await rest.mark_failed(message.room_id, message.id, label) is not None
+        if not await _live_attempt(rest, turn):
+            return False
+        result = await rest.mark_failed(message.room_id, message.id, label)
+    except errors.PlatformError as exc:
+        log.warning(
+            "room %s: failed mark of %s did not land (%s); it stays ack-pending",
+            message.room_id,
+            message.id,
+            exc,
+        )
+        return False
+    if result is None:
+        log.info(
+            "room %s: failed mark of %s refused as stopped; it stays ack-pending",
+            message.room_id,
+            message.id,
+        )
+        return False
+    ledger.failed(message.id)
+    try:
         await rest.post_event(
             message.room_id,
             "Internal error while processing message; see agent logs.",
@@ -91,9 +122,8 @@ async def _mark_failed(rest: RestClient, turn: ActiveTurn) -> bool:
             {"failure": {"provider": "band-trio", "code": None, "message": label, "detail": None}},
         )
     except errors.PlatformError as exc:
-        log.warning("room %s: failed mark of %s did not land: %s", message.room_id, message.id, exc)
-        return False
-    return landed
+        log.info("room %s: error event for %s not posted: %s", message.room_id, message.id, exc)
+    return True
 
 
 async def settle(context: RoomContext, ledger: Ledger, turn: ActiveTurn, outcome: Outcome) -> bool:
@@ -128,5 +158,5 @@ async def settle(context: RoomContext, ledger: Ledger, turn: ActiveTurn, outcome
         if outcome is Outcome.SUCCEEDED:
             moved = await _mark_processed(rest, ledger, turn)
         else:
-            moved = await _mark_failed(rest, turn)
+            moved = await _mark_failed(rest, ledger, turn)
     return moved

@@ -50,6 +50,7 @@ class ActiveTurn:
         "claimed",
         "done",
         "failure",
+        "finished",
         "message",
         "scope",
         "working",
@@ -68,10 +69,12 @@ class ActiveTurn:
         """True once `working: true` may have reached the platform."""
         self.failure: str | None = None
         """A short label of the adapter's error, if it raised."""
+        self.finished = False
+        """True once the adapter returned or raised: a signal after that aborts nothing."""
 
     def abort(self, kind: AbortKind, reason: str | None = None) -> bool:
         """Cancel the turn for `kind`. The first abort wins; returns whether this one did."""
-        if self.abort_kind is not None:
+        if self.abort_kind is not None or self.finished:
             return False
         self.abort_kind = kind
         self.abort_reason = reason
