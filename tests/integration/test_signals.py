@@ -310,6 +310,9 @@ async def test_an_adapter_that_swallows_the_cancellation_is_still_aborted(
             await running.agent.wait_until(lambda: room.stopped and room.turn is None)
             await trio.testing.wait_all_tasks_blocked()
             assert status(platform, held) == "processing"  # left, not marked processed
+            assert not [
+                e for e in platform.log() if e.path and e.path.endswith(f"{held}/processed")
+            ]
     # "interrupted" normally but no reply, and the agent still shut down cleanly
     assert replies(platform, info.room_id) == []
     assert running.stop_result is not None and running.stop_result.graceful
