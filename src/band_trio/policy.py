@@ -77,6 +77,8 @@ class Policy:
     """Reconnect backoff is `reconnect_base * 2**n` with equal jitter..."""
     reconnect_cap: float = 30.0
     """...capped here."""
+    reconnect_stable: float = 60.0
+    """A connection that stayed up this long resets the backoff."""
 
     def replace(self, **changes: float | int) -> Policy:
         """A copy with some fields changed (`Policy().replace(max_attempts=3)`)."""

@@ -6,7 +6,9 @@ is scripted, so malformed and stale frames can be produced on purpose.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -17,6 +19,7 @@ import trio_websocket
 
 from band_trio import Policy, errors, wire
 from band_trio.link import Socket, SocketStats, run_socket
+from support import client_sockets
 
 Script = Callable[[trio_websocket.WebSocketConnection], Awaitable[None]]
 
@@ -207,3 +210,78 @@ async def test_answered_heartbeats_keep_the_socket_open() -> None:
             await enough.wait()
             assert not socket.closed.is_set()
             await socket.aclose()
+
+
+async def silent_listener(nursery: trio.Nursery) -> int:
+    """A TCP server that accepts and reads, but never answers the websocket upgrade."""
+
+    async def swallow(stream: trio.SocketStream) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while await stream.receive_some():
+                pass
+
+    listeners = await nursery.start(functools.partial(trio.serve_tcp, swallow, 0, host="127.0.0.1"))
+    return int(listeners[0].socket.getsockname()[1])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs /proc/net/tcp")
+async def test_a_cancelled_handshake_leaves_no_socket_open() -> None:
+    with trio.fail_after(5):
+        async with trio.open_nursery() as servers:
+            port = await silent_listener(servers)
+            with trio.move_on_after(0.2) as waited:
+                async with trio.open_nursery() as nursery:
+                    await connect(
+                        f"ws://127.0.0.1:{port}/socket", [], SocketStats(), Policy(), nursery
+                    )
+            assert waited.cancelled_caught
+            assert client_sockets(port) == 0
+            servers.cancel_scope.cancel()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs /proc/net/tcp")
+async def test_a_handshake_that_never_finishes_fails_at_the_connect_deadline(
+    autojump_clock: object,
+) -> None:
+    with trio.fail_after(60):
+        async with trio.open_nursery() as servers:
+            port = await silent_listener(servers)
+            started = trio.current_time()
+            async with trio.open_nursery() as nursery:
+                with pytest.raises(errors.PlatformUnavailableError, match="handshake"):
+                    await connect(
+                        f"ws://127.0.0.1:{port}/socket",
+                        [],
+                        SocketStats(),
+                        Policy(connect_deadline=4),
+                        nursery,
+                    )
+            assert trio.current_time() - started == pytest.approx(4, abs=0.1)  # not 60 s
+            assert client_sockets(port) == 0
+            servers.cancel_scope.cancel()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs /proc/net/tcp")
+async def test_cancelled_and_server_closed_connections_leave_no_socket_open() -> None:
+    async def close_at_once(ws: trio_websocket.WebSocketConnection) -> None:
+        await ws.aclose(1000, "server bye")
+
+    with trio.fail_after(5):
+        async with scripted_server(answer_nothing) as url:
+            port = int(url.split(":")[2].split("/")[0])
+            async with trio.open_nursery() as nursery:
+                await connect(url, [], SocketStats(), Policy(), nursery)
+                assert client_sockets(port) == 1
+                nursery.cancel_scope.cancel()  # cancel the connection outright
+            assert client_sockets(port) == 0
+        async with scripted_server(close_at_once) as url:
+            port = int(url.split(":")[2].split("/")[0])
+            async with trio.open_nursery() as nursery:
+                socket = await connect(url, [], SocketStats(), Policy(), nursery)
+                await socket.closed.wait()  # the server closed it
+            assert socket.close_code == 1000
+            assert client_sockets(port) == 0
+
+
+async def answer_nothing(ws: trio_websocket.WebSocketConnection) -> None:
+    await trio.sleep_forever()

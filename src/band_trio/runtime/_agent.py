@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,13 +37,12 @@ from ..wire import (
 from ._control import ControlLane
 from ._inbound import inbound
 from ._ledger import Ledger
+from ._reconnect import TERMINAL_CLOSE_CODES, TERMINAL_UPGRADE_STATUSES, Backoff
 from ._room import Overrun, Room, RoomContext
 
 __all__ = ["Agent", "StopResult"]
 
 log = logging.getLogger("band_trio.runtime.agent")
-
-_TERMINAL_STATUSES = (400, 401, 403, 409)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +111,8 @@ class Agent:
         self._terminal: errors.DisconnectReason | None = None
         self._overruns: list[Overrun] = []
         self._top = trio.CancelScope()
+        self._generation = 0
+        """Counts connections; a push from an older one is dropped."""
         self.connects = 0
         """How many times the agent connected and finished joining (1 + reconnects)."""
         self.last_disconnect_reason: errors.DisconnectReason | None = None
@@ -155,6 +155,7 @@ class Agent:
         if self._running:
             raise RuntimeError("Agent.run() is already running")
         self._running = True
+        self._reset_run_state()
         try:
             async with RestClient(self.rest_url, self._api_key, policy=self.policy) as rest:
                 self._rest = rest
@@ -166,12 +167,22 @@ class Agent:
                     top.cancel_scope.cancel(reason="agent stopped")
         finally:
             self._done.set()
+            self._running = False
         if self._terminal is not None:
             raise errors.AgentDisconnectedError(self._terminal)
 
+    def _reset_run_state(self) -> None:
+        """Fresh per-run state, so an agent can run again after it stopped or was
+        disconnected (its ledgers, and `last_disconnect_reason`, carry over)."""
+        self._done = trio.Event()
+        self._rooms_done = trio.Event()
+        self._stopping = False
+        self._terminal = None
+        self._overruns = []
+
     async def stop(self) -> StopResult:
         """Stop gracefully: finish running turns within the shutdown grace, then cancel."""
-        if not self._running or self._done.is_set():
+        if not self._running or self._done.is_set() or self._stopping:
             return StopResult(graceful=True)
         self._stopping = True
         for room in self._rooms.values():
@@ -269,9 +280,17 @@ class Agent:
     # -- the link ------------------------------------------------------------
 
     async def _serve_link(self, task_status: trio.TaskStatus[None]) -> None:
+        """Connect, join and sync; wait for the close; reconnect unless it was final."""
+        policy = self.policy
+        backoff = Backoff(
+            base=policy.reconnect_base,
+            cap=policy.reconnect_cap,
+            stable_after=policy.reconnect_stable,
+        )
         started = False
-        failures = 0
         while True:
+            retry_after: float | None = None
+            self._generation += 1
             try:
                 async with trio.open_nursery() as connection:
                     socket: Socket = await connection.start(
@@ -280,21 +299,21 @@ class Agent:
                             self.ws_url,
                             agent_id=self.agent_id,
                             api_key=self._api_key,
-                            on_push=self._on_push,
+                            on_push=functools.partial(self._on_push, self._generation),
                             refs=self._refs,
                             stats=self.stats,
-                            policy=self.policy,
+                            policy=policy,
                             reject_conflict=self._reject_conflict and not started,
                         )
                     )
                     self._socket = socket
-                    self.last_disconnect_reason = None
+                    self.last_disconnect_reason = None  # a fresh connect clears it
                     try:
-                        await self._on_connected(socket, first=not started)
+                        await self._on_connected(socket)
                         if not started:
                             started = True
                             task_status.started()
-                        failures = 0
+                        backoff.connected(trio.current_time())
                         self.connects += 1
                         self._notify()
                         await socket.closed.wait()
@@ -302,31 +321,37 @@ class Agent:
                         self._socket = None
                         self._notify()
                         await socket.aclose()
-                log.info("websocket closed (code %s)", socket.close_code)
+                backoff.disconnected(trio.current_time())
+                log.info("websocket closed (code %s: %s)", socket.close_code, socket.close_reason)
+                if socket.close_code in TERMINAL_CLOSE_CODES and self._terminal is None:
+                    self._terminal = errors.DisconnectReason(
+                        reason=f"close_{socket.close_code}",
+                        message=socket.close_reason or "closed by the platform for good",
+                    )
             except* errors.PlatformResponseError as group:
                 error = group.exceptions[0]
                 assert isinstance(error, errors.PlatformResponseError)
-                if error.status not in _TERMINAL_STATUSES:
-                    log.warning("websocket upgrade refused (%s); retrying", error)
-                else:
+                if error.status in TERMINAL_UPGRADE_STATUSES:
                     self._terminal = errors.DisconnectReason(
                         reason=error.code or f"http_{error.status}",
                         message=error.message,
                         retry_after=error.retry_after,
                         correlation_id=error.request_id,
                     )
+                else:
+                    log.warning("websocket upgrade refused (%s); retrying", error)
+                    retry_after = error.retry_after
             except* (errors.PlatformError, errors.JoinError, errors.ConnectionClosedError) as group:
                 log.warning("connection failed: %s", group.exceptions[0])
             if self._terminal is not None:
+                log.error("disconnected for good: %s", self._terminal)
                 self.last_disconnect_reason = self._terminal
                 return
             if self._stopping:
                 return
-            delay = min(self.policy.reconnect_cap, self.policy.reconnect_base * 2**failures)
-            failures += 1
-            await trio.sleep(random.uniform(delay / 2, delay))
+            await trio.sleep(backoff.delay(retry_after))
 
-    async def _on_connected(self, socket: Socket, *, first: bool) -> None:
+    async def _on_connected(self, socket: Socket) -> None:
         await socket.join(f"agent_control:{self.agent_id}")
         await socket.join(f"agent_rooms:{self.agent_id}")
         assert self._rest is not None
@@ -346,8 +371,11 @@ class Agent:
         for room in fresh:
             await room.ready.wait()
 
-    def _on_push(self, topic: str, event: str, payload: Any) -> None:
+    def _on_push(self, generation: int, topic: str, event: str, payload: Any) -> None:
         """Route one push; runs in the reader, so it never awaits."""
+        if generation != self._generation:
+            log.debug("dropped %s from an older connection", event)
+            return
         if isinstance(payload, MessageCreated):
             if event != "message_created":
                 return
