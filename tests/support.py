@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,6 +10,7 @@ import trio
 
 from band_trio import Adapter, Agent, Policy, StopResult, Turn
 from band_trio.platform import Platform
+from band_trio.testing import client_sockets as client_sockets
 
 Behaviour = Callable[[Turn], Awaitable[None]]
 
@@ -135,23 +135,3 @@ def status(platform: Platform, message_id: str) -> str | None:
 def replies(platform: Platform, room_id: str) -> list[str]:
     agent_id = platform.info.agent_id
     return [m.content for m in platform.messages(room_id) if m.sender_id == agent_id]
-
-
-def client_sockets(port: int) -> int:
-    """Open TCP sockets of this process whose peer is `port` (Linux: /proc/net/tcp)."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            link = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if link.startswith("socket:["):
-            inodes.add(link[8:-1])
-    count = 0
-    with open("/proc/net/tcp") as table:
-        for line in table.readlines()[1:]:
-            fields = line.split()
-            remote_port = int(fields[2].split(":")[1], 16)
-            if remote_port == port and fields[9] in inodes:
-                count += 1
-    return count

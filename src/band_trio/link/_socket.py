@@ -203,7 +203,7 @@ class Socket:
             reply: Reply = decode_payload("phx_reply", raw)
         except PayloadError as exc:
             self.stats.bad_payloads["phx_reply"] += 1
-            log.error("dropped invalid reply on %s: %s", topic, exc.detail)
+            log.error("dropped invalid phx_reply payload on %s: %s", topic, exc.detail)
             return
         if topic == HEARTBEAT_TOPIC and ref is not None and ref == self._heartbeat_ref:
             self._last_ack = trio.current_time()

@@ -342,7 +342,7 @@ class Agent:
                     log.warning("websocket upgrade refused (%s); retrying", error)
                     retry_after = error.retry_after
             except* (errors.PlatformError, errors.JoinError, errors.ConnectionClosedError) as group:
-                log.warning("connection failed: %s", group.exceptions[0])
+                log.warning("connection failed: %s", _leaf(group))
             if self._terminal is not None:
                 log.error("disconnected for good: %s", self._terminal)
                 self.last_disconnect_reason = self._terminal
@@ -352,6 +352,11 @@ class Agent:
             await trio.sleep(backoff.delay(retry_after))
 
     async def _on_connected(self, socket: Socket) -> None:
+        """Join the agent's topics, reconcile the room list, and rejoin and resync rooms.
+
+        Rooms rejoin concurrently (each still joins `chat_room` before
+        `room_participants`), so a reconnect with many rooms is one round trip deep.
+        """
         await socket.join(f"agent_control:{self.agent_id}")
         await socket.join(f"agent_rooms:{self.agent_id}")
         assert self._rest is not None
@@ -359,17 +364,22 @@ class Agent:
         for gone in set(self._rooms) - set(wanted):
             self._remove_room(gone)
         fresh: list[Room] = []
-        for room_id in wanted:
-            room = self._rooms.get(room_id)
-            if room is None:
-                added = self._add_room(room_id)
-                if added is not None:
-                    fresh.append(added)
-            elif room.ready.is_set():
-                await room.join_topics(socket)
-                room.request_resync()
+        async with trio.open_nursery() as rejoins:
+            for room_id in wanted:
+                room = self._rooms.get(room_id)
+                if room is None:
+                    added = self._add_room(room_id)
+                    if added is not None:
+                        fresh.append(added)
+                elif room.ready.is_set():
+                    rejoins.start_soon(self._rejoin, room, socket)
         for room in fresh:
             await room.ready.wait()
+
+    @staticmethod
+    async def _rejoin(room: Room, socket: Socket) -> None:
+        await room.join_topics(socket)
+        room.request_resync()
 
     def _on_push(self, generation: int, topic: str, event: str, payload: Any) -> None:
         """Route one push; runs in the reader, so it never awaits."""
@@ -406,3 +416,10 @@ class Agent:
             )
             if self._socket is not None:
                 self._socket.close_soon()
+
+
+def _leaf(error: BaseException) -> BaseException:
+    """The first leaf of a (possibly nested) exception group, for a readable log line."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error

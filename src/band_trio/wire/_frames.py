@@ -50,7 +50,8 @@ def decode_frame(data: str | bytes) -> Frame:
     """Decode one websocket text frame, or raise `FrameError` saying why not."""
     try:
         wire = _decoder.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeEncodeError) as exc:
+        # UnicodeEncodeError: a str with lone surrogates, which is not UTF-8 text at all.
         raise FrameError(str(exc)) from None
     if not wire.topic or not wire.event:
         raise FrameError("topic and event must be non-empty strings")
