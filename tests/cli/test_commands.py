@@ -232,3 +232,30 @@ async def test_ctl_without_an_admin_url_is_a_usage_error() -> None:
     )
     assert result.returncode == 2
     assert b"no admin API" in result.stderr
+
+
+async def test_agent_command_exits_3_with_the_reason_when_superseded(platform: Platform) -> None:
+    info = platform.info
+    assert info.agent_id and info.api_key
+    env = {
+        "BAND_REST_URL": info.rest_url,
+        "BAND_WS_URL": info.ws_url,
+        "BAND_AGENT_ID": info.agent_id,
+        "BAND_API_KEY": info.api_key,
+    }
+    with trio.fail_after(20):
+        async with process("agent", env=env) as proc:
+            await platform.wait_until(lambda: info.agent_id in platform.connected_agents())
+            await platform.wait_until(
+                lambda: any(
+                    e.kind == "ws_in" and e.frame and "room_participants" in e.frame
+                    for e in platform.log()
+                )
+            )
+            platform.faults.supersede(info.agent_id, message="another instance took over")
+            assert await proc.wait() == 3
+            assert proc.stderr is not None
+            err = b""
+            while chunk := await proc.stderr.receive_some():
+                err += chunk
+    assert b"disconnected for good: superseded: another instance took over" in err
