@@ -55,6 +55,9 @@ class ChaosReport:
     faults: Counter[str] = field(default_factory=Counter)
     signals: Counter[str] = field(default_factory=Counter)
     connects: int = 0
+    """Connections that finished joining (a fault often cuts one short)."""
+    upgrades: int = 0
+    """Websocket upgrades the platform accepted, over all its restarts."""
     restarts: int = 0
     adapter_runs: int = 0
     elapsed: float = 0.0
@@ -104,6 +107,7 @@ class _Host:
         self._platform: Platform | None = None
         self._up = trio.Event()
         self._restart = trio.Event()
+        self.upgrades = 0
 
     @property
     def platform(self) -> Platform:
@@ -120,7 +124,12 @@ class _Host:
                 if not started:
                     started = True
                     task_status.started()
-                await self._restart.wait()
+                try:
+                    await self._restart.wait()
+                finally:
+                    self.upgrades += sum(
+                        1 for e in platform.log() if e.kind == "ws_open" and e.status == 101
+                    )
                 self._restart = trio.Event()
             self.restarts += 1
 
@@ -241,6 +250,7 @@ async def run_chaos(
     finally:
         trio.lowlevel.remove_instrument(tracker)
     report.restarts = host.restarts
+    report.upgrades = host.upgrades
     report.adapter_runs = sum(adapter.started.values())
     twice = [m for m, n in adapter.completed.items() if n > 1]
     if twice:
