@@ -10,6 +10,7 @@ import trio
 
 from band_trio import Adapter, Agent, Policy, StopResult, Turn
 from band_trio.platform import Platform
+from band_trio.testing import TaskTracker
 from band_trio.testing import client_sockets as client_sockets
 
 Behaviour = Callable[[Turn], Awaitable[None]]
@@ -68,39 +69,16 @@ def agent_for(platform: Platform, adapter: Adapter, **kwargs: Any) -> Agent:
     )
 
 
-class Descendants(trio.abc.Instrument):
-    """Tracks the live tasks spawned, directly or not, under one root task."""
-
-    def __init__(self) -> None:
-        self.root: trio.lowlevel.Task | None = None
-        self.living: set[trio.lowlevel.Task] = set()
-        self.spawned = 0
-
-    def task_spawned(self, task: trio.lowlevel.Task) -> None:
-        nursery = task.parent_nursery
-        parent = nursery.parent_task if nursery is not None else None
-        if parent is not None and (parent is self.root or parent in self.living):
-            self.living.add(task)
-            self.spawned += 1
-
-    def task_exited(self, task: trio.lowlevel.Task) -> None:
-        self.living.discard(task)
-        if task is self.root:
-            self.root_exited = True
-
-    root_exited = False
-
-
 class Running:
     """The handle `running_agent` yields: the agent, its task tracker, its stop result."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
-        self.tasks = Descendants()
+        self.tasks = TaskTracker()
         self.stop_result: StopResult | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None]) -> None:
-        self.tasks.root = trio.lowlevel.current_task()
+        self.tasks.adopt()
         await self.agent.run(task_status=task_status)
 
 

@@ -62,58 +62,56 @@ async def _live_attempt(rest: RestClient, turn: ActiveTurn) -> bool:
     return turn.claimed
 
 
-async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bool:
-    """Ack-pending first, then the mark; True once the platform accepted it."""
+async def _final_mark(
+    rest: RestClient, ledger: Ledger, turn: ActiveTurn, failure: str | None
+) -> bool:
+    """Record ack-pending first, then send the final mark: `processed`, or `failed`
+    with `failure` as its label. True once the platform accepted it; otherwise the
+    message stays ack-pending and only the mark is retried later."""
     message = turn.message
-    ledger.ack_pending(message.id)
+    what = "processed" if failure is None else "failed"
+    ledger.ack_pending(message.id, failure)
     try:
         if not await _live_attempt(rest, turn):
-            return False
-        result = await rest.mark_processed(message.room_id, message.id)
+            result = None
+        elif failure is None:
+            result = await rest.mark_processed(message.room_id, message.id)
+        else:
+            result = await rest.mark_failed(message.room_id, message.id, failure)
     except errors.PlatformError as exc:
         log.warning(
-            "room %s: processed mark of %s failed (%s); it stays ack-pending",
+            "room %s: %s mark of %s did not land (%s); it stays ack-pending",
             message.room_id,
+            what,
             message.id,
             exc,
         )
         return False
     if result is None:
         log.info(
-            "room %s: processed mark of %s refused as stopped; it stays ack-pending",
+            "room %s: %s mark of %s refused as stopped; it stays ack-pending",
             message.room_id,
+            what,
             message.id,
         )
         return False
-    ledger.complete(message.id)
+    if failure is None:
+        ledger.complete(message.id)
+    else:
+        ledger.failed(message.id)
     return True
 
 
+async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bool:
+    return await _final_mark(rest, ledger, turn, None)
+
+
 async def _mark_failed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bool:
-    """Ack-pending (with the label) first, then the `failed` mark and the error event."""
+    """The `failed` mark, then an error event to the room (best effort)."""
     message = turn.message
     label = turn.failure or "adapter error"
-    ledger.ack_pending(message.id, label)
-    try:
-        if not await _live_attempt(rest, turn):
-            return False
-        result = await rest.mark_failed(message.room_id, message.id, label)
-    except errors.PlatformError as exc:
-        log.warning(
-            "room %s: failed mark of %s did not land (%s); it stays ack-pending",
-            message.room_id,
-            message.id,
-            exc,
-        )
+    if not await _final_mark(rest, ledger, turn, label):
         return False
-    if result is None:
-        log.info(
-            "room %s: failed mark of %s refused as stopped; it stays ack-pending",
-            message.room_id,
-            message.id,
-        )
-        return False
-    ledger.failed(message.id)
     try:
         await rest.post_event(
             message.room_id,
