@@ -1,0 +1,141 @@
+"""Control-signal latency of a band-trio agent on the embedded platform.
+
+    .venv/bin/python benchmarks/signal_latency.py --trials 30
+
+The same intervals as spec/wire.md §7 measured for band-sdk 6.0.1: the signal
+is stamped just before the platform queues the `agent.control` push; the
+adapter stamps its `Cancelled`; REST arrivals are the platform's log stamps
+(all `time.perf_counter`). Platform and agent share one process and one trio
+run here, so the numbers include both sides' scheduling on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import trio
+
+from band_trio import Adapter, Agent, Turn
+from band_trio.platform import Platform, open_platform
+
+
+class Sleeper(Adapter):
+    def __init__(self) -> None:
+        self.entered: dict[str, list[float]] = {}
+        self.cancelled: dict[str, float] = {}
+        self.changed = trio.Event()
+
+    async def on_turn(self, turn: Turn) -> None:
+        self.entered.setdefault(turn.message.id, []).append(time.perf_counter())
+        self._wake()
+        try:
+            await trio.sleep(1.0)
+            await turn.reply("done")
+        except trio.Cancelled:
+            self.cancelled[turn.message.id] = time.perf_counter()
+            self._wake()
+            raise
+
+    def _wake(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def wait(self, predicate) -> None:  # type: ignore[no-untyped-def]
+        while not predicate():
+            await self.changed.wait()
+
+
+def first_after(platform: Platform, since: int, suffix: str, method: str = "POST") -> float | None:
+    for entry in platform.log(since):
+        if entry.kind == "rest" and entry.method == method and (entry.path or "").endswith(suffix):
+            return entry.t
+    return None
+
+
+async def arrival(platform: Platform, since: int, suffix: str, method: str = "POST") -> float:
+    await platform.wait_until(lambda: first_after(platform, since, suffix, method) is not None)
+    found = first_after(platform, since, suffix, method)
+    assert found is not None
+    return found
+
+
+def row(name: str, samples: list[float]) -> str:
+    ms = sorted(s * 1000 for s in samples)
+    return (
+        f"| {name} | {statistics.median(ms):.2f} | {ms[len(ms) // 10]:.2f} | "
+        f"{ms[min(len(ms) - 1, len(ms) * 9 // 10)]:.2f} | {ms[0]:.2f} | {ms[-1]:.2f} |"
+    )
+
+
+async def main(trials: int) -> None:
+    rows: dict[str, list[float]] = {}
+    async with open_platform(seed=True) as platform, trio.open_nursery() as nursery:
+        info = platform.info
+        assert info.agent_id and info.api_key and info.room_id and info.user_id
+        agent_id, room, user = info.agent_id, info.room_id, info.user_id
+        adapter = Sleeper()
+        agent = Agent(
+            adapter,
+            agent_id=agent_id,
+            api_key=info.api_key,
+            rest_url=info.rest_url,
+            ws_url=info.ws_url,
+        )
+        await nursery.start(agent.run)
+        for _ in range(trials):
+            message = platform.post_message(room, user, "interrupt me")
+            await adapter.wait(lambda m=message: m in adapter.entered)
+            await trio.sleep(0.25)
+            mark = len(platform.log())
+            sent = time.perf_counter()
+            platform.send_control(agent_id, "interrupt", room_id=room)
+            await platform.wait_until(
+                lambda m=message: platform.delivery(m)[agent_id]["status"] == "processed"
+            )
+            rows.setdefault("interrupt: send → adapter Cancelled", []).append(
+                adapter.cancelled[message] - sent
+            )
+            rows.setdefault("interrupt: send → POST processed arrives", []).append(
+                await arrival(platform, mark, f"{message}/processed") - sent
+            )
+            rows.setdefault("interrupt: send → POST activity false arrives", []).append(
+                await arrival(platform, mark, "/activity") - sent
+            )
+        for _ in range(trials):
+            message = platform.post_message(room, user, "stop me")
+            await adapter.wait(lambda m=message: m in adapter.entered)
+            await trio.sleep(0.25)
+            sent = time.perf_counter()
+            platform.send_control(agent_id, "stop", room_id=room)
+            await adapter.wait(lambda m=message: m in adapter.cancelled)
+            rows.setdefault("stop: send → adapter Cancelled", []).append(
+                adapter.cancelled[message] - sent
+            )
+            await agent.wait_until(lambda: agent.rooms[room].turn is None)
+            mark = len(platform.log())
+            sent = time.perf_counter()
+            platform.send_control(agent_id, "play", room_id=room)
+            await adapter.wait(lambda m=message: len(adapter.entered[m]) == 2)
+            rows.setdefault("play: send → GET /next arrives", []).append(
+                await arrival(platform, mark, "/messages/next", "GET") - sent
+            )
+            rows.setdefault("play: send → adapter re-entry", []).append(
+                adapter.entered[message][1] - sent
+            )
+            await platform.wait_until(
+                lambda m=message: platform.delivery(m)[agent_id]["status"] == "processed"
+            )
+        await agent.stop()
+        nursery.cancel_scope.cancel()
+    print(f"{trials} trials per row (ms)\n")
+    print("| interval | median | p10 | p90 | min | max |\n|---|---:|---:|---:|---:|---:|")
+    for name, samples in rows.items():
+        print(row(name, samples))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, default=30)
+    trio.run(main, parser.parse_args().trials)
