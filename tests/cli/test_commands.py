@@ -259,3 +259,31 @@ async def test_agent_command_exits_3_with_the_reason_when_superseded(platform: P
             while chunk := await proc.stderr.receive_some():
                 err += chunk
     assert b"disconnected for good: superseded: another instance took over" in err
+
+
+async def test_a_second_signal_stops_the_agent_at_once(platform: Platform) -> None:
+    info = platform.info
+    assert info.agent_id and info.api_key and info.room_id and info.user_id
+    env = {
+        "BAND_REST_URL": info.rest_url,
+        "BAND_WS_URL": info.ws_url,
+        "BAND_AGENT_ID": info.agent_id,
+        "BAND_API_KEY": info.api_key,
+    }
+    with trio.fail_after(20):
+        async with process("agent", env=env) as proc:
+            message = platform.post_message(info.room_id, info.user_id, "think sleep=600")
+            await platform.wait_until(lambda: status(platform, message) == "processing")
+            await platform.wait_until(
+                lambda: any(
+                    e.kind == "rest" and (e.path or "").endswith("/activity")
+                    for e in platform.log()
+                )
+            )
+            proc.send_signal(signal.SIGTERM)  # graceful: would wait up to 30 s for the turn
+            assert proc.stderr is not None
+            assert b"stopping" in await read_until(proc.stderr, b"stopping")
+            proc.send_signal(signal.SIGTERM)  # at once
+            with trio.fail_after(5):
+                assert await proc.wait() == 0
+    assert status(platform, message) == "processing"  # cancelled, never marked

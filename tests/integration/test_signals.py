@@ -459,3 +459,49 @@ async def test_a_post_refused_as_stopped_aborts_the_turn_and_leaves_it_replayabl
             await platform.wait_until(lambda: status(platform, message) == "processed")
     assert adapter.finished == ["reply refused"]
     assert replies(platform, info.room_id) == ["done: reply refused"]
+
+
+async def test_interrupt_in_a_resync_pass_consumes_only_that_message(platform: Platform) -> None:
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    adapter = Recorder(Gate())
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            platform.send_control(info.agent_id, "stop", room_id=info.room_id)
+            await running.agent.wait_until(lambda: running.agent.rooms[info.room_id].stopped)
+            waiting = [
+                platform.post_message(info.room_id, info.user_id, f"w {i}") for i in range(3)
+            ]
+            platform.send_control(info.agent_id, "play", room_id=info.room_id)  # a resync pass
+            await adapter.wait_for(lambda: adapter.calls == ["w 0"])
+            platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
+            await platform.wait_until(lambda: status(platform, waiting[0]) == "processed")
+            await adapter.wait_for(lambda: adapter.calls == ["w 0", "w 1"])  # the pass goes on
+            assert adapter.cancelled == ["w 0"]
+            platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
+            await adapter.wait_for(lambda: adapter.calls == ["w 0", "w 1", "w 2"])
+            platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
+            await platform.wait_until(
+                lambda: all(status(platform, m) == "processed" for m in waiting)
+            )
+    assert adapter.calls == ["w 0", "w 1", "w 2"]  # none re-run
+
+
+async def test_a_claim_answered_204_runs_nothing_and_charges_nothing(platform: Platform) -> None:
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    adapter = Recorder()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            platform.store.stop(info.agent_id, [info.room_id])  # the gate, with no push
+            message = platform.post_message(info.room_id, info.user_id, "gated")
+            await platform.wait_until(lambda: claims(platform, message) == 1)
+            room = running.agent.rooms[info.room_id]
+            await running.agent.wait_until(lambda: room.turn is None)
+            assert adapter.calls == []
+            assert room.ledger.attempts(message) == 0
+            assert not room.stopped
+            assert status(platform, message) == "delivered"
+            platform.send_control(info.agent_id, "play", room_id=info.room_id)
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert adapter.calls == ["gated"]
