@@ -107,6 +107,7 @@ async def main(trials: int) -> None:
             message = platform.post_message(room, user, "stop me")
             await adapter.wait(lambda m=message: m in adapter.entered)
             await trio.sleep(0.25)
+            stop_mark = len(platform.log())
             sent = time.perf_counter()
             platform.send_control(agent_id, "stop", room_id=room)
             await adapter.wait(lambda m=message: m in adapter.cancelled)
@@ -114,6 +115,8 @@ async def main(trials: int) -> None:
                 adapter.cancelled[message] - sent
             )
             await agent.wait_until(lambda: agent.rooms[room].turn is None)
+            await arrival(platform, stop_mark, "/activity")  # the stop has settled
+            await trio.sleep(0.05)
             mark = len(platform.log())
             sent = time.perf_counter()
             platform.send_control(agent_id, "play", room_id=room)
