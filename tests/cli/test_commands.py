@@ -42,6 +42,18 @@ async def process(*args: str, env: dict[str, str] | None = None) -> AsyncIterato
                 await proc.wait()
 
 
+def agent_env(platform: Platform) -> dict[str, str]:
+    """The seeded agent's settings, as `band-trio agent` reads them from the environment."""
+    info = platform.info
+    assert info.agent_id and info.api_key
+    return {
+        "BAND_REST_URL": info.rest_url,
+        "BAND_WS_URL": info.ws_url,
+        "BAND_AGENT_ID": info.agent_id,
+        "BAND_API_KEY": info.api_key,
+    }
+
+
 async def read_until(stream: trio.abc.ReceiveStream, marker: bytes) -> bytes:
     seen = b""
     while marker not in seen:
@@ -89,12 +101,7 @@ async def test_platform_command_writes_the_ready_file_and_serves(tmp_path: Path)
 async def test_agent_command_serves_and_stops_gracefully_on_sigterm(platform: Platform) -> None:
     info = platform.info
     assert info.agent_id and info.api_key and info.room_id and info.user_id
-    env = {
-        "BAND_REST_URL": info.rest_url,
-        "BAND_WS_URL": info.ws_url,
-        "BAND_AGENT_ID": info.agent_id,
-        "BAND_API_KEY": info.api_key,
-    }
+    env = agent_env(platform)
     with trio.fail_after(20):
         async with process("agent", env=env) as proc:
             message = platform.post_message(info.room_id, info.user_id, "hello from a test")
@@ -237,12 +244,7 @@ async def test_ctl_without_an_admin_url_is_a_usage_error() -> None:
 async def test_agent_command_exits_3_with_the_reason_when_superseded(platform: Platform) -> None:
     info = platform.info
     assert info.agent_id and info.api_key
-    env = {
-        "BAND_REST_URL": info.rest_url,
-        "BAND_WS_URL": info.ws_url,
-        "BAND_AGENT_ID": info.agent_id,
-        "BAND_API_KEY": info.api_key,
-    }
+    env = agent_env(platform)
     with trio.fail_after(20):
         async with process("agent", env=env) as proc:
             await platform.wait_until(lambda: info.agent_id in platform.connected_agents())
@@ -264,12 +266,7 @@ async def test_agent_command_exits_3_with_the_reason_when_superseded(platform: P
 async def test_a_second_signal_stops_the_agent_at_once(platform: Platform) -> None:
     info = platform.info
     assert info.agent_id and info.api_key and info.room_id and info.user_id
-    env = {
-        "BAND_REST_URL": info.rest_url,
-        "BAND_WS_URL": info.ws_url,
-        "BAND_AGENT_ID": info.agent_id,
-        "BAND_API_KEY": info.api_key,
-    }
+    env = agent_env(platform)
     with trio.fail_after(20):
         async with process("agent", env=env) as proc:
             message = platform.post_message(info.room_id, info.user_id, "think sleep=600")
