@@ -160,3 +160,26 @@ async def test_stop_while_reconnecting_ends_the_link_wherever_it_is(platform: Pl
             await platform.wait_until(lambda: platform.stats.get("upgrades_refused", 0) >= 1)
     assert running.stop_result is not None and running.stop_result.graceful
     assert running.tasks.living == set()
+
+
+async def test_a_second_stop_waits_for_the_first_and_shares_its_result(platform: Platform) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    adapter = Recorder(forever)
+    results: list[object] = []
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=Policy(shutdown_grace=0.2)) as running:
+            message = platform.post_message(info.room_id, info.user_id, "forever")
+            await adapter.wait_for(lambda: adapter.calls == ["forever"])
+
+            async def stop_and_keep() -> None:
+                results.append(await running.agent.stop())
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(stop_and_keep)
+                nursery.start_soon(stop_and_keep)
+    assert len(results) == 2
+    assert results[0] is results[1]
+    assert results[0] == running.stop_result  # the fixture's own stop got the same answer
+    assert running.stop_result is not None
+    assert running.stop_result.cancelled == ((info.room_id, message),)

@@ -6,8 +6,10 @@ is scripted, so malformed and stale frames can be produced on purpose.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
+import hashlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -285,3 +287,55 @@ async def test_cancelled_and_server_closed_connections_leave_no_socket_open() ->
 
 async def answer_nothing(ws: trio_websocket.WebSocketConnection) -> None:
     await trio.sleep_forever()
+
+
+async def mute_after_upgrade(nursery: trio.Nursery) -> int:
+    """A server that completes the websocket upgrade, then never answers anything."""
+
+    async def handler(stream: trio.SocketStream) -> None:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            chunk = await stream.receive_some()
+            if not chunk:
+                return
+            request += chunk
+        key = next(
+            line.split(b":", 1)[1].strip()
+            for line in request.split(b"\r\n")
+            if line.lower().startswith(b"sec-websocket-key:")
+        )
+        accept = base64.b64encode(
+            hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()
+        )
+        await stream.send_all(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+        )
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while await stream.receive_some():
+                pass  # swallow the close frame, never answer it
+
+    listeners = await nursery.start(functools.partial(trio.serve_tcp, handler, 0, host="127.0.0.1"))
+    return int(listeners[0].socket.getsockname()[1])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs /proc/net/tcp")
+async def test_a_close_the_peer_never_answers_ends_at_the_close_deadline(
+    autojump_clock: object,
+) -> None:
+    with trio.fail_after(60):
+        async with trio.open_nursery() as servers:
+            port = await mute_after_upgrade(servers)
+            async with trio.open_nursery() as nursery:
+                socket = await connect(
+                    f"ws://127.0.0.1:{port}/socket",
+                    [],
+                    SocketStats(),
+                    Policy(close_deadline=3),
+                    nursery,
+                )
+                started = trio.current_time()
+                await socket.aclose()
+                assert trio.current_time() - started == pytest.approx(3, abs=0.1)  # not 60
+            assert client_sockets(port) == 0
+            servers.cancel_scope.cancel()

@@ -106,6 +106,8 @@ class Agent:
         self._rooms_done = trio.Event()
         self._changed = trio.Event()
         self._stopping = False
+        self._stopped = trio.Event()
+        self._stop_result: StopResult | None = None
         self._running = False
         self._done = trio.Event()
         self._terminal: errors.DisconnectReason | None = None
@@ -177,14 +179,31 @@ class Agent:
         self._done = trio.Event()
         self._rooms_done = trio.Event()
         self._stopping = False
+        self._stopped = trio.Event()
+        self._stop_result = None
         self._terminal = None
         self._overruns = []
 
     async def stop(self) -> StopResult:
-        """Stop gracefully: finish running turns within the shutdown grace, then cancel."""
-        if not self._running or self._done.is_set() or self._stopping:
+        """Stop gracefully: finish running turns within the shutdown grace, then cancel.
+
+        Calling it again while a stop is under way waits for that stop and returns
+        its result; calling it when the agent is not running returns at once.
+        """
+        if self._stopping:
+            await self._stopped.wait()
+            assert self._stop_result is not None
+            return self._stop_result
+        if not self._running or self._done.is_set():
             return StopResult(graceful=True)
         self._stopping = True
+        try:
+            self._stop_result = await self._stop()
+        finally:
+            self._stopped.set()
+        return self._stop_result
+
+    async def _stop(self) -> StopResult:
         for room in self._rooms.values():
             room.drain()
         with trio.move_on_after(self.policy.shutdown_grace):
