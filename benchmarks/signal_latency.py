@@ -17,34 +17,14 @@ import time
 
 import trio
 
-from band_trio import Adapter, Agent, Turn
+from band_trio import Agent, Turn
 from band_trio.platform import Platform, open_platform
+from band_trio.testing import RecordingAdapter
 
 
-class Sleeper(Adapter):
-    def __init__(self) -> None:
-        self.entered: dict[str, list[float]] = {}
-        self.cancelled: dict[str, float] = {}
-        self.changed = trio.Event()
-
-    async def on_turn(self, turn: Turn) -> None:
-        self.entered.setdefault(turn.message.id, []).append(time.perf_counter())
-        self._wake()
-        try:
-            await trio.sleep(1.0)
-            await turn.reply("done")
-        except trio.Cancelled:
-            self.cancelled[turn.message.id] = time.perf_counter()
-            self._wake()
-            raise
-
-    def _wake(self) -> None:
-        self.changed.set()
-        self.changed = trio.Event()
-
-    async def wait(self, predicate) -> None:  # type: ignore[no-untyped-def]
-        while not predicate():
-            await self.changed.wait()
+async def sleep_then_reply(turn: Turn) -> None:
+    await trio.sleep(1.0)
+    await turn.reply("done")
 
 
 def first_after(platform: Platform, since: int, suffix: str, method: str = "POST") -> float | None:
@@ -75,7 +55,7 @@ async def main(trials: int) -> None:
         info = platform.info
         assert info.agent_id and info.api_key and info.room_id and info.user_id
         agent_id, room, user = info.agent_id, info.room_id, info.user_id
-        adapter = Sleeper()
+        adapter = RecordingAdapter(sleep_then_reply)
         agent = Agent(
             adapter,
             agent_id=agent_id,
@@ -86,7 +66,7 @@ async def main(trials: int) -> None:
         await nursery.start(agent.run)
         for _ in range(trials):
             message = platform.post_message(room, user, "interrupt me")
-            await adapter.wait(lambda m=message: m in adapter.entered)
+            await adapter.wait_for(lambda m=message: m in adapter.entered)
             await trio.sleep(0.25)
             mark = len(platform.log())
             sent = time.perf_counter()
@@ -95,7 +75,7 @@ async def main(trials: int) -> None:
                 lambda m=message: platform.delivery(m)[agent_id]["status"] == "processed"
             )
             rows.setdefault("interrupt: send → adapter Cancelled", []).append(
-                adapter.cancelled[message] - sent
+                adapter.cancelled_at[message] - sent
             )
             rows.setdefault("interrupt: send → POST processed arrives", []).append(
                 await arrival(platform, mark, f"{message}/processed") - sent
@@ -105,14 +85,14 @@ async def main(trials: int) -> None:
             )
         for _ in range(trials):
             message = platform.post_message(room, user, "stop me")
-            await adapter.wait(lambda m=message: m in adapter.entered)
+            await adapter.wait_for(lambda m=message: m in adapter.entered)
             await trio.sleep(0.25)
             stop_mark = len(platform.log())
             sent = time.perf_counter()
             platform.send_control(agent_id, "stop", room_id=room)
-            await adapter.wait(lambda m=message: m in adapter.cancelled)
+            await adapter.wait_for(lambda m=message: m in adapter.cancelled_at)
             rows.setdefault("stop: send → adapter Cancelled", []).append(
-                adapter.cancelled[message] - sent
+                adapter.cancelled_at[message] - sent
             )
             await agent.wait_until(lambda: agent.rooms[room].turn is None)
             await arrival(platform, stop_mark, "/activity")  # the stop has settled
@@ -120,7 +100,7 @@ async def main(trials: int) -> None:
             mark = len(platform.log())
             sent = time.perf_counter()
             platform.send_control(agent_id, "play", room_id=room)
-            await adapter.wait(lambda m=message: len(adapter.entered[m]) == 2)
+            await adapter.wait_for(lambda m=message: len(adapter.entered[m]) == 2)
             rows.setdefault("play: send → GET /next arrives", []).append(
                 await arrival(platform, mark, "/messages/next", "GET") - sent
             )

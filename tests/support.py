@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -10,50 +10,14 @@ import trio
 
 from band_trio import Adapter, Agent, Policy, StopResult, Turn
 from band_trio.platform import Platform
-from band_trio.testing import TaskTracker
+from band_trio.testing import RecordingAdapter, TaskTracker
 from band_trio.testing import client_sockets as client_sockets
 
-Behaviour = Callable[[Turn], Awaitable[None]]
+Recorder = RecordingAdapter
 
 
 async def echo(turn: Turn) -> None:
     await turn.reply(f"echo: {turn.message.content}")
-
-
-class Recorder(Adapter):
-    """Runs `behaviour` for each turn and records what happened, with events to wait on."""
-
-    def __init__(self, behaviour: Behaviour = echo) -> None:
-        self.behaviour = behaviour
-        self.calls: list[str] = []
-        self.cancelled: list[str] = []
-        self.finished: list[str] = []
-        self.left: list[str] = []
-        self._changed = trio.Event()
-
-    async def on_turn(self, turn: Turn) -> None:
-        self.calls.append(turn.message.content)
-        self._notify()
-        try:
-            await self.behaviour(turn)
-        except trio.Cancelled:
-            self.cancelled.append(turn.message.content)
-            self._notify()
-            raise
-        self.finished.append(turn.message.content)
-        self._notify()
-
-    async def on_room_left(self, room_id: str) -> None:
-        self.left.append(room_id)
-        self._notify()
-
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
-
-    async def wait_for(self, predicate: Callable[[], bool]) -> None:
-        while not predicate():
-            await self._changed.wait()
 
 
 def agent_for(platform: Platform, adapter: Adapter, **kwargs: Any) -> Agent:

@@ -14,9 +14,9 @@ from typing import Any
 import trio
 
 from ..adapters import DemoAdapter
-from ..contract import Turn
 from ..platform import Platform, open_platform
 from ..runtime import Agent
+from ..testing import RecordingAdapter
 
 __all__ = ["add_parser", "run_demo"]
 
@@ -33,33 +33,6 @@ def add_parser(commands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     trio.run(run_demo)
     return 0
-
-
-class _WatchedDemo(DemoAdapter):
-    """The demo adapter, stamping when each turn starts and when it is cancelled."""
-
-    def __init__(self) -> None:
-        self.started: dict[str, float] = {}
-        self.cancelled: dict[str, float] = {}
-        self.changed = trio.Event()
-
-    async def on_turn(self, turn: Turn) -> None:
-        self.started[turn.message.id] = time.perf_counter()
-        self._wake()
-        try:
-            await super().on_turn(turn)
-        except trio.Cancelled:
-            self.cancelled[turn.message.id] = time.perf_counter()
-            self._wake()
-            raise
-
-    def _wake(self) -> None:
-        self.changed.set()
-        self.changed = trio.Event()
-
-    async def wait_started(self, message_id: str, count: int = 1) -> None:
-        while message_id not in self.started:
-            await self.changed.wait()
 
 
 def _ms(seconds: float) -> str:
@@ -80,7 +53,7 @@ async def run_demo() -> None:
             info = platform.info
             assert info.agent_id and info.api_key and info.room_id and info.user_id
             room, user, agent_id = info.room_id, info.user_id, info.agent_id
-            adapter = _WatchedDemo()
+            adapter = RecordingAdapter(DemoAdapter().on_turn)
             agent = Agent(
                 adapter,
                 agent_id=agent_id,
@@ -105,32 +78,31 @@ async def run_demo() -> None:
 
             print("\nsignals (signal sent -> effect):")
             long = platform.post_message(room, user, "a long reasoning cycle sleep=30")
-            await adapter.wait_started(long)
+            await adapter.wait_for(lambda: long in adapter.entered)
             sent = time.perf_counter()
             platform.send_control(agent_id, "interrupt", room_id=room, reason="demo")
             await platform.wait_until(lambda: _status(platform, long, agent_id) == "processed")
             print(
-                f"  interrupt: turn cancelled {_ms(adapter.cancelled[long] - sent)}, "
+                f"  interrupt: turn cancelled {_ms(adapter.cancelled_at[long] - sent)}, "
                 f"message consumed (processed) {_ms(time.perf_counter() - sent)}, no reply"
             )
 
             held = platform.post_message(room, user, "work that will be stopped sleep=0.3")
-            await adapter.wait_started(held)
+            await adapter.wait_for(lambda: held in adapter.entered)
             sent = time.perf_counter()
             platform.send_control(agent_id, "stop", room_id=room, reason="demo")
-            await platform.wait_until(lambda: held in adapter.cancelled)
+            await adapter.wait_for(lambda: held in adapter.cancelled_at)
             print(
-                f"  stop:      turn cancelled {_ms(adapter.cancelled[held] - sent)}, "
+                f"  stop:      turn cancelled {_ms(adapter.cancelled_at[held] - sent)}, "
                 f"message left {_status(platform, held, agent_id)!r}"
             )
             meanwhile = "posted while stopped"
             platform.post_message(room, user, meanwhile)
 
-            del adapter.started[held]
             sent = time.perf_counter()
             platform.send_control(agent_id, "play", room_id=room, reason="demo")
-            await adapter.wait_started(held)
-            resumed = time.perf_counter() - sent
+            await adapter.wait_for(lambda: len(adapter.entered[held]) == 2)
+            resumed = adapter.entered[held][1] - sent
             await platform.wait_until(lambda: _reply_to(platform, room, meanwhile) is not None)
             print(
                 f"  play:      stopped turn re-entered {_ms(resumed)}, it and the message "

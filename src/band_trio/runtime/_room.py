@@ -86,6 +86,8 @@ class Room:
         self.turn: ActiveTurn | None = None
         self._nursery: trio.Nursery | None = None
         self._fetch_scope = trio.CancelScope()
+        self.last_pass_found_work = True
+        """Whether the last `/next` pass found a message (the reconcile backs off if not)."""
 
     # -- synchronous inputs (websocket reader, control lane, agent) ---------
 
@@ -334,8 +336,6 @@ class Room:
             if not page.metadata.has_more or page.metadata.next_cursor is None:
                 return
             cursor = page.metadata.next_cursor
-
-    last_pass_found_work = True
 
     async def _reconcile_timer(self) -> None:
         """Request a `/next` pass periodically, doubling the interval while passes find nothing."""
