@@ -23,14 +23,13 @@ async def echo(turn: Turn) -> None:
 def agent_for(platform: Platform, adapter: Adapter, **kwargs: Any) -> Agent:
     info = platform.info
     assert info.agent_id and info.api_key
-    return Agent(
-        adapter,
-        agent_id=info.agent_id,
-        api_key=info.api_key,
-        rest_url=info.rest_url,
-        ws_url=info.ws_url,
-        **kwargs,
-    )
+    settings: dict[str, Any] = {
+        "agent_id": info.agent_id,
+        "api_key": info.api_key,
+        "rest_url": info.rest_url,
+        "ws_url": info.ws_url,
+    }
+    return Agent(adapter, **{**settings, **kwargs})
 
 
 class Running:
@@ -77,3 +76,56 @@ def status(platform: Platform, message_id: str) -> str | None:
 def replies(platform: Platform, room_id: str) -> list[str]:
     agent_id = platform.info.agent_id
     return [m.content for m in platform.messages(room_id) if m.sender_id == agent_id]
+
+
+class Background:
+    """An agent run started with `start_soon` (not waiting for it to be ready)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.tasks = TaskTracker()
+        self.started = trio.Event()
+        self.finished = trio.Event()
+        self.error: BaseException | None = None
+
+    async def run(self) -> None:
+        self.tasks.adopt()
+        try:
+            await self.agent.run(task_status=_Started(self.started))
+        except BaseException as exc:  # recorded for the test to look at
+            self.error = exc
+        finally:
+            self.finished.set()
+
+
+class _Started:
+    """A `task_status` for a run that was not started with `nursery.start`."""
+
+    def __init__(self, event: trio.Event) -> None:
+        self._event = event
+
+    def started(self, value: object = None) -> None:
+        self._event.set()
+
+
+@asynccontextmanager
+async def background_agent(
+    platform: Platform, adapter: Adapter, *, policy: Policy | None = None, **kwargs: Any
+) -> AsyncIterator[Background]:
+    """Run an agent in the background for the block; on exit stop it if it still runs,
+    and check that it returned and left no task behind."""
+    handle = Background(agent_for(platform, adapter, policy=policy, **kwargs))
+    trio.lowlevel.add_instrument(handle.tasks)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(handle.run)
+            try:
+                yield handle
+            finally:
+                with trio.fail_after(10):
+                    if not handle.finished.is_set():
+                        await handle.agent.stop()
+                    await handle.finished.wait()
+    finally:
+        trio.lowlevel.remove_instrument(handle.tasks)
+    assert handle.tasks.living == set(), f"tasks outlived the agent: {handle.tasks.living}"

@@ -337,6 +337,42 @@ async def test_clear_disarms_everything(platform: Platform, client: httpx2.Async
     assert platform.stats["faults"] == 0
 
 
+async def test_refuse_joins_of_one_topic_n_times(platform: Platform) -> None:
+    agent, room, _ = ids(platform)
+    topic = f"chat_room:{room}"
+    platform.faults.refuse_joins(topic, count=2, reason="not today")
+    async with ws_connect(platform) as ws:
+        for ref in ("1", "2"):
+            assert await join(ws, ref, topic) == {
+                "status": "error",
+                "response": {"reason": "not today"},
+            }
+        # other topics are untouched meanwhile, and the third join is let through
+        assert (await join(ws, "3", f"agent_control:{agent}"))["status"] == "ok"
+        assert (await join(ws, "4", topic))["status"] == "ok"
+    assert notes(platform) == [f"fault: refuse_join {topic}"] * 2
+    assert platform.stats["faults_joins_refused"] == 2
+    assert platform.faults.joins == {}
+
+
+async def test_refuse_joins_until_cleared(platform: Platform) -> None:
+    _, room, _ = ids(platform)
+    topic = f"room_participants:{room}"
+    platform.faults.refuse_joins(topic)
+    async with ws_connect(platform) as ws:
+        for ref in range(1, 6):
+            assert (await join(ws, str(ref), topic))["status"] == "error"
+        platform.faults.allow_joins(topic)
+        assert (await join(ws, "6", topic))["status"] == "ok"
+        platform.faults.refuse_joins(topic)
+        platform.faults.clear()  # clear lifts it too
+        assert (await join(ws, "7", topic))["status"] == "ok"
+    with pytest.raises(ValueError, match="topic"):
+        platform.faults.refuse_joins("no-colon")
+    with pytest.raises(ValueError, match="count"):
+        platform.faults.refuse_joins(topic, count=0)
+
+
 # -- admin API ----------------------------------------------------------------
 
 
@@ -360,6 +396,45 @@ async def test_admin_rest_faults(
     assert (await client.get("/api/v1/agent/me")).status_code == 200
 
 
+async def test_admin_hold_and_release_from_another_process(
+    platform: Platform, admin: httpx2.AsyncClient, client: httpx2.AsyncClient
+) -> None:
+    answered: list[int] = []
+
+    async def me() -> None:
+        answered.append((await client.get("/api/v1/agent/me")).status_code)
+
+    held = await admin.post("/faults/hold", json={"route": "me"})
+    assert held.status_code == 200
+    hold_id = held.json()["hold_id"]
+    assert held.json()["ok"] is True and hold_id.startswith("hold-")
+    with trio.fail_after(DEADLINE):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(me)
+            await platform.wait_until(lambda: platform.stats.get("faults_rest_held", 0) == 1)
+            holds = (await admin.get("/faults/holds")).json()
+            assert holds == [{"hold_id": hold_id, "route": "me", "held": 1, "released": False}]
+            assert answered == []
+            released = await admin.post("/faults/release", json={"hold_id": hold_id})
+            assert released.json() == {"ok": True, "hold_id": hold_id}
+    assert answered == [200]
+    assert (await admin.get("/faults/holds")).json() == []
+    again = await admin.post("/faults/release", json={"hold_id": hold_id})
+    assert again.status_code == 404  # released holds are gone
+
+
+async def test_admin_join_refusals(platform: Platform, admin: httpx2.AsyncClient) -> None:
+    _, room, _ = ids(platform)
+    topic = f"chat_room:{room}"
+    body = {"topic": topic, "count": 1, "reason": "gone"}
+    assert (await admin.post("/faults/joins", json=body)).json() == {"ok": True}
+    assert platform.faults.joins[topic].remaining == 1
+    assert (await admin.post("/faults/joins", json={"topic": topic})).is_success
+    assert platform.faults.joins[topic].remaining is None  # until cleared
+    cleared = await admin.post("/faults/joins", json={"topic": topic, "clear": True})
+    assert cleared.is_success and platform.faults.joins == {}
+
+
 @pytest.mark.parametrize(
     ("path", "body", "status"),
     [
@@ -372,6 +447,11 @@ async def test_admin_rest_faults(
         ("/faults/close", b'{"agent_id": "a", "code": 1005}', 422),
         ("/faults/upgrades", b'{"count": 1, "status": 200}', 422),
         ("/faults/supersede", b'{"agent_id": "nobody"}', 404),
+        ("/faults/joins", b"{}", 422),
+        ("/faults/joins", b'{"topic": "nocolon"}', 422),
+        ("/faults/joins", b'{"topic": "chat_room:x", "count": 0}', 422),
+        ("/faults/hold", b'{"route": "nope"}', 422),
+        ("/faults/release", b'{"hold_id": "hold-unknown"}', 404),
         ("/faults/unknown", b"{}", 404),
     ],
 )

@@ -15,8 +15,17 @@ from __future__ import annotations
 from ._faults import REST_ROUTES as REST_ROUTES
 from ._faults import Faults as Faults
 from ._faults import Hold as Hold
+from ._faults import JoinRefusal as JoinRefusal
 from ._platform import Platform as Platform
 from ._server import open_platform as open_platform
 from ._server import run_platform as run_platform
 
-__all__ = ["REST_ROUTES", "Faults", "Hold", "Platform", "open_platform", "run_platform"]
+__all__ = [
+    "REST_ROUTES",
+    "Faults",
+    "Hold",
+    "JoinRefusal",
+    "Platform",
+    "open_platform",
+    "run_platform",
+]

@@ -25,6 +25,10 @@ from ..wire.admin import (
     FaultClose,
     FaultDrop,
     FaultHeartbeats,
+    FaultHold,
+    FaultHoldState,
+    FaultJoins,
+    FaultRelease,
     FaultRest,
     FaultResult,
     FaultSupersede,
@@ -79,6 +83,8 @@ def admin_route(method: str, rest: list[str]) -> AdminRoute | None:
             return _info, ()
         case "POST", ["faults", kind] if kind in _FAULTS:
             return _FAULTS[kind], ()
+        case "GET", ["faults", "holds"]:
+            return _fault_holds, ()
     return None
 
 
@@ -242,6 +248,41 @@ def _fault_supersede(p: Platform, query: Mapping[str, str], body: bytes) -> Resp
     return json_response(FaultResult(ok=True, correlation_id=correlation_id))
 
 
+def _fault_joins(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body, FaultJoins)
+    if req.clear:
+        p.faults.allow_joins(req.topic)
+    elif req.topic is None:
+        raise ValueError("topic is required (or clear: true)")
+    else:
+        p.faults.refuse_joins(req.topic, count=req.count, reason=req.reason)
+    return json_response(FaultResult(ok=True))
+
+
+def _fault_hold(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body, FaultHold)
+    hold = p.faults.hold_rest(
+        req.route, count=req.count, room_id=req.room_id, message_id=req.message_id,
+        agent_id=req.agent_id,
+    )  # fmt: skip
+    return json_response(FaultResult(ok=True, hold_id=hold.id))
+
+
+def _fault_release(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body, FaultRelease)
+    p.faults.hold(req.hold_id).release()
+    return json_response(FaultResult(ok=True, hold_id=req.hold_id))
+
+
+def _fault_holds(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    return json_response(
+        [
+            FaultHoldState(hold_id=h.id, route=h.route, held=h.held, released=h.released)
+            for h in p.faults.holds
+        ]
+    )
+
+
 def _fault_clear(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
     p.faults.clear()
     return json_response(FaultResult(ok=True))
@@ -254,5 +295,8 @@ _FAULTS: dict[str, Handler] = {
     "upgrades": _fault_upgrades,
     "heartbeats": _fault_heartbeats,
     "supersede": _fault_supersede,
+    "joins": _fault_joins,
+    "hold": _fault_hold,
+    "release": _fault_release,
     "clear": _fault_clear,
 }

@@ -28,7 +28,8 @@ COUNTERS = (
     "frame_errors", "socket_errors", "joins_refused", "unhandled_events", "pushes",
     "pushes_unjoined", "pushes_offline", "faults", "faults_rest_failed", "faults_rest_held",
     "faults_rest_delayed", "faults_sockets_dropped", "faults_sockets_closed",
-    "faults_upgrades_refused", "faults_heartbeats_dropped", "faults_superseded",
+    "faults_upgrades_refused", "faults_joins_refused", "faults_heartbeats_dropped",
+    "faults_superseded",
 )  # fmt: skip
 """Counters reported from the start, at 0, so a reader can rely on every key."""
 

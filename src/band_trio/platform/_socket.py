@@ -210,6 +210,8 @@ def _on_frame(p: Platform, conn: Connection, text: str) -> None:
     if event == "phx_join":
         join_ref = frame.join_ref or frame.ref
         reason = "join_ref required" if join_ref is None else _refuse_join(p, conn.agent_id, topic)
+        if reason is None and p.faults.joins:
+            reason = p.faults.take_join(topic, conn.agent_id)
         if reason is None and join_ref is not None:
             p.hub.join(conn, topic, join_ref)
             conn.enqueue(encode_frame(join_ref, frame.ref, topic, "phx_reply", _OK))

@@ -25,6 +25,10 @@ __all__ = [
     "FaultClose",
     "FaultDrop",
     "FaultHeartbeats",
+    "FaultHold",
+    "FaultHoldState",
+    "FaultJoins",
+    "FaultRelease",
     "FaultRest",
     "FaultResult",
     "FaultSupersede",
@@ -200,9 +204,48 @@ class FaultSupersede(_Admin):
     retry_after: int | None = None
 
 
+class FaultJoins(_Admin):
+    """`POST /faults/joins`: refuse every agent's `phx_join` of `topic` (the next
+    `count` of them, or until cleared when `count` is null) with `reason`;
+    `clear: true` lifts the refusal of `topic` (of every topic if `topic` is null)."""
+
+    topic: str | None = None
+    count: int | None = None
+    reason: str = "fault injected: join refused"
+    clear: bool = False
+
+
+class FaultHold(_Admin):
+    """`POST /faults/hold`: hold the next `count` calls of a REST route open until
+    `POST /faults/release` with the `hold_id` of the answer (or `/faults/clear`)."""
+
+    route: str
+    count: int = 1
+    room_id: str | None = None
+    message_id: str | None = None
+    agent_id: str | None = None
+
+
+class FaultRelease(_Admin):
+    """`POST /faults/release`: let the requests of one hold proceed."""
+
+    hold_id: str
+
+
+class FaultHoldState(_Admin):
+    """One hold in `GET /faults/holds`: how many requests it has held so far."""
+
+    hold_id: str
+    route: str
+    held: int
+    released: bool
+
+
 class FaultResult(_Admin):
     """Answer of every `POST /faults/...`: `ok` is false when drop/close found no live
-    socket; `correlation_id` is the supersede push's."""
+    socket (or release found no such hold); `correlation_id` is the supersede push's,
+    `hold_id` the new hold's."""
 
     ok: bool
     correlation_id: str | None = None
+    hold_id: str | None = None
