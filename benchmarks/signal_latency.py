@@ -94,7 +94,7 @@ async def main(trials: int) -> None:
             rows.setdefault("stop: send → adapter Cancelled", []).append(
                 adapter.cancelled_at[message] - sent
             )
-            await agent.wait_until(lambda: agent.rooms[room].turn is None)
+            await agent.wait_until(lambda: agent.rooms[room].running is None)
             await arrival(platform, stop_mark, "/activity")  # the stop has settled
             await trio.sleep(0.05)
             mark = len(platform.log())

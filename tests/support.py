@@ -63,6 +63,8 @@ async def running_agent(
                     handle.stop_result = await agent.stop()
     finally:
         trio.lowlevel.remove_instrument(handle.tasks)
+    assert handle.tasks.root_exited
+    assert handle.tasks.living == set(), f"tasks outlived the agent: {handle.tasks.living}"
 
 
 def status(platform: Platform, message_id: str) -> str | None:

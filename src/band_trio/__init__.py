@@ -40,7 +40,10 @@ from .policy import Policy as Policy
 from .runtime import AbortKind as AbortKind
 from .runtime import Agent as Agent
 from .runtime import Overrun as Overrun
+from .runtime import RoomView as RoomView
+from .runtime import SignalCounts as SignalCounts
 from .runtime import StopResult as StopResult
+from .runtime import UnsettledMark as UnsettledMark
 
 __version__ = "0.1.0.dev0"
 
@@ -67,6 +70,9 @@ __all__ = [
     "PlatformUnavailableError",
     "Policy",
     "RateLimitedError",
+    "RoomView",
+    "SignalCounts",
     "StopResult",
     "Turn",
+    "UnsettledMark",
 ]

@@ -2,23 +2,26 @@
 
     BandTrioError
     ├── ConfigurationError          bad arguments, missing URL or key
-    ├── PlatformError               talking to the platform failed
+    ├── PlatformError               talking to the platform failed (REST or websocket)
     │   ├── PlatformUnavailableError    the transport failed: refused, reset, no answer in time
+    │   │   └── ConnectionClosedError       the websocket closed under an operation
     │   ├── PlatformProtocolError       the platform answered something we cannot read
-    │   └── PlatformResponseError       the platform answered with an error status
-    │       ├── AuthenticationError         401: wrong or missing API key (terminal)
-    │       ├── ExecutionStoppedError       403 "execution is stopped": the room is stopped
-    │       ├── NotFoundError               404
-    │       ├── ConflictError               409
-    │       └── RateLimitedError            429 that outlived our retries
-    ├── JoinError                   the platform refused or ignored a channel join
-    ├── ConnectionClosedError       the websocket closed under an operation
+    │   ├── PlatformResponseError       the platform answered with an error status
+    │   │   ├── AuthenticationError         401 / `unauthorized`: wrong or missing key (terminal)
+    │   │   ├── ExecutionStoppedError       403 `forbidden` on a post: the room is stopped
+    │   │   ├── NotFoundError               404 / `not_found`
+    │   │   ├── ConflictError               409 / `connection_conflict`
+    │   │   └── RateLimitedError            429 that outlived our retries
+    │   └── JoinError                   the platform refused or ignored a channel join
     └── AgentDisconnectedError      the platform ended the agent's session for good
 
-Lower layers (httpx2, trio-websocket, msgspec) are translated into this tree at
-one seam each (`link._rest.map_transport_errors`, the socket's connect), with
-the original exception chained as `__cause__`.
-"""
+Every failure of the link is a `PlatformError`, so a caller that means "the
+platform did not do it" catches one class. Lower layers (httpx2,
+trio-websocket, msgspec) are translated into this tree at one seam per
+transport (`link._rest.RestClient._call` with `map_transport_errors`, and the
+socket's connect in `link._socket.run_socket`), with the original exception
+chained as `__cause__`. Error envelopes are told apart by their `code`
+(`link._status`), never by their message text."""
 
 from __future__ import annotations
 
@@ -70,7 +73,11 @@ class AuthenticationError(PlatformResponseError):
 
 
 class ExecutionStoppedError(PlatformResponseError):
-    """403 "execution is stopped": the platform holds this room stopped for the agent."""
+    """403 on a post to a room: the platform holds this room stopped for the agent.
+
+    Raised for the envelope code `forbidden` on `POST .../messages` and
+    `POST .../events`, where the platform's only refusal is its stopped gate
+    (spec/wire.md §3.6)."""
 
 
 class NotFoundError(PlatformResponseError):
@@ -85,7 +92,7 @@ class RateLimitedError(PlatformResponseError):
     """429 that persisted through every retry the policy allows."""
 
 
-class JoinError(BandTrioError):
+class JoinError(PlatformError):
     """The platform refused a channel join, or gave no reply before the deadline."""
 
     def __init__(self, topic: str, reason: str, *, refused: bool = True) -> None:
@@ -96,7 +103,7 @@ class JoinError(BandTrioError):
         """True if the platform said no; False if it did not answer in time."""
 
 
-class ConnectionClosedError(BandTrioError):
+class ConnectionClosedError(PlatformUnavailableError):
     """The websocket closed while an operation (a join, a send) needed it."""
 
 

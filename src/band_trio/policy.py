@@ -38,13 +38,21 @@ class Policy:
 
     # -- deadlines for cleanup (semantics §4) --------------------------------
     cleanup_grace: float = 1.0
-    """Shielded time a cancelled turn gets to settle (activity false, marks)."""
+    """Shielded time a cancelled turn gets to settle (activity false, the consume mark
+    of an interrupt), and a room that is left or stopped gets to leave its topics."""
+    settle_grace: float = 10.0
+    """Shielded time a turn whose adapter finished gets for its `processed` or `failed`
+    mark (and `working: false`). A mark that has not landed by then stays ack-pending:
+    it is retried on the room's next pass, and `StopResult.unsettled` lists it."""
     backend_stop_grace: float = 5.0
-    """Deadline for telling a remote backend to stop."""
+    """Reserved for the adapter contract's remote stops (not read by the runtime yet):
+    the deadline for telling a remote backend to stop."""
     subprocess_kill_grace: float = 2.0
-    """SIGTERM to SIGKILL for an adapter's subprocess group."""
+    """Reserved for the adapter contract's subprocess helper (not read yet): SIGTERM
+    to SIGKILL for an adapter's process group."""
     shutdown_grace: float = 30.0
-    """`Agent.stop()` waits this long for running turns before cancelling them."""
+    """`Agent.stop()` lets running turns finish (mark included) this long, then
+    cancels them; their messages are left `processing`."""
 
     # -- REST ---------------------------------------------------------------
     request_deadline: float = 60.0
@@ -55,10 +63,15 @@ class Policy:
     """First retry delay when the platform gives no `Retry-After`; doubles."""
     rest_retry_cap: float = 60.0
     """No retry waits longer than this, whatever `Retry-After` says."""
+    rest_backstop: float = 5.0
+    """httpx2's own timeout is `request_deadline` plus this: a backstop behind trio's
+    deadline, which is the one that governs."""
     room_restart_base: float = 0.5
-    """A room loop that crashed restarts after this, doubling..."""
+    """A room loop that crashed is restarted by its owner after this, doubling..."""
     room_restart_cap: float = 30.0
     """...up to this."""
+    admin_request: float = 10.0
+    """Deadline of one call of `band-trio ctl` to the embedded platform's admin API."""
 
     # -- websocket (semantics §6) --------------------------------------------
     connect_deadline: float = 10.0
@@ -68,7 +81,13 @@ class Policy:
     join_deadline: float = 10.0
     """A join (or leave) with no reply by then fails."""
     join_refusals: int = 5
-    """A room whose join is refused this many more times is given up (retried 1, 2, 4.. s)."""
+    """A room whose join is refused more times than this on one connection is given
+    up: it leaves the agent (with a log line) until the room list says otherwise."""
+    join_retry_base: float = 1.0
+    """A room's refused or unanswered join is retried, on the same connection, after
+    this, doubling..."""
+    join_retry_cap: float = 30.0
+    """...up to this."""
     heartbeat_interval: float = 30.0
     """A heartbeat is sent this often, the first one this long after connect."""
     heartbeat_dead_after: float = 60.0

@@ -97,7 +97,7 @@ async def test_random_interleavings_keep_every_promise(platform: Platform, seed:
             agent = running.agent
             await agent.wait_until(
                 lambda: (
-                    all(agent.rooms[r].ready.is_set() for r in rooms if r in agent.rooms)
+                    all(agent.rooms[r].joined for r in rooms if r in agent.rooms)
                     and len(agent.rooms) == ROOMS + 1
                 )
             )
@@ -148,7 +148,7 @@ async def test_random_interleavings_keep_every_promise(platform: Platform, seed:
                 return state in ("processed", "failed")
 
             await platform.wait_until(lambda: all(settled(m) for m in posted))
-            await agent.wait_until(lambda: all(r.turn is None for r in agent.rooms.values()))
+            await agent.wait_until(lambda: all(r.running is None for r in agent.rooms.values()))
 
     seen = adapter.seen
     assert seen.overlaps == []

@@ -123,7 +123,7 @@ async def test_interrupt_with_nothing_running_arms_nothing(platform: Platform) -
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter) as running:
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
-            await running.agent.wait_until(lambda: running.agent.control.applied == 1)
+            await running.agent.wait_until(lambda: running.agent.signals.applied == 1)
             message = platform.post_message(info.room_id, info.user_id, "untouched")
             await platform.wait_until(lambda: status(platform, message) == "processed")
     assert adapter.cancelled == []
@@ -141,7 +141,7 @@ async def test_stop_mid_turn_leaves_the_message_and_ignores_pushes(platform: Pla
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             await adapter.wait_for(lambda: adapter.cancelled == ["held"])
             room = running.agent.rooms[info.room_id]
-            await running.agent.wait_until(lambda: room.turn is None)  # the local claim released
+            await running.agent.wait_until(lambda: room.running is None)  # the local claim released
             pushed = platform.post_message(info.room_id, info.user_id, "while stopped")
             # the push reaches the agent (its echo is in the log) but is never claimed
             await platform.wait_until(
@@ -200,8 +200,8 @@ async def test_stop_then_play_at_the_default_budget_still_reaches_the_adapter(
             await adapter.wait_for(lambda: adapter.calls == ["held"])
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             await adapter.wait_for(lambda: adapter.cancelled == ["held"])
-            ledger = running.agent.rooms[info.room_id].ledger
-            await platform.wait_until(lambda: ledger.attempts(held) == 0)  # given back
+            room = running.agent.rooms[info.room_id]
+            await platform.wait_until(lambda: room.attempts(held) == 0)  # given back
             gate.release.set()
             platform.send_control(info.agent_id, "play", room_id=info.room_id)
             await platform.wait_until(lambda: status(platform, held) == "processed")
@@ -245,7 +245,7 @@ async def test_stop_in_the_backlog_pass_ends_the_pass(platform: Platform) -> Non
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             await adapter.wait_for(lambda: adapter.cancelled == ["old 0"])
             room = running.agent.rooms[info.room_id]
-            await running.agent.wait_until(lambda: room.turn is None)
+            await running.agent.wait_until(lambda: room.running is None)
             await trio.testing.wait_all_tasks_blocked()
             assert adapter.calls == ["old 0"]  # not re-run, and the pass did not go on
             assert [status(platform, m) for m in backlog] == [
@@ -272,7 +272,7 @@ async def test_stop_in_a_resync_pass_ends_the_pass(platform: Platform) -> None:
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             await adapter.wait_for(lambda: adapter.cancelled == ["w 0"])
             room = running.agent.rooms[info.room_id]
-            await running.agent.wait_until(lambda: room.turn is None)
+            await running.agent.wait_until(lambda: room.running is None)
             await trio.testing.wait_all_tasks_blocked()
             assert adapter.calls == ["w 0"]
             assert [status(platform, m) for m in waiting] == [
@@ -307,7 +307,7 @@ async def test_an_adapter_that_swallows_the_cancellation_is_still_aborted(
             await adapter.wait_for(lambda: len(adapter.calls) == 2)
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             room = running.agent.rooms[info.room_id]
-            await running.agent.wait_until(lambda: room.stopped and room.turn is None)
+            await running.agent.wait_until(lambda: room.stopped and room.running is None)
             await trio.testing.wait_all_tasks_blocked()
             assert status(platform, held) == "processing"  # left, not marked processed
             assert not [
@@ -343,7 +343,7 @@ async def test_duplicate_signals_are_applied_once_and_distinct_ones_each_time(
     adapter = Recorder(Gate())
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter) as running:
-            control = running.agent.control
+            agent = running.agent
             one = platform.post_message(info.room_id, info.user_id, "one")
             await adapter.wait_for(lambda: adapter.calls == ["one"])
             push_control(platform, "interrupt", "ctl-same", room_id=info.room_id)
@@ -351,7 +351,7 @@ async def test_duplicate_signals_are_applied_once_and_distinct_ones_each_time(
             two = platform.post_message(info.room_id, info.user_id, "two")
             await adapter.wait_for(lambda: adapter.calls == ["one", "two"])
             push_control(platform, "interrupt", "ctl-same", room_id=info.room_id)  # redelivered
-            await running.agent.wait_until(lambda: control.duplicates == 1)
+            await agent.wait_until(lambda: agent.signals.duplicates == 1)
             assert adapter.cancelled == ["one"]  # the newer turn was not hit
             push_control(platform, "interrupt", "ctl-other", room_id=info.room_id)
             await platform.wait_until(lambda: status(platform, two) == "processed")
@@ -392,9 +392,7 @@ async def test_agent_scope_fans_out_room_scope_reaches_one_unknown_room_is_a_noo
         async with running_agent(platform, adapter) as running:
             other = platform.create_room(title="other", participants=[info.user_id, info.agent_id])
             await running.agent.wait_until(
-                lambda: (
-                    other.id in running.agent.rooms and running.agent.rooms[other.id].ready.is_set()
-                )
+                lambda: other.id in running.agent.rooms and running.agent.rooms[other.id].joined
             )
 
             async def both_running(tag: str) -> tuple[str, str]:
@@ -416,7 +414,7 @@ async def test_agent_scope_fans_out_room_scope_reaches_one_unknown_room_is_a_noo
             assert "room a" not in adapter.cancelled
             assert status(platform, a) == "processing"  # still running
 
-            applied = running.agent.control.applied
+            applied = running.agent.signals.applied
             push_control(platform, "interrupt", "ctl-nowhere", room_id="no-such-room")
             push_control(platform, "interrupt", "ctl-noscope", room_id=None, scope="room")
             await platform.wait_until(
@@ -430,7 +428,7 @@ async def test_agent_scope_fans_out_room_scope_reaches_one_unknown_room_is_a_noo
                 )
             )
             await trio.testing.wait_all_tasks_blocked()
-            assert running.agent.control.applied == applied
+            assert running.agent.signals.applied == applied
             assert "room a" not in adapter.cancelled
             gate.release.set()
             await platform.wait_until(lambda: status(platform, a) == "processed")
@@ -452,7 +450,7 @@ async def test_a_post_refused_as_stopped_aborts_the_turn_and_leaves_it_replayabl
             gate.release.set()
             await adapter.wait_for(lambda: adapter.cancelled == ["reply refused"])
             room = running.agent.rooms[info.room_id]
-            await running.agent.wait_until(lambda: room.turn is None)
+            await running.agent.wait_until(lambda: room.running is None)
             assert not room.stopped  # the local stopped flag is not set
             assert status(platform, message) == "processing"
             platform.send_control(info.agent_id, "play", room_id=info.room_id)
@@ -497,9 +495,9 @@ async def test_a_claim_answered_204_runs_nothing_and_charges_nothing(platform: P
             message = platform.post_message(info.room_id, info.user_id, "gated")
             await platform.wait_until(lambda: claims(platform, message) == 1)
             room = running.agent.rooms[info.room_id]
-            await running.agent.wait_until(lambda: room.turn is None)
+            await running.agent.wait_until(lambda: room.running is None)
             assert adapter.calls == []
-            assert room.ledger.attempts(message) == 0
+            assert room.attempts(message) == 0
             assert not room.stopped
             assert status(platform, message) == "delivered"
             platform.send_control(info.agent_id, "play", room_id=info.room_id)

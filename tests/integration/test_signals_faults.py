@@ -27,7 +27,7 @@ async def test_interrupt_in_the_claim_window_never_calls_the_adapter_and_consume
             message = platform.post_message(info.room_id, info.user_id, "claimed slowly")
             await hold.arrived.wait()  # the claim is in flight, held open by the platform
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
-            await running.agent.wait_until(lambda: running.agent.control.applied == 1)
+            await running.agent.wait_until(lambda: running.agent.signals.applied == 1)
             hold.release()
             await platform.wait_until(lambda: status(platform, message) == "processed")
             after = platform.post_message(info.room_id, info.user_id, "after")
@@ -49,7 +49,7 @@ async def test_stop_in_the_claim_window_never_calls_the_adapter_and_leaves(
             await hold.arrived.wait()
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             room = running.agent.rooms[info.room_id]
-            await running.agent.wait_until(lambda: room.stopped and room.turn is None)
+            await running.agent.wait_until(lambda: room.stopped and room.running is None)
             hold.release()
             await trio.testing.wait_all_tasks_blocked()
             assert adapter.calls == []
@@ -78,8 +78,8 @@ async def test_a_failed_processed_mark_of_an_interrupt_is_retried_without_rerunn
             message = platform.post_message(info.room_id, info.user_id, "interrupt me")
             await entered.wait()
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
-            ledger = running.agent.rooms[info.room_id].ledger
-            await platform.wait_until(lambda: ledger.standing(message).value == "ack_pending")
+            room = running.agent.rooms[info.room_id]
+            await platform.wait_until(lambda: room.standing(message) == "ack_pending")
             assert status(platform, message) == "processing"  # the mark did not land
             await platform.wait_until(lambda: status(platform, message) == "processed")
     marks = [

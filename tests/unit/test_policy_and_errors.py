@@ -33,18 +33,23 @@ def test_invalid_policies_are_refused(change: dict[str, float]) -> None:
             403,
             b'{"error":{"code":"forbidden","message":"Agent execution is stopped",'
             b'"request_id":"r"}}',
-            errors.ExecutionStoppedError,
-        ),
-        (
-            403,
-            b'{"error":{"code":"forbidden","message":"nope","request_id":"r"}}',
-            errors.PlatformResponseError,
+            errors.PlatformResponseError,  # what 403 means depends on the route
         ),
         (404, None, errors.NotFoundError),
+        (
+            404,
+            b'{"error":{"code":"not_found","message":"no room","request_id":"r"}}',
+            errors.NotFoundError,
+        ),
         (
             409,
             b'{"error":{"code":"connection_conflict","message":"taken","request_id":null}}',
             errors.ConflictError,
+        ),
+        (
+            503,
+            b'{"error":{"code":"too_many_requests","message":"slow","request_id":"r"}}',
+            errors.RateLimitedError,  # the code decides, not the status
         ),
         (500, b"<html>oops</html>", errors.PlatformResponseError),
     ],
@@ -55,6 +60,20 @@ def test_statuses_map_to_the_most_specific_error(
     error = error_for_status(status, body)
     assert type(error) is kind
     assert error.status == status
+
+
+def test_a_route_says_what_a_code_means_there_and_the_message_is_never_read() -> None:
+    posts = {"forbidden": errors.ExecutionStoppedError}
+    stopped = b'{"error":{"code":"forbidden","message":"Agent execution is stopped",'
+    stopped += b'"request_id":"r"}}'
+    assert type(error_for_status(403, stopped, None, posts)) is errors.ExecutionStoppedError
+    # the same words under another code are not the stopped gate
+    other = b'{"error":{"code":"no_access","message":"Agent execution is stopped",'
+    other += b'"request_id":"r"}}'
+    assert type(error_for_status(403, other, None, posts)) is errors.PlatformResponseError
+    # and every link failure is a PlatformError: one class for callers to catch
+    for kind in (errors.JoinError, errors.ConnectionClosedError, errors.ExecutionStoppedError):
+        assert issubclass(kind, errors.PlatformError)
 
 
 def test_retry_after_comes_from_the_header_or_the_envelope() -> None:

@@ -14,13 +14,12 @@ from collections.abc import Sequence
 
 from .. import errors
 from . import _agent, _ctl, _demo, _platform
+from ._exits import EXIT_CONFIG as EXIT_CONFIG
+from ._exits import EXIT_CRASH as EXIT_CRASH
+from ._exits import EXIT_DISCONNECTED as EXIT_DISCONNECTED
+from ._exits import EXIT_OK as EXIT_OK
 
 __all__ = ["EXIT_CONFIG", "EXIT_CRASH", "EXIT_DISCONNECTED", "EXIT_OK", "main"]
-
-EXIT_OK = 0
-EXIT_CRASH = 1
-EXIT_CONFIG = 2
-EXIT_DISCONNECTED = 3
 
 
 def build_parser() -> argparse.ArgumentParser:

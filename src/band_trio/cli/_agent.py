@@ -19,6 +19,7 @@ from .. import errors
 from ..adapters import DemoAdapter
 from ..contract import Adapter
 from ..runtime import Agent
+from ._exits import EXIT_CRASH, EXIT_DISCONNECTED
 
 __all__ = ["add_parser", "load_adapter", "serve_until_signalled"]
 
@@ -64,8 +65,6 @@ def load_adapter(spec: str | None) -> Adapter:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from . import EXIT_CRASH, EXIT_DISCONNECTED
-
     agent = Agent.from_env(
         load_adapter(args.adapter),
         agent_id=args.agent_id,

@@ -18,7 +18,9 @@ import httpx2
 import msgspec
 
 from .. import errors
+from ..policy import Policy
 from ..wire.admin import AdminControl, ControlAccepted
+from ._exits import EXIT_CRASH
 
 __all__ = ["add_parser"]
 
@@ -53,8 +55,6 @@ def _settings(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from . import EXIT_CRASH
-
     admin_url, agent_id = _settings(args)
     body = AdminControl(
         agent_id=agent_id,
@@ -66,7 +66,9 @@ def _run(args: argparse.Namespace) -> int:
     sent = time.perf_counter()
     try:
         response = httpx2.post(
-            f"{admin_url}/control", content=msgspec.json.encode(body), timeout=10.0
+            f"{admin_url}/control",
+            content=msgspec.json.encode(body),
+            timeout=Policy().admin_request,
         )
     except httpx2.HTTPError as exc:
         print(f"band-trio ctl: cannot reach {admin_url}: {exc}")

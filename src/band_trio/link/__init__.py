@@ -8,6 +8,7 @@ from ._socket import CLOSE_HEARTBEAT_DEAD as CLOSE_HEARTBEAT_DEAD
 from ._socket import PushHandler as PushHandler
 from ._socket import Socket as Socket
 from ._socket import SocketStats as SocketStats
+from ._socket import check_ws_url as check_ws_url
 from ._socket import run_socket as run_socket
 from ._status import error_for_status as error_for_status
 
@@ -17,6 +18,7 @@ __all__ = [
     "RestClient",
     "Socket",
     "SocketStats",
+    "check_ws_url",
     "error_for_status",
     "map_transport_errors",
     "run_socket",

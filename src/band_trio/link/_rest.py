@@ -2,8 +2,10 @@
 
 Every call runs under a deadline from the `Policy` (trio's, not httpx's: the
 httpx timeout is only a backstop), retries 429/408/5xx as band-sdk does while
-honouring `Retry-After`, and raises only band-trio errors: httpx2 and msgspec
-exceptions are translated in `map_transport_errors`, the single seam.
+honouring `Retry-After`, and raises only band-trio errors. Every call goes
+through `RestClient._call`, the single seam: it sends, retries, turns an error
+status into the error its envelope `code` names, and decodes the answer, with
+httpx2 and msgspec exceptions translated by `map_transport_errors`.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ..wire import (
     RoomPage,
     RoomSummary,
 )
-from ._status import error_for_status
+from ._status import Codes, error_for_status
 
 __all__ = ["RestClient", "map_transport_errors"]
 
@@ -48,6 +50,9 @@ log = logging.getLogger("band_trio.link.rest")
 
 T = TypeVar("T")
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+_POST_CODES: Codes = {"forbidden": errors.ExecutionStoppedError}
+"""A post to a room answered 403 `forbidden` met the platform's stopped gate
+(spec/wire.md §3.6): the only refusal a post gets for a room the agent is in."""
 _MAX_ROOM_PAGES = 50
 _encoder = msgspec.json.Encoder()
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
@@ -96,7 +101,7 @@ class RestClient:
             base_url=rest_url.rstrip("/") + "/api/v1/agent/",
             headers={"X-API-Key": api_key, "content-type": "application/json"},
             # A backstop only: trio deadlines from the policy govern every call.
-            timeout=httpx2.Timeout(self._policy.request_deadline + 5.0),
+            timeout=httpx2.Timeout(self._policy.request_deadline + self._policy.rest_backstop),
             transport=transport,
         )
 
@@ -117,71 +122,101 @@ class RestClient:
 
     # -- the seam ----------------------------------------------------------
 
-    async def _send(
+    async def _call(
         self,
         method: str,
         path: str,
+        kind: type[T],
         *,
         body: Any = None,
         params: dict[str, Any] | None = None,
         retry: bool = True,
         deadline: float | None = None,
-    ) -> httpx2.Response:
-        """Send one request (retrying as the policy allows) and return a 2xx response."""
+        codes: Codes | None = None,
+        lifecycle: bool = False,
+    ) -> T | None:
+        """Send one request and decode its answer into `kind`: the one path every call
+        takes, so transport errors, error envelopes and unreadable bodies are
+        translated here and nowhere else.
+
+        429, 408 and 5xx are retried as the policy allows (honouring `Retry-After`);
+        any other error status raises the error its envelope `code` names (`codes`
+        first: what a code means on this route). A 204 returns None. A lifecycle
+        call (`lifecycle=True`) must answer exactly 200 with `success` not false.
+        """
         content = None if body is None else _encoder.encode(body)
         what = f"{method} {path}"
         attempt = 0
-        while True:
-            with (
-                map_transport_errors(what),
-                trio.fail_after(deadline or self._policy.request_deadline),
-            ):
-                response = await self._client.request(method, path, content=content, params=params)
-            if response.is_success:
-                return response
-            error = error_for_status(
-                response.status_code, response.content, response.headers.get("retry-after")
-            )
-            if not retry or response.status_code not in _RETRY_STATUSES:
-                raise error
-            if attempt >= self._policy.rest_max_retries:
-                raise error
-            delay = error.retry_after
-            if delay is None:
-                delay = self._policy.rest_retry_base * 2**attempt * random.uniform(0.9, 1.1)
-            delay = min(delay, self._policy.rest_retry_cap)
-            log.info("%s answered %s; retry %d in %.2fs", what, error.status, attempt + 1, delay)
-            attempt += 1
-            await trio.sleep(delay)
+        with map_transport_errors(what):
+            while True:
+                with trio.fail_after(deadline or self._policy.request_deadline):
+                    response = await self._client.request(
+                        method, path, content=content, params=params
+                    )
+                if response.is_success:
+                    break
+                error = error_for_status(
+                    response.status_code,
+                    response.content,
+                    response.headers.get("retry-after"),
+                    codes,
+                )
+                if not retry or response.status_code not in _RETRY_STATUSES:
+                    raise error
+                if attempt >= self._policy.rest_max_retries:
+                    raise error
+                delay = error.retry_after
+                if delay is None:
+                    delay = self._policy.rest_retry_base * 2**attempt * random.uniform(0.9, 1.1)
+                delay = min(delay, self._policy.rest_retry_cap)
+                log.info(
+                    "%s answered %s; retry %d in %.2fs", what, error.status, attempt + 1, delay
+                )
+                attempt += 1
+                await trio.sleep(delay)
+            if response.status_code == 204:
+                return None
+            if lifecycle and response.status_code != 200:
+                raise errors.PlatformProtocolError(
+                    f"{what}: expected 200, got {response.status_code}"
+                )
+            if not response.content:
+                raise errors.PlatformProtocolError(
+                    f"{what}: status {response.status_code} with an empty body"
+                )
+            return _decode(kind, response.content)
 
     async def _lifecycle(self, path: str, body: Any = None) -> LifecycleResult | None:
         """A lifecycle call: exactly 200 is success, 204 means the room is stopped."""
-        response = await self._send("POST", path, body=body)
-        if response.status_code == 204:
+        found = await self._call("POST", path, Data[LifecycleResult], body=body, lifecycle=True)
+        if found is None:
             return None
-        if response.status_code != 200:
-            status = response.status_code
-            raise errors.PlatformProtocolError(f"POST {path}: expected 200, got {status}")
-        with map_transport_errors(f"POST {path}"):
-            result = _decode(Data[LifecycleResult], response.content).data
-        if not result.success:
+        if not found.data.success:
             raise errors.PlatformProtocolError(f"POST {path}: success=false")
-        return result
+        return found.data
+
+    async def _data(self, method: str, path: str, kind: type[T], **options: Any) -> T:
+        """A call whose answer must be `{"data": <kind>}` (a 204 breaks the contract)."""
+        found = await self._call(method, path, Data[kind], **options)  # type: ignore[valid-type]
+        if found is None:
+            raise errors.PlatformProtocolError(f"{method} {path}: 204 where data was due")
+        data: T = found.data
+        return data
 
     # -- the agent API -------------------------------------------------------
 
     async def me(self) -> AgentProfile:
-        response = await self._send("GET", "me")
-        with map_transport_errors("GET me"):
-            return _decode(Data[AgentProfile], response.content).data
+        return await self._data("GET", "me", AgentProfile)
 
     async def rooms(self) -> list[RoomSummary]:
         """Every room the agent is in, page by page (at most 50 pages of 100)."""
         found: list[RoomSummary] = []
         for page in range(1, _MAX_ROOM_PAGES + 1):
-            response = await self._send("GET", "chats", params={"page": page, "page_size": 100})
-            with map_transport_errors("GET chats"):
-                result = _decode(RoomPage, response.content)
+            result = await self._call(
+                "GET", "chats", RoomPage, params={"page": page, "page_size": 100}
+            )
+            if result is None:
+                raise errors.PlatformProtocolError("GET chats: 204 where a page was due")
             found.extend(result.data)
             total = result.metadata.total_pages
             if not result.data or total is None or page >= total:
@@ -191,13 +226,8 @@ class RestClient:
     async def next_message(self, room_id: str) -> ChatMessage | None:
         """The oldest message not yet processed for this agent, or None (204)."""
         path = f"chats/{room_id}/messages/next"
-        response = await self._send("GET", path)
-        if response.status_code == 204:
-            return None
-        if response.status_code != 200 or not response.content:
-            raise errors.PlatformProtocolError(f"GET {path}: status {response.status_code}")
-        with map_transport_errors(f"GET {path}"):
-            return _decode(Data[ChatMessage], response.content).data
+        found = await self._call("GET", path, Data[ChatMessage], lifecycle=True)
+        return None if found is None else found.data
 
     async def claim(self, room_id: str, message_id: str) -> LifecycleResult | None:
         """Mark `processing` (the durable claim). None: the room is stopped (204)."""
@@ -216,23 +246,23 @@ class RestClient:
     async def report_activity(self, room_id: str, working: bool) -> bool:
         """Report working on/off once (never retried). Returns the platform's answer:
         False in reply to `working=True` means the platform has stopped the room."""
-        response = await self._send(
+        report = await self._data(
             "POST",
             f"chats/{room_id}/activity",
+            ActivityReport,
             body=ActivityReport(working=working),
             retry=False,
             deadline=self._policy.activity_request,
         )
-        with map_transport_errors("POST activity"):
-            return _decode(Data[ActivityReport], response.content).data.working
+        return report.working
 
     async def post_message(
         self, room_id: str, content: str, mentions: Sequence[MentionRef]
     ) -> PostedMessage:
         body = NewMessageBody(message=NewMessage(content=content, mentions=list(mentions)))
-        response = await self._send("POST", f"chats/{room_id}/messages", body=body)
-        with map_transport_errors("POST messages"):
-            return _decode(Data[PostedMessage], response.content).data
+        return await self._data(
+            "POST", f"chats/{room_id}/messages", PostedMessage, body=body, codes=_POST_CODES
+        )
 
     async def post_event(
         self,
@@ -244,20 +274,19 @@ class RestClient:
         body = NewEventBody(
             event=NewEvent(content=content, message_type=message_type, metadata=metadata)
         )
-        response = await self._send("POST", f"chats/{room_id}/events", body=body)
-        with map_transport_errors("POST events"):
-            return _decode(Data[EventCreated], response.content).data
+        return await self._data(
+            "POST", f"chats/{room_id}/events", EventCreated, body=body, codes=_POST_CODES
+        )
 
     async def unprocessed(self, room_id: str, cursor: str | None = None) -> MessagePage:
         """One page of the messages not yet processed for this agent, oldest first."""
         params: dict[str, Any] = {"sort_order": "asc", "limit": 100}
         if cursor is not None:
             params["cursor"] = cursor
-        response = await self._send("GET", f"chats/{room_id}/messages", params=params)
-        with map_transport_errors("GET messages"):
-            return _decode(MessagePage, response.content)
+        page = await self._call("GET", f"chats/{room_id}/messages", MessagePage, params=params)
+        if page is None:
+            raise errors.PlatformProtocolError("GET messages: 204 where a page was due")
+        return page
 
     async def participants(self, room_id: str) -> list[Participant]:
-        response = await self._send("GET", f"chats/{room_id}/participants")
-        with map_transport_errors("GET participants"):
-            return _decode(Data[list[Participant]], response.content).data
+        return await self._data("GET", f"chats/{room_id}/participants", list[Participant])

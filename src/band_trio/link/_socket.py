@@ -37,7 +37,14 @@ from ..wire import (
 )
 from ._status import error_for_status
 
-__all__ = ["CLOSE_HEARTBEAT_DEAD", "PushHandler", "Socket", "SocketStats", "run_socket"]
+__all__ = [
+    "CLOSE_HEARTBEAT_DEAD",
+    "PushHandler",
+    "Socket",
+    "SocketStats",
+    "check_ws_url",
+    "run_socket",
+]
 
 log = logging.getLogger("band_trio.link.socket")
 
@@ -236,6 +243,11 @@ class Socket:
                 await self.send(text)
             except errors.ConnectionClosedError:
                 return
+
+
+def check_ws_url(url: str) -> None:
+    """Raise `ConfigurationError` now for a URL the socket could never connect to."""
+    _split_url(url, "agent", False)
 
 
 def _split_url(url: str, agent_id: str, reject_conflict: bool) -> tuple[str, int, str, str]:

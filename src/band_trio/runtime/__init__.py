@@ -1,12 +1,29 @@
-"""The runtime: the Agent → Rooms → Room → Turn tree that drives an adapter."""
+"""The runtime: the Agent → Rooms → Room → Turn tree that drives an adapter.
+
+Only what a user of an agent needs is public here: the `Agent`, what its
+`stop()` returns, the read-only `RoomView` of `Agent.rooms`, and `AbortKind`.
+How the tree is built lives in the private modules, one piece each:
+`_agent` (the lifecycle), `_link` and `_connection` (the link supervisor),
+`_rooms` (the rooms host), `_room` (the room loop), `_turn` (claim → run →
+settle), `_settle` (the marks), `_control` (signals).
+"""
 
 from __future__ import annotations
 
 from ._agent import Agent as Agent
-from ._agent import StopResult as StopResult
-from ._control import ControlLane as ControlLane
-from ._room import Overrun as Overrun
-from ._room import Room as Room
-from ._turn import AbortKind as AbortKind
+from ._control import SignalCounts as SignalCounts
+from ._results import Overrun as Overrun
+from ._results import StopResult as StopResult
+from ._results import UnsettledMark as UnsettledMark
+from ._turn_state import AbortKind as AbortKind
+from ._view import RoomView as RoomView
 
-__all__ = ["AbortKind", "Agent", "ControlLane", "Overrun", "Room", "StopResult"]
+__all__ = [
+    "AbortKind",
+    "Agent",
+    "Overrun",
+    "RoomView",
+    "SignalCounts",
+    "StopResult",
+    "UnsettledMark",
+]

@@ -1,61 +1,58 @@
-"""The agent: one nursery that owns the link, the control lane and every room.
+"""The agent: `run()` owns the whole tree and performs its own shutdown.
 
-    Agent.run
-    ├── rooms host (nursery)        one task per room: Room.run
-    └── link loop                   connect, join, sync rooms, wait for close, reconnect
+    Agent.run                       the root nursery, entered before anything else
+    ├── rooms host (`Rooms.run`)    one task per room; drains and ends on request
+    ├── stopper                     waits for `stop()`; then asks, in order:
+    │                               the rooms to settle, the link to close
+    └── the link (`Link.run`)       the key, then connections, joins, reconnects
 
-`Agent.stop()` is graceful and ordered: rooms stop taking work, running turns
-get the policy's shutdown grace, then the rooms' scopes are cancelled (each
-leaves its topics under a shielded deadline), then the socket is closed with a
-close frame, and only then does `run()` return.
+`stop()` only asks: it records the request and awaits the result that `run()`
+publishes. So it works in every phase — before the key is checked, while
+connecting, listing or joining rooms, reconnecting, running — a second
+concurrent call shares the first's result, and cancelling a caller of `stop()`
+does not cancel the stop. Nothing here is published for another task to
+cancel.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import trio
 
 from .. import errors
 from ..contract import Adapter
-from ..link import RestClient, Socket, SocketStats, run_socket
+from ..link import RestClient, SocketStats, check_ws_url
 from ..policy import Policy
-from ..wire import (
-    AgentControl,
-    MessageCreated,
-    RefCounter,
-    RoomAdded,
-    RoomDeleted,
-    RoomRemoved,
-    Supersede,
-)
-from ._control import ControlLane
-from ._inbound import inbound
+from ..wire import RefCounter
+from ._context import Changes, Journal, RoomContext
+from ._control import ControlLane, SignalCounts
 from ._ledger import Ledger
-from ._reconnect import TERMINAL_CLOSE_CODES, TERMINAL_UPGRADE_STATUSES, Backoff
-from ._room import Overrun, Room, RoomContext
+from ._link import Link, LinkEnd, LinkSettings
+from ._results import StopResult, UnsettledMark
+from ._rooms import Rooms
+from ._view import RoomView
 
-__all__ = ["Agent", "StopResult"]
+__all__ = ["Agent"]
 
 log = logging.getLogger("band_trio.runtime.agent")
 
 
-@dataclass(frozen=True, slots=True)
-class StopResult:
-    """What `Agent.stop()` found."""
+class _Run:
+    """One call of `Agent.run`: the stop request, and the result it answers with."""
 
-    graceful: bool
-    """True if every running turn finished within the shutdown grace."""
-    cancelled: tuple[tuple[str, str], ...] = ()
-    """(room id, message id) of each turn cancelled after the grace; left `processing`."""
-    overran: tuple[Overrun, ...] = ()
-    """Work that outlived its cleanup grace after being cancelled (during the run or the
-    stop). `run()` still owns it and returns only once it has ended."""
+    def __init__(self) -> None:
+        self.stop_requested = trio.Event()
+        self.result: StopResult | None = None
+        self.published = trio.Event()
+
+    def publish(self, result: StopResult) -> None:
+        if self.result is None:
+            self.result = result
+            self.published.set()
 
 
 class Agent:
@@ -84,40 +81,27 @@ class Agent:
         ):
             if not value:
                 raise errors.ConfigurationError(f"{name} is required")
+        check_ws_url(ws_url)
         self.adapter = adapter
         self.agent_id = agent_id
-        self._api_key = api_key
         self.rest_url = rest_url
         self.ws_url = ws_url
         self.policy = policy or Policy()
-        self._reject_conflict = reject_conflict
         self.stats = SocketStats()
+        """Counters of the websocket, kept across connections and runs."""
+        self._last_disconnect_reason: errors.DisconnectReason | None = None
+        self._settings = LinkSettings(agent_id, api_key, ws_url, reject_conflict)
         self._refs = RefCounter()
-        self._rooms: dict[str, Room] = {}
         self._ledgers: dict[str, Ledger] = {}
         """Per room, for the agent's lifetime: the adapter never runs twice for a message in
-        one process, even if the room is left and joined again."""
-        self._control = ControlLane(
-            lambda: self._rooms, memory=self.policy.control_dedup_memory, changed=self._notify
-        )
-        self._socket: Socket | None = None
-        self._rest: RestClient | None = None
-        self._rooms_nursery: trio.Nursery | None = None
-        self._rooms_done = trio.Event()
-        self._changed = trio.Event()
-        self._stopping = False
-        self._stopped = trio.Event()
-        self._stop_result: StopResult | None = None
-        self._running = False
-        self._done = trio.Event()
-        self._terminal: errors.DisconnectReason | None = None
-        self._overruns: list[Overrun] = []
-        self._top = trio.CancelScope()
-        self._generation = 0
-        """Counts connections; a push from an older one is dropped."""
-        self.connects = 0
-        """How many times the agent connected and finished joining (1 + reconnects)."""
-        self.last_disconnect_reason: errors.DisconnectReason | None = None
+        one process, even if the room is left and joined again, or the agent run again."""
+        self._changes = Changes()
+        self._control = ControlLane(memory=self.policy.control_dedup_memory, changes=self._changes)
+        self._run: _Run | None = None
+        self._last_result = StopResult(graceful=True)
+        self._rooms: Rooms | None = None
+        self._link: Link | None = None
+        self._connects = 0
 
     @classmethod
     def from_env(cls, adapter: Adapter, **overrides: Any) -> Agent:
@@ -131,314 +115,167 @@ class Agent:
         settings.update({k: v for k, v in overrides.items() if v is not None})
         return cls(adapter, **settings)
 
-    # -- state ---------------------------------------------------------------
+    # -- observation -----------------------------------------------------------
 
     @property
-    def rooms(self) -> Mapping[str, Room]:
-        """The rooms the agent is in, by id (read-only view)."""
-        return dict(self._rooms)
+    def rooms(self) -> Mapping[str, RoomView]:
+        """The rooms the agent is in now, by id (a snapshot of live views)."""
+        if self._rooms is None:
+            return {}
+        return {room_id: RoomView(room) for room_id, room in self._rooms.current.items()}
+
+    @property
+    def last_disconnect_reason(self) -> errors.DisconnectReason | None:
+        """Why the platform last ended the session for good; kept after `run()` raised,
+        and cleared by the next fresh connect."""
+        if self._link is not None:
+            return self._link.disconnect_reason
+        return self._last_disconnect_reason
 
     @property
     def connected(self) -> bool:
-        return self._socket is not None and not self._socket.closed.is_set()
+        socket = self._link.socket if self._link is not None else None
+        return socket is not None and not socket.closed.is_set()
 
     @property
-    def control(self) -> ControlLane:
-        return self._control
+    def connects(self) -> int:
+        """How many times the agent connected and finished joining, over all its runs."""
+        return self._connects + (self._link.connects if self._link is not None else 0)
 
-    # -- running -------------------------------------------------------------
+    @property
+    def signals(self) -> SignalCounts:
+        """How many control signals were applied, and how many ignored as copies."""
+        return self._control.counts
+
+    @property
+    def running(self) -> bool:
+        """Whether `run()` is in progress."""
+        return self._run is not None
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once `predicate()` holds, re-checked after every change of the agent's
+        state: a turn starting or ending, a room joined, left, stopped or played, a
+        signal applied, the socket connecting or closing. The caller sets the deadline."""
+        while not predicate():
+            await self._changes.wait()
+
+    # -- the run ---------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Connect and serve until `stop()`; `task_status.started()` once rooms are joined.
 
         Raises `AgentDisconnectedError` if the platform ends the session for good,
-        and `AuthenticationError` if the key is refused at start-up.
+        and `AuthenticationError` (or another `PlatformError`) if the start-up
+        check of the key fails. If `stop()` comes before the agent has finished
+        starting, `run()` returns without serving, and `nursery.start(agent.run)`
+        returns too. An agent can be run again once `run()` has returned.
         """
-        if self._running:
+        if self._run is not None:
             raise RuntimeError("Agent.run() is already running")
-        self._running = True
-        self._reset_run_state()
+        run = self._run = _Run()
+        started = _Started(task_status)
         try:
-            async with RestClient(self.rest_url, self._api_key, policy=self.policy) as rest:
-                self._rest = rest
-                await rest.me()
-                async with trio.open_nursery() as top:
-                    self._top = top.cancel_scope
-                    await top.start(self._host_rooms)
-                    await self._serve_link(task_status)
-                    top.cancel_scope.cancel(reason="agent stopped")
+            end = await self._serve(run, started)
         finally:
-            self._done.set()
-            self._running = False
-        if self._terminal is not None:
-            raise errors.AgentDisconnectedError(self._terminal)
+            run.publish(StopResult(graceful=False))  # if nothing better was published
+            assert run.result is not None
+            self._last_result = run.result
+            self._run = None
+            if self._link is not None:
+                self._connects += self._link.connects
+                self._last_disconnect_reason = self._link.disconnect_reason
+            self._link = None
+            self._rooms = None
+            self._changes.notify()
+        if end.error is not None:
+            raise end.error
+        if end.terminal is not None:
+            raise errors.AgentDisconnectedError(end.terminal)
+        if not started.done:
+            task_status.started()  # stopped during start-up: let `nursery.start` return
 
-    def _reset_run_state(self) -> None:
-        """Fresh per-run state, so an agent can run again after it stopped or was
-        disconnected (its ledgers, and `last_disconnect_reason`, carry over)."""
-        self._done = trio.Event()
-        self._rooms_done = trio.Event()
-        self._stopping = False
-        self._stopped = trio.Event()
-        self._stop_result = None
-        self._terminal = None
-        self._overruns = []
+    async def _serve(self, run: _Run, started: _Started) -> LinkEnd:
+        journal = Journal()
+        async with RestClient(self.rest_url, self._settings.api_key, policy=self.policy) as rest:
+            context = RoomContext(
+                agent_id=self.agent_id,
+                rest=rest,
+                adapter=self.adapter,
+                policy=self.policy,
+                changes=self._changes,
+                journal=journal,
+            )
+            rooms = self._rooms = Rooms(context, self._ledgers)
+            link = self._link = Link(
+                self._settings,
+                rest=rest,
+                rooms=rooms,
+                control=self._control,
+                policy=self.policy,
+                stats=self.stats,
+                refs=self._refs,
+                changes=self._changes,
+                disconnect_reason=self._last_disconnect_reason,
+            )
+            async with trio.open_nursery() as root:
+                await root.start(rooms.run)
+                root.start_soon(_stop_when_asked, run, rooms, link)
+                end = await link.run(started)
+                if run.stop_requested.is_set():
+                    run.publish(self._result(journal, rooms))
+                root.cancel_scope.cancel(reason="agent stopped")
+            run.publish(self._result(journal, rooms))
+        return end
+
+    def _result(self, journal: Journal, rooms: Rooms) -> StopResult:
+        unsettled = tuple(
+            UnsettledMark(room_id, message_id, "processed" if failure is None else "failed")
+            for room_id, ledger in self._ledgers.items()
+            for message_id, failure in ledger.pending_marks()
+        )
+        cancelled = tuple(journal.cancelled)
+        overran = tuple(journal.overran)
+        return StopResult(
+            graceful=not cancelled and not overran,
+            cancelled=cancelled,
+            overran=overran,
+            unsettled=unsettled,
+        )
 
     async def stop(self) -> StopResult:
-        """Stop gracefully: finish running turns within the shutdown grace, then cancel.
+        """Stop gracefully: each room finishes the unit of work in hand (its mark
+        included) within the shutdown grace, then what still runs is cancelled.
 
-        Calling it again while a stop is under way waits for that stop and returns
-        its result; calling it when the agent is not running returns at once.
+        Safe to call in any phase and from any task; a second concurrent call shares
+        the first's result, and cancelling a caller does not undo the stop. Called
+        when the agent is not running, it returns at once: the result of the last
+        run (graceful for an agent never run).
         """
-        if self._stopping:
-            await self._stopped.wait()
-            assert self._stop_result is not None
-            return self._stop_result
-        if not self._running or self._done.is_set():
-            return StopResult(graceful=True)
-        self._stopping = True
-        try:
-            self._stop_result = await self._stop()
-        finally:
-            self._stopped.set()
-        return self._stop_result
-
-    async def _stop(self) -> StopResult:
-        for room in self._rooms.values():
-            room.drain()
-        with trio.move_on_after(self.policy.shutdown_grace):
-            await self.wait_until(lambda: all(room.turn is None for room in self._rooms.values()))
-        cancelled = tuple(
-            (room.id, room.turn.message.id) for room in self._rooms.values() if room.turn
-        )
-        if cancelled:
-            log.warning("stopping with %d turn(s) still running: cancelling them", len(cancelled))
-        if self._rooms_nursery is not None:
-            self._rooms_nursery.cancel_scope.cancel(reason="agent stopping")
-        grace = self.policy.cleanup_grace
-        with trio.move_on_after(grace):
-            await self._rooms_done.wait()
-        for room in self._rooms.values():  # rooms leave this dict when their task ends
-            message_id = room.turn.message.id if room.turn is not None else None
-            self._overruns.append(Overrun(room.id, message_id, "room ignored the stop"))
-            log.error(
-                "room %s (turn %s) still running %.1fs after the stop", room.id, message_id, grace
-            )
-        socket = self._socket
-        if socket is not None:
-            await socket.aclose()  # a clean close frame, while the reader can still see it
-        # whatever the link is doing now (backoff, a handshake, a join), it is done
-        self._top.cancel(reason="agent stopped")
-        with trio.move_on_after(grace):
-            await self._done.wait()
-        overran = tuple(self._overruns)
-        return StopResult(
-            graceful=not cancelled and not overran, cancelled=cancelled, overran=overran
-        )
-
-    async def _host_rooms(self, task_status: trio.TaskStatus[None]) -> None:
-        try:
-            async with trio.open_nursery() as nursery:
-                self._rooms_nursery = nursery
-                task_status.started()
-                await trio.sleep_forever()
-        finally:
-            self._rooms_done.set()
-
-    def _room_context(self) -> RoomContext:
-        assert self._rest is not None
-        return RoomContext(
-            agent_id=self.agent_id,
-            rest=self._rest,
-            adapter=self.adapter,
-            policy=self.policy,
-            socket=lambda: self._socket,
-            changed=self._notify,
-            overran=self._overruns.append,
-        )
-
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
-
-    async def wait_until(self, predicate: Callable[[], bool]) -> None:
-        """Return once `predicate()` holds, re-checked after every change of the agent's
-        state: a turn starting or ending, a room joined, left, stopped or played, the
-        socket connecting or closing. The caller sets the deadline."""
-        while not predicate():
-            await self._changed.wait()
-
-    def _add_room(self, room_id: str) -> Room | None:
-        if room_id in self._rooms or self._stopping or self._rooms_nursery is None:
-            return None
-        ledger = self._ledgers.get(room_id)
-        if ledger is None:
-            ledger = self._ledgers[room_id] = Ledger(
-                max_attempts=self.policy.max_attempts, memory=self.policy.completed_memory
-            )
-        room = Room(room_id, self._room_context(), ledger)
-        self._rooms[room_id] = room
-        self._rooms_nursery.start_soon(self._run_room, room, name=f"room {room_id}")
-        self._notify()
-        return room
-
-    async def _run_room(self, room: Room) -> None:
-        try:
-            await room.run()
-        finally:
-            if self._rooms.get(room.id) is room:
-                del self._rooms[room.id]
-            self._notify()
-
-    def _remove_room(self, room_id: str) -> None:
-        room = self._rooms.pop(room_id, None)
-        if room is not None:
-            log.info("left room %s", room_id)
-            room.scope.cancel(reason="left the room")
-
-    # -- the link ------------------------------------------------------------
-
-    async def _serve_link(self, task_status: trio.TaskStatus[None]) -> None:
-        """Connect, join and sync; wait for the close; reconnect unless it was final."""
-        policy = self.policy
-        backoff = Backoff(
-            base=policy.reconnect_base,
-            cap=policy.reconnect_cap,
-            stable_after=policy.reconnect_stable,
-        )
-        started = False
-        while True:
-            retry_after: float | None = None
-            self._generation += 1
-            try:
-                async with trio.open_nursery() as connection:
-                    socket: Socket = await connection.start(
-                        functools.partial(
-                            run_socket,
-                            self.ws_url,
-                            agent_id=self.agent_id,
-                            api_key=self._api_key,
-                            on_push=functools.partial(self._on_push, self._generation),
-                            refs=self._refs,
-                            stats=self.stats,
-                            policy=policy,
-                            reject_conflict=self._reject_conflict and not started,
-                        )
-                    )
-                    self._socket = socket
-                    self.last_disconnect_reason = None  # a fresh connect clears it
-                    try:
-                        await self._on_connected(socket)
-                        if not started:
-                            started = True
-                            task_status.started()
-                        backoff.connected(trio.current_time())
-                        self.connects += 1
-                        self._notify()
-                        await socket.closed.wait()
-                    finally:
-                        self._socket = None
-                        self._notify()
-                        await socket.aclose()
-                backoff.disconnected(trio.current_time())
-                log.info("websocket closed (code %s: %s)", socket.close_code, socket.close_reason)
-                if socket.close_code in TERMINAL_CLOSE_CODES and self._terminal is None:
-                    self._terminal = errors.DisconnectReason(
-                        reason=f"close_{socket.close_code}",
-                        message=socket.close_reason or "closed by the platform for good",
-                    )
-            except* errors.PlatformResponseError as group:
-                error = group.exceptions[0]
-                assert isinstance(error, errors.PlatformResponseError)
-                if error.status in TERMINAL_UPGRADE_STATUSES:
-                    self._terminal = errors.DisconnectReason(
-                        reason=error.code or f"http_{error.status}",
-                        message=error.message,
-                        retry_after=error.retry_after,
-                        correlation_id=error.request_id,
-                    )
-                else:
-                    log.warning("websocket upgrade refused (%s); retrying", error)
-                    retry_after = error.retry_after
-            except* (errors.PlatformError, errors.JoinError, errors.ConnectionClosedError) as group:
-                log.warning("connection failed: %s", _leaf(group))
-            if self._terminal is not None:
-                log.error("disconnected for good: %s", self._terminal)
-                self.last_disconnect_reason = self._terminal
-                return
-            if self._stopping:
-                return
-            await trio.sleep(backoff.delay(retry_after))
-
-    async def _on_connected(self, socket: Socket) -> None:
-        """Join the agent's topics, reconcile the room list, and rejoin and resync rooms.
-
-        Rooms rejoin concurrently (each still joins `chat_room` before
-        `room_participants`), so a reconnect with many rooms is one round trip deep.
-        """
-        await socket.join(f"agent_control:{self.agent_id}")
-        await socket.join(f"agent_rooms:{self.agent_id}")
-        assert self._rest is not None
-        wanted = [summary.id for summary in await self._rest.rooms()]
-        for gone in set(self._rooms) - set(wanted):
-            self._remove_room(gone)
-        fresh: list[Room] = []
-        async with trio.open_nursery() as rejoins:
-            for room_id in wanted:
-                room = self._rooms.get(room_id)
-                if room is None:
-                    added = self._add_room(room_id)
-                    if added is not None:
-                        fresh.append(added)
-                elif room.ready.is_set():
-                    rejoins.start_soon(self._rejoin, room, socket)
-        for room in fresh:
-            await room.ready.wait()
-
-    @staticmethod
-    async def _rejoin(room: Room, socket: Socket) -> None:
-        await room.join_topics(socket)
-        room.request_resync()
-
-    def _on_push(self, generation: int, topic: str, event: str, payload: Any) -> None:
-        """Route one push; runs in the reader, so it never awaits."""
-        if generation != self._generation:
-            log.debug("dropped %s from an older connection", event)
-            return
-        if isinstance(payload, MessageCreated):
-            if event != "message_created":
-                return
-            room_id = topic.partition(":")[2]
-            room = self._rooms.get(room_id)
-            if room is not None:
-                room.push(inbound(room_id, self.agent_id, payload))
-        elif isinstance(payload, AgentControl):
-            self._control.apply(payload)
-        elif isinstance(payload, RoomAdded) and not isinstance(payload, RoomRemoved):
-            self._add_room(payload.id)
-        elif isinstance(payload, RoomRemoved | RoomDeleted):
-            self._remove_room(payload.id)
-        elif isinstance(payload, Supersede):
-            self._on_supersede(payload)
-        else:
-            log.debug("ignored %s on %s", event, topic)
-
-    def _on_supersede(self, payload: Supersede) -> None:
-        log.warning("superseded by the platform: %s (%s)", payload.reason, payload.message)
-        if not payload.retryable:
-            self._terminal = errors.DisconnectReason(
-                reason=payload.reason,
-                message=payload.message,
-                retryable=False,
-                retry_after=payload.retry_after,
-                correlation_id=payload.correlation_id,
-            )
-            if self._socket is not None:
-                self._socket.close_soon()
+        run = self._run
+        if run is None:
+            return self._last_result
+        run.stop_requested.set()
+        await run.published.wait()
+        assert run.result is not None
+        return run.result
 
 
-def _leaf(error: BaseException) -> BaseException:
-    """The first leaf of a (possibly nested) exception group, for a readable log line."""
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
+async def _stop_when_asked(run: _Run, rooms: Rooms, link: Link) -> None:
+    """The shutdown, in order: rooms settle (bounded by their graces), then the link
+    closes its connection with a close frame and connects no more."""
+    await run.stop_requested.wait()
+    rooms.close()
+    await rooms.settled.wait()
+    link.close()
+
+
+class _Started:
+    """Passes `run()`'s `task_status` down to the link, remembering if it fired."""
+
+    def __init__(self, task_status: trio.TaskStatus[None]) -> None:
+        self._task_status = task_status
+        self.done = False
+
+    def started(self, value: None = None) -> None:
+        self.done = True
+        self._task_status.started()

@@ -12,48 +12,58 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..wire import AgentControl
+from ._context import Changes
 from ._room import Room
 
-__all__ = ["ControlLane"]
+__all__ = ["ControlLane", "SignalCounts"]
 
 log = logging.getLogger("band_trio.runtime.control")
 
 
-class ControlLane:
-    """Routes `agent.control` signals to rooms, de-duplicated by correlation id."""
+@dataclass(frozen=True, slots=True)
+class SignalCounts:
+    """How many control signals the agent applied, and how many it ignored as copies."""
 
-    def __init__(
-        self,
-        rooms: Callable[[], Mapping[str, Room]],
-        *,
-        memory: int,
-        changed: Callable[[], None] = lambda: None,
-    ) -> None:
-        self._rooms = rooms
+    applied: int
+    duplicates: int
+
+
+class ControlLane:
+    """Routes `agent.control` signals to rooms, de-duplicated by correlation id.
+
+    One lane per agent, so its memory of correlation ids outlives reconnects and
+    runs; the link hands it the rooms with each signal.
+    """
+
+    def __init__(self, *, memory: int, changes: Changes) -> None:
         self._memory = memory
-        self._changed = changed
+        self._changes = changes
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
         self.applied = 0
         self.duplicates = 0
 
-    def apply(self, signal: AgentControl) -> None:
-        """Route and apply one signal, now."""
-        try:
-            self._apply(signal)
-        finally:
-            self._changed()
+    @property
+    def counts(self) -> SignalCounts:
+        return SignalCounts(applied=self.applied, duplicates=self.duplicates)
 
-    def _apply(self, signal: AgentControl) -> None:
+    def apply(self, signal: AgentControl, rooms: Mapping[str, Room]) -> None:
+        """Route and apply one signal to `rooms`, now."""
+        try:
+            self._apply(signal, rooms)
+        finally:
+            self._changes.notify()
+
+    def _apply(self, signal: AgentControl, rooms: Mapping[str, Room]) -> None:
         # A play is never a duplicate of a stop: the key includes the mode.
         key = (signal.correlation_id, signal.mode)
         if key in self._seen:
             self.duplicates += 1
             log.info("ignored duplicate %s (%s)", signal.mode, signal.correlation_id)
             return
-        rooms = self._rooms()
         if signal.room_id is not None:
             targets = [rooms[signal.room_id]] if signal.room_id in rooms else []
             if not targets:

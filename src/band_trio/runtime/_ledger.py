@@ -63,6 +63,10 @@ class Ledger:
         `processed`, or `failed` with `failure` as its label."""
         self._pending[message_id] = failure
 
+    def pending_marks(self) -> list[tuple[str, str | None]]:
+        """Every ack-pending id with the failure label its mark carries (None: `processed`)."""
+        return list(self._pending.items())
+
     def pending_failure(self, message_id: str) -> str | None:
         """The label of an outstanding `failed` mark (None: the mark is `processed`)."""
         return self._pending.get(message_id)

@@ -1,12 +1,23 @@
-"""One room: a serial loop of turns, in platform order, inside the room's own scope.
+"""One room: a serial loop that finds the next piece of work, then does it.
 
-Inputs are pushes (`push`, called synchronously by the websocket reader) and
-`/next` passes (start-up backlog, reconciles, replays after play). The first
-pushed message id is the sync point: a backlog pass stops when `/next` reaches
-a message that is already queued from a push, so older work runs first and a
-message that arrives by both paths runs once. Control signals (`interrupt`,
-`stop`, `play`) are synchronous too: they cancel the running turn's scope or
-flip the room's suppression and wake the loop.
+    Room.run
+    ├── find work               one cancel scope per search: a wait, a `/next` fetch,
+    │                           a page of the scan, the stopped-probe; stop and drain
+    │                           cancel it, so none of them is ever polled
+    └── one unit                claim → adapter → settle (`_turn.run_turn`); only the
+                                turn's own abort, or the room's scope, cuts it short
+
+Inputs are synchronous calls from the link's reader and the control lane:
+`push` (a `message_created`), `joined` (the link joined the room's topics on
+a connection), `interrupt`, `stop`, `play`, and `drain` (the agent is
+stopping). The room's stopped and draining states are real state, read where
+work is looked for, at the start of each search.
+
+Order: a `/next` pass runs before queued pushes. The first pushed message id is
+the sync point: a pass ends when `/next` reaches a message already queued from
+a push, so older work runs first and a message that arrives by both paths
+runs once. A periodic reconcile asks for a pass; it is a deadline of the
+search, so queue traffic never postpones it.
 """
 
 from __future__ import annotations
@@ -14,48 +25,25 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 
 from .. import errors
-from ..contract import Adapter, Message, Turn
-from ..link import RestClient, Socket
-from ..policy import Policy
+from ..contract import Message
+from ..link import Socket
+from ..wire import ChatMessage
+from ._context import RoomContext
 from ._inbound import Inbound, inbound
 from ._ledger import Ledger, Standing
-from ._settle import Outcome, report_idle, settle
-from ._turn import AbortKind, ActiveTurn, PlatformPort
+from ._results import Overrun
+from ._settle import Outcome, settle
+from ._turn import run_turn
+from ._turn_state import AbortKind, ActiveTurn
 
-__all__ = ["Overrun", "Room", "RoomContext"]
+__all__ = ["Room", "chat_topic", "participants_topic"]
 
 log = logging.getLogger("band_trio.runtime.room")
-
-_ROOM_ERRORS = (errors.PlatformError, errors.JoinError, errors.ConnectionClosedError)
-
-
-@dataclass(frozen=True, slots=True)
-class Overrun:
-    """Work that outlived its grace after being told to stop."""
-
-    room_id: str
-    message_id: str | None
-    what: str
-
-
-@dataclass(frozen=True, slots=True)
-class RoomContext:
-    """What every room of one agent shares."""
-
-    agent_id: str
-    rest: RestClient
-    adapter: Adapter
-    policy: Policy
-    socket: Callable[[], Socket | None]
-    changed: Callable[[], None]
-    """Tell the agent its observable state moved (a turn began or ended, ...)."""
-    overran: Callable[[Overrun], None]
 
 
 def chat_topic(room_id: str) -> str:
@@ -66,34 +54,58 @@ def participants_topic(room_id: str) -> str:
     return f"room_participants:{room_id}"
 
 
+@dataclass
+class _Pass:
+    """Where a catch-up through `/next` stands (and, past a stuck head, the scan)."""
+
+    scanning: bool = False
+    """Walking the unprocessed list page by page, past a head that cannot move on."""
+    handed: str | None = None
+    """The `/next` head handed out as work, whose outcome decides what comes next."""
+    moved: bool = True
+    page: deque[ChatMessage] = field(default_factory=deque)
+    cursor: str | None = None
+    more: bool = True
+
+
 class Room:
-    """A joined room. Its task is `run`; leaving the room is `scope.cancel()`."""
+    """A joined room; its owner (the rooms host) runs `run` and cancels it to leave."""
 
     def __init__(self, room_id: str, context: RoomContext, ledger: Ledger) -> None:
         self.id = room_id
         self._ctx = context
-        self.scope = trio.CancelScope()
-        self.ready = trio.Event()
-        """Set once the room's topics are joined (or the room gave up joining)."""
         self.ledger = ledger
         """Owned by the agent, so it outlives a leave and a rejoin of the room."""
+        self.turn: ActiveTurn | None = None
+        """The turn running now (until it has settled), if any."""
+        self.socket: Socket | None = None
+        """The connection the room's topics were last joined on (handed down by the link)."""
+        self.last_pass_found_work = True
+        """Whether the last `/next` pass found a message (the reconcile backs off if not)."""
         self._inbox: deque[Message] = deque()
         self._queued: set[str] = set()
         self._wake = trio.Event()
-        self._resync_due = True
+        self._resync_due = False
+        self._pass: _Pass | None = None
         self._stopped = False
         self._draining = False
-        self.turn: ActiveTurn | None = None
+        self._search = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
-        self._fetch_scope = trio.CancelScope()
-        self.last_pass_found_work = True
-        """Whether the last `/next` pass found a message (the reconcile backs off if not)."""
+        policy = context.policy
+        self._interval = policy.reconcile_interval
+        self._reconcile_at = trio.current_time() + self._interval * random.uniform(0.5, 1.0)
 
-    # -- synchronous inputs (websocket reader, control lane, agent) ---------
+    # -- synchronous inputs (the link's reader, the control lane, the host) -----
 
     @property
     def stopped(self) -> bool:
         return self._stopped
+
+    def joined(self, socket: Socket) -> None:
+        """The link joined the room's topics on `socket`; catch up through `/next`."""
+        self.socket = socket
+        self.request_resync()
+        self._ctx.changes.notify()
 
     def push(self, item: Inbound) -> None:
         """A `message_created` push. Ignored while stopped: `/next` replays it on play."""
@@ -107,7 +119,7 @@ class Room:
         self._wake.set()
 
     def request_resync(self) -> None:
-        """Run a `/next` pass at the next opportunity (after the current turn)."""
+        """Run a `/next` pass at the next search for work (after the current unit)."""
         self._resync_due = True
         self._wake.set()
 
@@ -124,10 +136,21 @@ class Room:
         self._stopped = True
         self._inbox.clear()
         self._queued.clear()
-        self._fetch_scope.cancel(reason="stop")
+        self._pass = None
+        self._search.cancel(reason="stop")
         self._abort(AbortKind.STOP, reason)
-        self._wake.set()
-        self._ctx.changed()
+        self._ctx.changes.notify()
+
+    def play(self) -> None:
+        """Lift the suppression first, then catch up through `/next` at once."""
+        self._stopped = False
+        self.request_resync()
+        self._ctx.changes.notify()
+
+    def drain(self) -> None:
+        """The agent is stopping: finish the unit in hand, then end the room loop."""
+        self._draining = True
+        self._search.cancel(reason="draining")
 
     def _abort(self, kind: AbortKind, reason: str | None) -> bool:
         turn = self.turn
@@ -136,6 +159,167 @@ class Room:
         if self._nursery is not None:
             self._nursery.start_soon(self._watch_abort, turn)
         return True
+
+    # -- the loop --------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Find work and do it, one unit at a time; return once drained.
+
+        Raises only on a bug; the owner restarts the loop then (state is kept).
+        """
+        self._pass = None
+        async with trio.open_nursery() as nursery:  # abort watchdogs
+            self._nursery = nursery
+            try:
+                while True:
+                    work: Message | None = None
+                    with trio.CancelScope() as self._search:
+                        work = await self._find_work()
+                    if work is not None:
+                        self._after_unit(work.id, await self._unit(work))
+                    elif self._draining:
+                        return
+            finally:
+                self._nursery = None
+                nursery.cancel_scope.cancel()
+
+    def _after_unit(self, message_id: str, moved: bool) -> None:
+        """Tell the pass in progress (if the unit came from it) whether the message moved on."""
+        state = self._pass
+        if state is not None and state.handed == message_id:
+            state.moved = moved
+
+    async def _find_work(self) -> Message | None:
+        """The next message to run, in order; None once draining."""
+        while not self._draining:
+            if self._stopped:
+                await self._while_stopped()
+                continue
+            now = trio.current_time()
+            if now >= self._reconcile_at:
+                self._reconcile_tick(now)
+            if self._pass is None and self._resync_due:
+                self._resync_due = False
+                self._pass = _Pass()
+            if self._pass is not None:
+                message = await self._pass_step(self._pass)
+                if message is not None:
+                    return message
+                self._pass = None
+                continue
+            if self._inbox:
+                message = self._inbox.popleft()
+                self._queued.discard(message.id)
+                return message
+            self._wake = trio.Event()
+            with trio.move_on_at(self._reconcile_at):
+                await self._wake.wait()
+        return None
+
+    def _reconcile_tick(self, now: float) -> None:
+        """Ask for a pass; the next one comes sooner if this room has been busy."""
+        policy = self._ctx.policy
+        if self.last_pass_found_work:
+            self._interval = policy.reconcile_interval
+        else:
+            self._interval = min(self._interval * 2, policy.reconcile_interval_max)
+        self._reconcile_at = now + self._interval
+        self._resync_due = True
+
+    async def _while_stopped(self) -> None:
+        """Wait for play; every probe interval, look for a play we missed."""
+        with trio.move_on_after(self._ctx.policy.stopped_probe_interval):
+            self._wake = trio.Event()
+            await self._wake.wait()
+            return
+        try:
+            head = await self._ctx.rest.next_message(self.id)
+        except errors.PlatformError as exc:
+            log.info("room %s: stopped-probe failed: %s", self.id, exc)
+            return
+        if head is not None and self._stopped:
+            log.info("room %s: /next shows work while stopped: taking it as a missed play", self.id)
+            self.play()
+
+    async def _pass_step(self, state: _Pass) -> Message | None:
+        """The pass's next message, or None once the pass is over.
+
+        A head that can never move on in this process (own, completed, spent, or
+        waiting only for its final mark) would come back from every `/next` and
+        hide the messages behind it; the pass then walks the room's unprocessed
+        list once, past it, instead of spinning.
+        """
+        if not state.scanning:
+            handed, state.handed = state.handed, None
+            if handed is not None and not state.moved:
+                # No progress: the same head would come back. If it can only wait
+                # for its final mark, serve the messages behind it meanwhile.
+                if self.ledger.standing(handed) is not Standing.ACK_PENDING:
+                    return None
+                state.scanning = True
+        if not state.scanning:
+            try:
+                head = await self._ctx.rest.next_message(self.id)
+            except errors.PlatformError as exc:
+                log.warning("room %s: /next failed (%s); the next reconcile retries", self.id, exc)
+                return None
+            self.last_pass_found_work = head is not None
+            if head is None:
+                return None
+            message = inbound(self.id, self._ctx.agent_id, head).message
+            if message.id in self._queued:
+                return None  # the sync point: pushes take it from here, in order
+            if not self._is_stuck(message):
+                state.handed, state.moved = message.id, True
+                return message
+            state.scanning = True
+        while True:
+            while state.page:
+                item = inbound(self.id, self._ctx.agent_id, state.page.popleft())
+                if item.message.id in self._queued:
+                    return None
+                if not item.processed and not self._is_stuck(item.message):
+                    return item.message
+            if not state.more:
+                return None
+            try:
+                page = await self._ctx.rest.unprocessed(self.id, state.cursor)
+            except errors.PlatformError as exc:
+                log.warning("room %s: scan failed (%s)", self.id, exc)
+                return None
+            state.page.extend(page.data)
+            state.cursor = page.metadata.next_cursor
+            state.more = bool(page.metadata.has_more) and state.cursor is not None
+
+    # -- one unit --------------------------------------------------------------
+
+    def _is_own(self, message: Message) -> bool:
+        return message.sender_type == "Agent" and message.sender_id == self._ctx.agent_id
+
+    def _is_stuck(self, message: Message) -> bool:
+        standing = self.ledger.standing(message.id)
+        return self._is_own(message) or standing in (Standing.EXHAUSTED, Standing.COMPLETED)
+
+    async def _unit(self, message: Message) -> bool:
+        """Deal with one message. Returns True if its platform state moved on."""
+        if self._is_own(message):
+            return False
+        standing = self.ledger.standing(message.id)
+        if standing is Standing.ACK_PENDING:  # retry the final mark only
+            turn = ActiveTurn(message)  # claimed stays unknown: the mark re-claims first
+            turn.failure = self.ledger.pending_failure(message.id)
+            outcome = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
+            ctx = self._ctx
+            return await settle(ctx.rest, ctx.policy, self.ledger, turn, outcome)
+        if standing is not Standing.RUNNABLE:
+            return False
+        turn = self.turn = ActiveTurn(message)
+        self._ctx.changes.notify()
+        try:
+            return await run_turn(self._ctx, self.ledger, turn)
+        finally:
+            self.turn = None
+            self._ctx.changes.notify()
 
     async def _watch_abort(self, turn: ActiveTurn) -> None:
         """Report a turn that outlives its cleanup grace after being aborted."""
@@ -151,295 +335,15 @@ class Room:
             kind,
             grace,
         )
-        self._ctx.overran(Overrun(self.id, turn.message.id, f"ignored the {kind}"))
+        self._ctx.journal.overran.append(Overrun(self.id, turn.message.id, f"ignored the {kind}"))
 
-    def play(self) -> None:
-        """Lift the suppression first, then catch up through `/next` at once."""
-        self._stopped = False
-        self.request_resync()
-        self._ctx.changed()
+    # -- leaving ---------------------------------------------------------------
 
-    def drain(self) -> None:
-        """Take no new work (the agent is stopping); the running turn may finish."""
-        self._draining = True
-        self._wake.set()
-
-    # -- the task ------------------------------------------------------------
-
-    async def run(self) -> None:
-        with self.scope:
-            try:
-                await self._join()
-                self.ready.set()
-                self._ctx.changed()
-                async with trio.open_nursery() as nursery:
-                    self._nursery = nursery
-                    nursery.start_soon(self._reconcile_timer)
-                    await self._supervise()
-            finally:
-                self.ready.set()
-                with trio.move_on_after(self._ctx.policy.cleanup_grace, shield=True):
-                    await self._leave()
-                    await self._ctx.adapter.on_room_left(self.id)
-
-    async def _join(self) -> None:
-        """Join the room's topics, retrying with backoff (1, 2, 4, ... s).
-
-        A join the platform refuses is retried `join_refusals` times (the room may
-        be gone: band-sdk gives up the same way), then the room removes itself;
-        no answer, or no connection, is retried for as long as it takes.
-        """
-        delay = self._ctx.policy.room_restart_base * 2
-        refusals = 0
-        while True:
-            socket = self._ctx.socket()
-            try:
-                if socket is None:
-                    raise errors.ConnectionClosedError("not connected")
-                await self.join_topics(socket)
-                return
-            except errors.JoinError as exc:
-                refusals += exc.refused
-                if refusals > self._ctx.policy.join_refusals:
-                    log.warning(
-                        "room %s: join refused %d times (%s); giving up",
-                        self.id,
-                        refusals,
-                        exc.reason,
-                    )
-                    self.scope.cancel(reason="join refused")
-                    await trio.lowlevel.checkpoint()
-                log.warning("room %s: %s; retrying in %.1fs", self.id, exc, delay)
-            except (errors.PlatformError, errors.ConnectionClosedError) as exc:
-                log.warning("room %s: join failed (%s); retrying in %.1fs", self.id, exc, delay)
-            await trio.sleep(delay)
-            delay = min(delay * 2, self._ctx.policy.room_restart_cap)
-
-    async def join_topics(self, socket: Socket) -> None:
-        """Join `chat_room` then `room_participants` (never in parallel, as band-sdk)."""
-        await socket.join(chat_topic(self.id))
-        try:
-            await socket.join(participants_topic(self.id))
-        except BaseException:
-            with trio.move_on_after(self._ctx.policy.cleanup_grace, shield=True):
-                await socket.leave(chat_topic(self.id))
-            raise
-
-    async def _leave(self) -> None:
-        socket = self._ctx.socket()
+    async def close(self) -> None:
+        """Leave the room's topics on the connection they were joined on (if it is
+        still open), then tell the adapter. The owner bounds and shields this."""
+        socket = self.socket
         if socket is not None and not socket.closed.is_set():
             await socket.leave(chat_topic(self.id))
             await socket.leave(participants_topic(self.id))
-
-    async def _supervise(self) -> None:
-        """Run the loop; a crash is logged and the loop restarted with backoff."""
-        delay = self._ctx.policy.room_restart_base
-        while True:
-            try:
-                await self._loop()
-            except Exception:
-                log.exception("room %s: loop crashed; restarting in %.1fs", self.id, delay)
-                await trio.sleep(delay)
-                delay = min(delay * 2, self._ctx.policy.room_restart_cap)
-                self._resync_due = True
-
-    async def _loop(self) -> None:
-        while True:
-            if self._draining:
-                await trio.sleep_forever()
-            if self._stopped:
-                await self._while_stopped()
-            elif self._resync_due:
-                self._resync_due = False
-                await self._pass()
-            elif self._inbox:
-                message = self._inbox.popleft()
-                self._queued.discard(message.id)
-                await self._handle(message)
-            else:
-                self._wake = trio.Event()
-                await self._wake.wait()
-
-    async def _while_stopped(self) -> None:
-        """Wait for play; every probe interval, look for a play we missed."""
-        with trio.move_on_after(self._ctx.policy.stopped_probe_interval):
-            while self._stopped and not self._draining:
-                self._wake = trio.Event()
-                await self._wake.wait()
-            return
-        try:
-            head = await self._ctx.rest.next_message(self.id)
-        except errors.PlatformError as exc:
-            log.info("room %s: stopped-probe failed: %s", self.id, exc)
-            return
-        if head is not None and self._stopped:
-            log.info("room %s: /next shows work while stopped: taking it as a missed play", self.id)
-            self.play()
-
-    async def _pass(self) -> None:
-        """Process `/next` until it is empty, a queued push is reached, or no progress.
-
-        A head that can never move on in this process (its attempts are spent) would
-        come back from every `/next` and hide the messages behind it; the pass then
-        walks the room's unprocessed list once, past it, instead of spinning.
-        """
-        while not self._stopped and not self._draining:
-            with trio.CancelScope() as self._fetch_scope:
-                try:
-                    head = await self._ctx.rest.next_message(self.id)
-                except errors.PlatformError as exc:
-                    log.warning(
-                        "room %s: /next failed (%s); the next reconcile retries", self.id, exc
-                    )
-                    return
-            if self._fetch_scope.cancelled_caught:
-                return  # stopped while fetching
-            if head is None:
-                self.last_pass_found_work = False
-                return
-            self.last_pass_found_work = True
-            item = inbound(self.id, self._ctx.agent_id, head)
-            if item.message.id in self._queued:
-                return  # the sync point: pushes take it from here, in order
-            if self._is_stuck(item.message):
-                await self._scan()
-                return
-            if not await self._handle(item.message):
-                # No progress: the same head would come back. Don't spin on it; if it can
-                # only wait for its final mark, serve the messages behind it meanwhile.
-                if self.ledger.standing(item.message.id) is Standing.ACK_PENDING:
-                    await self._scan()
-                return
-
-    def _is_stuck(self, message: Message) -> bool:
-        standing = self.ledger.standing(message.id)
-        return self._is_own(message) or standing in (Standing.EXHAUSTED, Standing.COMPLETED)
-
-    async def _scan(self) -> None:
-        """One walk over the room's unprocessed messages, oldest first, past stuck ones."""
-        cursor: str | None = None
-        while not self._stopped and not self._draining:
-            with trio.CancelScope() as self._fetch_scope:
-                try:
-                    page = await self._ctx.rest.unprocessed(self.id, cursor)
-                except errors.PlatformError as exc:
-                    log.warning("room %s: scan failed (%s)", self.id, exc)
-                    return
-            if self._fetch_scope.cancelled_caught:
-                return
-            for wire in page.data:
-                item = inbound(self.id, self._ctx.agent_id, wire)
-                if self._stopped or self._draining or item.message.id in self._queued:
-                    return
-                if not item.processed and not self._is_stuck(item.message):
-                    await self._handle(item.message)
-            if not page.metadata.has_more or page.metadata.next_cursor is None:
-                return
-            cursor = page.metadata.next_cursor
-
-    async def _reconcile_timer(self) -> None:
-        """Request a `/next` pass periodically, doubling the interval while passes find nothing."""
-        policy = self._ctx.policy
-        interval = policy.reconcile_interval
-        await trio.sleep(interval * random.uniform(0.5, 1.0))
-        while True:
-            self.request_resync()
-            await trio.sleep(interval)
-            if self.last_pass_found_work:
-                interval = policy.reconcile_interval
-            else:
-                interval = min(interval * 2, policy.reconcile_interval_max)
-
-    # -- one message -----------------------------------------------------------
-
-    def _is_own(self, message: Message) -> bool:
-        return message.sender_type == "Agent" and message.sender_id == self._ctx.agent_id
-
-    async def _handle(self, message: Message) -> bool:
-        """Deal with one message. Returns True if its platform state moved on."""
-        if self._is_own(message):
-            return False
-        standing = self.ledger.standing(message.id)
-        if standing is Standing.ACK_PENDING:  # retry the final mark only
-            turn = ActiveTurn(message)  # claimed stays unknown: the mark re-claims first
-            turn.failure = self.ledger.pending_failure(message.id)
-            outcome = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
-            return await settle(self._ctx, self.ledger, turn, outcome)
-        if standing is not Standing.RUNNABLE:
-            return False
-        return await self._run_turn(message)
-
-    async def _run_turn(self, message: Message) -> bool:
-        turn = ActiveTurn(message)
-        outcome = Outcome.ABORTED
-        self.turn = turn
-        self._ctx.changed()
-        self.ledger.charge(message.id)
-        try:
-            with turn.scope:
-                outcome = await self._claim_and_run(turn)
-        except BaseException:
-            # Cancelled from outside (the room left, the agent stopping) or a bug: this is
-            # not an interrupt, so nothing is marked; the message stays `processing`.
-            if turn.finished and turn.abort_kind is None:
-                # ...but the adapter was already done with it: keep that, so only the
-                # final mark is retried later, never the adapter
-                self.ledger.ack_pending(message.id, turn.failure)
-            else:
-                self.ledger.refund(message.id)
-            if turn.working:
-                with trio.move_on_after(self._ctx.policy.cleanup_grace, shield=True):
-                    await report_idle(self._ctx.rest, self.id)
-            raise
-        finally:
-            self.turn = None
-            turn.done.set()
-            self._ctx.changed()
-        if turn.abort_kind is not None:
-            outcome = Outcome.ABORTED  # even if the adapter swallowed the cancellation
-        return await settle(self._ctx, self.ledger, turn, outcome)
-
-    async def _claim_and_run(self, turn: ActiveTurn) -> Outcome:
-        rest = self._ctx.rest
-        try:
-            claim = await rest.claim(self.id, turn.message.id)
-        except errors.PlatformError as exc:
-            turn.claimed = False
-            log.warning("room %s: claim of %s failed: %s", self.id, turn.message.id, exc)
-            return Outcome.NOT_CLAIMED
-        turn.claimed = claim is not None
-        if claim is None:
-            return Outcome.CLAIM_STOPPED
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._keep_working, turn)
-            try:
-                await self._ctx.adapter.on_turn(Turn(turn.message, PlatformPort(rest, turn)))
-                turn.finished = True  # no checkpoint since the return: the work is done
-            except Exception as exc:
-                turn.finished = True
-                turn.failure = f"{type(exc).__name__}: {exc}"[:200]
-                log.warning(
-                    "room %s: adapter failed on %s: %s",
-                    self.id,
-                    turn.message.id,
-                    turn.failure,
-                    exc_info=exc,
-                )
-                return Outcome.FAILED
-            finally:
-                nursery.cancel_scope.cancel()
-        return Outcome.SUCCEEDED
-
-    async def _keep_working(self, turn: ActiveTurn) -> None:
-        """`working: true` now and every keep-alive period; a `false` answer is a platform stop."""
-        while True:
-            turn.working = True
-            try:
-                working = await self._ctx.rest.report_activity(self.id, True)
-            except errors.PlatformError as exc:
-                log.debug("room %s: activity report failed: %s", self.id, exc)
-            else:
-                if not working:
-                    turn.abort(AbortKind.PLATFORM_STOP, "the platform reports the room stopped")
-                    return
-            await trio.sleep(self._ctx.policy.working_keep_alive)
+        await self._ctx.adapter.on_room_left(self.id)

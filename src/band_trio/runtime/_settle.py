@@ -8,26 +8,28 @@
 | NOT_CLAIMED    | given back| none: the claim did not land                  |
 | CLAIM_STOPPED  | given back| none: the claim was answered 204 (stopped)    |
 
-Abort settling is cleanup after a cancel, so it runs shielded under the
-policy's cleanup grace; the `processed` mark and `working: false` go out
-concurrently, the mark first in line.
+Settling is the last part of a turn's one unit of work (claim → adapter →
+settle), and it runs shielded: once the adapter has finished, neither a
+graceful stop nor leaving the room may cut the mark off, or the message would
+be answered twice. It is bounded instead: an aborted turn's settling by the
+policy's `cleanup_grace`, a finished one's by its `settle_grace`. A mark that
+does not land in time leaves the message ack-pending, so only the mark is
+retried later. The mark and `working: false` go out concurrently, the mark
+first in line.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from typing import TYPE_CHECKING
 
 import trio
 
 from .. import errors
 from ..link import RestClient
+from ..policy import Policy
 from ._ledger import Ledger
-from ._turn import ActiveTurn
-
-if TYPE_CHECKING:
-    from ._room import RoomContext
+from ._turn_state import ActiveTurn
 
 __all__ = ["Outcome", "report_idle", "settle"]
 
@@ -124,37 +126,39 @@ async def _mark_failed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bo
     return True
 
 
-async def settle(context: RoomContext, ledger: Ledger, turn: ActiveTurn, outcome: Outcome) -> bool:
-    """Apply `outcome`; returns True if the message's platform state moved on."""
-    rest = context.rest
+async def settle(
+    rest: RestClient, policy: Policy, ledger: Ledger, turn: ActiveTurn, outcome: Outcome
+) -> bool:
+    """Apply `outcome`, shielded and bounded; True if the message's platform state moved on."""
     room_id = turn.message.room_id
     if outcome in (Outcome.NOT_CLAIMED, Outcome.CLAIM_STOPPED):
         ledger.refund(turn.message.id)
         return False
     if outcome is Outcome.ABORTED:
         ledger.refund(turn.message.id)  # our own abort does not use up the budget
-        kind = turn.abort_kind
-        consumed = False
-        with trio.move_on_after(context.policy.cleanup_grace, shield=True) as cleanup:
-            async with trio.open_nursery() as nursery:
-                if turn.working:
-                    nursery.start_soon(report_idle, rest, room_id)
-                if kind is not None and kind.consumes:
-                    consumed = await _mark_processed(rest, ledger, turn)
-        if cleanup.cancelled_caught:
-            log.warning(
-                "room %s: cleanup of aborted turn %s overran its %.1fs grace",
-                room_id,
-                turn.message.id,
-                context.policy.cleanup_grace,
-            )
-        return consumed
+        grace = policy.cleanup_grace
+    else:
+        grace = policy.settle_grace
     moved = False
-    async with trio.open_nursery() as nursery:
-        if turn.working:
-            nursery.start_soon(report_idle, rest, room_id)
-        if outcome is Outcome.SUCCEEDED:
-            moved = await _mark_processed(rest, ledger, turn)
-        else:
-            moved = await _mark_failed(rest, ledger, turn)
+    with trio.move_on_after(grace, shield=True) as bounded:
+        async with trio.open_nursery() as nursery:
+            if turn.working:
+                nursery.start_soon(report_idle, rest, room_id)
+            if outcome is Outcome.ABORTED:
+                kind = turn.abort_kind
+                if kind is not None and kind.consumes:
+                    moved = await _mark_processed(rest, ledger, turn)
+            elif outcome is Outcome.SUCCEEDED:
+                moved = await _mark_processed(rest, ledger, turn)
+            else:
+                moved = await _mark_failed(rest, ledger, turn)
+    if bounded.cancelled_caught:
+        log.warning(
+            "room %s: settling %s (%s) overran its %.1fs grace; any mark not sent stays "
+            "ack-pending",
+            room_id,
+            turn.message.id,
+            outcome.value,
+            grace,
+        )
     return moved

@@ -1,124 +1,111 @@
-"""A turn in flight: its cancel scope, why it was aborted, and what it claimed.
+"""One turn, as one unit of work: claim → adapter → settle.
 
-The scope is opened *before* the claim, so a signal that lands while the claim
-request is still in flight (the claim window) already aborts the turn: the
-adapter is never called. Aborting records a kind and a reason first, then
-cancels the scope; the room reads the kind afterwards to decide consume vs
-leave. Nothing polls a flag between awaits.
+    run_turn
+    └── turn.scope                  opened before the claim; interrupt/stop cancel it
+        ├── claim                   POST /processing (the durable claim)
+        └── nursery
+            ├── adapter.on_turn     the reasoning cycle
+            └── keep-alive          working: true, every keep-alive period
+    settle                          shielded and bounded (see `_settle`)
+
+The unit is indivisible from the outside: a graceful stop waits for it to
+end, and once the adapter has finished, its mark is sent even if the room is
+cancelled meanwhile (shielded, under `settle_grace`). A cancel from outside
+before the adapter finished — the room left, the shutdown grace over — is not
+an interrupt: nothing is marked, the attempt is given back, and the message
+stays `processing` for a later replay.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
-from collections.abc import Sequence
-from typing import Any
 
 import trio
 
 from .. import errors
-from ..contract import Message
-from ..link import RestClient
-from ..wire import MentionRef
+from ..contract import Turn
+from ._context import RoomContext
+from ._ledger import Ledger
+from ._port import PlatformPort
+from ._settle import Outcome, report_idle, settle
+from ._turn_state import AbortKind, ActiveTurn
 
-__all__ = ["AbortKind", "ActiveTurn", "PlatformPort"]
+__all__ = ["run_turn"]
 
 log = logging.getLogger("band_trio.runtime.turn")
 
 
-class AbortKind(enum.Enum):
-    """Why a turn's scope was cancelled by the runtime itself."""
-
-    INTERRUPT = "interrupt"
-    """The room's users interrupted: consume the message (mark it processed)."""
-    STOP = "stop"
-    """The room's users stopped the agent: leave the message for replay on play."""
-    PLATFORM_STOP = "platform_stop"
-    """The platform refused work as stopped (403, activity false): leave the message."""
-
-    @property
-    def consumes(self) -> bool:
-        return self is AbortKind.INTERRUPT
-
-
-class ActiveTurn:
-    """Runtime-side state of one turn (the adapter sees `contract.Turn`)."""
-
-    __slots__ = (
-        "abort_kind",
-        "abort_reason",
-        "claimed",
-        "done",
-        "failure",
-        "finished",
-        "message",
-        "scope",
-        "working",
-    )
-
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        self.scope = trio.CancelScope()
-        self.done = trio.Event()
-        """Set once the turn's scope has exited (settling may still follow)."""
-        self.abort_kind: AbortKind | None = None
-        self.abort_reason: str | None = None
-        self.claimed: bool | None = None
-        """True once the claim landed; None while its outcome is unknown."""
-        self.working = False
-        """True once `working: true` may have reached the platform."""
-        self.failure: str | None = None
-        """A short label of the adapter's error, if it raised."""
-        self.finished = False
-        """True once the adapter returned or raised: a signal after that aborts nothing."""
-
-    def abort(self, kind: AbortKind, reason: str | None = None) -> bool:
-        """Cancel the turn for `kind`. The first abort wins; returns whether this one did."""
-        if self.abort_kind is not None or self.finished:
-            return False
-        self.abort_kind = kind
-        self.abort_reason = reason
-        self.scope.cancel(reason=f"{kind.value}: {reason}" if reason else kind.value)
-        return True
+async def run_turn(ctx: RoomContext, ledger: Ledger, turn: ActiveTurn) -> bool:
+    """Claim, run and settle `turn`; True if its message's platform state moved on."""
+    message = turn.message
+    ledger.charge(message.id)
+    outcome = Outcome.ABORTED
+    try:
+        with turn.scope:
+            outcome = await _claim_and_run(ctx, turn)
+    except BaseException:
+        # Cancelled from outside the turn (the room left, the shutdown grace over).
+        turn.done.set()
+        if turn.finished and turn.abort_kind is None:
+            # ...but the adapter was already done: settle it anyway, or a restart
+            # would answer the message a second time
+            done = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
+            await settle(ctx.rest, ctx.policy, ledger, turn, done)
+        else:
+            ledger.refund(message.id)
+            if turn.working:
+                with trio.move_on_after(ctx.policy.cleanup_grace, shield=True):
+                    await report_idle(ctx.rest, message.room_id)
+        raise
+    turn.done.set()
+    if turn.abort_kind is not None:
+        outcome = Outcome.ABORTED  # even if the adapter swallowed the cancellation
+    return await settle(ctx.rest, ctx.policy, ledger, turn, outcome)
 
 
-class PlatformPort:
-    """The `contract.TurnPort` of one turn: posts on the room's behalf.
-
-    A post refused as "execution is stopped" aborts the turn as a platform
-    stop: the adapter sees `Cancelled`, and the message is left for replay.
-    """
-
-    __slots__ = ("_rest", "_turn")
-
-    def __init__(self, rest: RestClient, turn: ActiveTurn) -> None:
-        self._rest = rest
-        self._turn = turn
-
-    async def post_message(self, content: str, mentions: Sequence[str]) -> str:
-        refs = [MentionRef(id=target) for target in mentions]
+async def _claim_and_run(ctx: RoomContext, turn: ActiveTurn) -> Outcome:
+    message = turn.message
+    try:
+        claim = await ctx.rest.claim(message.room_id, message.id)
+    except errors.PlatformError as exc:
+        turn.claimed = False
+        log.warning("room %s: claim of %s failed: %s", message.room_id, message.id, exc)
+        return Outcome.NOT_CLAIMED
+    turn.claimed = claim is not None
+    if claim is None:
+        return Outcome.CLAIM_STOPPED
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_keep_working, ctx, turn)
         try:
-            posted = await self._rest.post_message(self._turn.message.room_id, content, refs)
-        except errors.ExecutionStoppedError as exc:
-            await self._aborted_by_platform(exc)
-            raise
-        return posted.id
+            await ctx.adapter.on_turn(Turn(message, PlatformPort(ctx.rest, turn)))
+            turn.finished = True  # no checkpoint since the return: the work is done
+        except Exception as exc:
+            turn.finished = True
+            turn.failure = f"{type(exc).__name__}: {exc}"[:200]
+            log.warning(
+                "room %s: adapter failed on %s: %s",
+                message.room_id,
+                message.id,
+                turn.failure,
+                exc_info=exc,
+            )
+            return Outcome.FAILED
+        finally:
+            nursery.cancel_scope.cancel()
+    return Outcome.SUCCEEDED
 
-    async def post_event(
-        self, content: str, message_type: str, metadata: dict[str, Any] | None
-    ) -> str:
-        room_id = self._turn.message.room_id
+
+async def _keep_working(ctx: RoomContext, turn: ActiveTurn) -> None:
+    """`working: true` now and every keep-alive period; a `false` answer is a platform stop."""
+    room_id = turn.message.room_id
+    while True:
+        turn.working = True
         try:
-            created = await self._rest.post_event(room_id, content, message_type, metadata)
-        except errors.ExecutionStoppedError as exc:
-            await self._aborted_by_platform(exc)
-            raise
-        return created.id
-
-    async def _aborted_by_platform(self, exc: errors.ExecutionStoppedError) -> None:
-        log.info(
-            "room %s: platform refused a post as stopped; aborting the turn",
-            self._turn.message.room_id,
-        )
-        self._turn.abort(AbortKind.PLATFORM_STOP, exc.message)
-        await trio.lowlevel.checkpoint()  # raises Cancelled: we are inside the turn's scope
+            working = await ctx.rest.report_activity(room_id, True)
+        except errors.PlatformError as exc:
+            log.debug("room %s: activity report failed: %s", room_id, exc)
+        else:
+            if not working:
+                turn.abort(AbortKind.PLATFORM_STOP, "the platform reports the room stopped")
+                return
+        await trio.sleep(ctx.policy.working_keep_alive)

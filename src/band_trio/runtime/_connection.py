@@ -1,0 +1,154 @@
+"""One connection's share of the work: routing its pushes, and joining rooms on it.
+
+Every join, rejoin and resync for a connection runs in that connection's
+nursery (`Connection.work`), which the link cancels when the socket closes:
+nothing keeps trying a dead socket, and the next connection starts afresh.
+A room's join is retried for that room alone, on this connection; a room
+refused too often is given up (left, with a log line) without touching the
+connection or the other rooms.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import trio
+
+from .. import errors
+from ..link import Socket
+from ..policy import Policy
+from ..wire import AgentControl, MessageCreated, RoomAdded, RoomDeleted, RoomRemoved, Supersede
+from ._control import ControlLane
+from ._inbound import inbound
+from ._room import Room, chat_topic, participants_topic
+from ._rooms import Rooms
+
+__all__ = ["Connection", "join_topics"]
+
+log = logging.getLogger("band_trio.runtime.link")
+
+
+async def join_topics(socket: Socket, room_id: str, policy: Policy) -> None:
+    """Join `chat_room` then `room_participants` (never in parallel, as band-sdk)."""
+    await socket.join(chat_topic(room_id))
+    try:
+        await socket.join(participants_topic(room_id))
+    except BaseException:
+        with trio.move_on_after(policy.cleanup_grace, shield=True):
+            await socket.leave(chat_topic(room_id))
+        raise
+
+
+class Connection:
+    """Routes one socket's pushes and joins rooms on it. Made by the link per socket."""
+
+    def __init__(
+        self, *, agent_id: str, rooms: Rooms, control: ControlLane, policy: Policy
+    ) -> None:
+        self._agent_id = agent_id
+        self._rooms = rooms
+        self._control = control
+        self._policy = policy
+        self.socket: Socket | None = None
+        self.work: trio.Nursery | None = None
+        """The connection's nursery, cancelled when the socket closes (set by the link)."""
+        self.live = True
+        """False once the link has moved on: a late push from this socket is dropped."""
+        self.terminal: errors.DisconnectReason | None = None
+        """Set by a `supersede` that is not retryable."""
+        self._joins: dict[str, trio.Event] = {}
+
+    # -- joins -----------------------------------------------------------------
+
+    async def join_agent_topics(self, socket: Socket) -> None:
+        await socket.join(f"agent_control:{self._agent_id}")
+        await socket.join(f"agent_rooms:{self._agent_id}")
+
+    async def join_room(self, room: Room) -> None:
+        """Join `room`'s topics on this connection (once), retrying refusals for this
+        room alone; returns once it is joined or given up."""
+        done = self._joins.get(room.id)
+        if done is not None:
+            await done.wait()
+            return
+        done = self._joins[room.id] = trio.Event()
+        try:
+            await self._join_with_retries(room)
+        finally:
+            done.set()
+
+    async def _join_with_retries(self, room: Room) -> None:
+        socket = self.socket
+        assert socket is not None
+        policy = self._policy
+        delay = policy.join_retry_base
+        refusals = 0
+        while True:
+            try:
+                await join_topics(socket, room.id, policy)
+            except errors.ConnectionClosedError:
+                return  # this connection is ending; the next one joins again
+            except errors.JoinError as exc:
+                refusals += exc.refused
+                if refusals > policy.join_refusals:
+                    log.warning(
+                        "room %s: join refused %d times (%s); giving up on the room",
+                        room.id,
+                        refusals,
+                        exc.reason,
+                    )
+                    self._rooms.remove(room.id, "its join was refused")
+                    return
+                log.warning("room %s: %s; retrying in %.1fs", room.id, exc, delay)
+            else:
+                if self._rooms.get(room.id) is room:
+                    room.joined(socket)
+                else:  # left while the join was in flight
+                    with trio.move_on_after(policy.cleanup_grace, shield=True):
+                        await socket.leave(chat_topic(room.id))
+                        await socket.leave(participants_topic(room.id))
+                return
+            await trio.sleep(delay)
+            delay = min(delay * 2, policy.join_retry_cap)
+
+    # -- pushes (called by the socket's reader: never awaits) -----------------
+
+    def on_push(self, topic: str, event: str, payload: Any) -> None:
+        """Route one push."""
+        if not self.live:
+            log.debug("dropped %s from an older connection", event)
+            return
+        if isinstance(payload, MessageCreated):
+            if event != "message_created":
+                return
+            room_id = topic.partition(":")[2]
+            room = self._rooms.get(room_id)
+            if room is not None:
+                room.push(inbound(room_id, self._agent_id, payload))
+        elif isinstance(payload, AgentControl):
+            self._control.apply(payload, self._rooms.current)
+        elif isinstance(payload, RoomAdded) and not isinstance(payload, RoomRemoved):
+            added = self._rooms.add(payload.id)
+            if added is not None and self.work is not None:
+                self.work.start_soon(self.join_room, added, name=f"join {payload.id}")
+        elif isinstance(payload, RoomRemoved | RoomDeleted):
+            why = "removed from the room" if isinstance(payload, RoomRemoved) else "room deleted"
+            self._rooms.remove(payload.id, why)
+        elif isinstance(payload, Supersede):
+            self._on_supersede(payload)
+        else:
+            log.debug("ignored %s on %s", event, topic)
+
+    def _on_supersede(self, payload: Supersede) -> None:
+        log.warning("superseded by the platform: %s (%s)", payload.reason, payload.message)
+        if not payload.retryable:
+            self.terminal = errors.DisconnectReason(
+                reason=payload.reason,
+                message=payload.message,
+                retryable=False,
+                retry_after=payload.retry_after,
+                correlation_id=payload.correlation_id,
+            )
+            if self.socket is not None:
+                self.socket.close_soon()

@@ -1,0 +1,249 @@
+"""The link supervisor: check the key, then one connection at a time, for good.
+
+    Link.run
+    ├── close watcher              on `close()`: a clean close frame, then the end
+    ├── GET /me                    the key (refused: a clear error out of `Agent.run`)
+    └── connections, one at a time, with backoff between them
+        └── connection nursery     the socket (reader, heartbeat)
+            └── work               cancelled the moment the socket closes:
+                ├── set-up             join the agent's topics, list the rooms,
+                │                      reconcile them, join each room
+                └── room joins         later ones too (a `room_added` push)
+
+The link owns each connection and hands it down: a room learns which socket
+its topics are joined on (`Room.joined`), and uses it to leave. A close at any
+moment — during the room list, a join, or a quiet hour — ends that
+connection's work at once and leads to one reconnect through the backoff.
+A close the platform declares final (1008, an upgrade refused 400/401/403/409,
+a `supersede` that is not retryable) ends the link with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+
+import trio
+
+from .. import errors
+from ..link import RestClient, Socket, SocketStats, run_socket
+from ..policy import Policy
+from ..wire import RefCounter
+from ._connection import Connection
+from ._context import Changes
+from ._control import ControlLane
+from ._reconnect import TERMINAL_CLOSE_CODES, TERMINAL_UPGRADE_STATUSES, Backoff
+from ._rooms import Rooms
+
+__all__ = ["Link", "LinkEnd", "LinkSettings"]
+
+log = logging.getLogger("band_trio.runtime.link")
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSettings:
+    agent_id: str
+    api_key: str
+    ws_url: str
+    reject_conflict: bool = False
+
+
+@dataclass
+class LinkEnd:
+    """Why the link ended: asked to (neither set), for good, or at start-up."""
+
+    terminal: errors.DisconnectReason | None = None
+    error: errors.BandTrioError | None = None
+    """The key or the platform failed the start-up check (`GET /me`)."""
+
+
+class Link:
+    """One agent's link to the platform; `run` it, `close()` it."""
+
+    def __init__(
+        self,
+        settings: LinkSettings,
+        *,
+        rest: RestClient,
+        rooms: Rooms,
+        control: ControlLane,
+        policy: Policy,
+        stats: SocketStats,
+        refs: RefCounter,
+        changes: Changes,
+        disconnect_reason: errors.DisconnectReason | None = None,
+    ) -> None:
+        self._settings = settings
+        self._rest = rest
+        self._rooms = rooms
+        self._control = control
+        self._policy = policy
+        self._stats = stats
+        self._refs = refs
+        self._changes = changes
+        self._closing = trio.Event()
+        self.socket: Socket | None = None
+        """The open connection, if any (for observation)."""
+        self.connects = 0
+        """Connections that finished joining."""
+        self.disconnect_reason = disconnect_reason
+        """Why the platform last ended the session for good (carried over from an earlier
+        run of the agent); cleared by a fresh connect."""
+
+    def close(self) -> None:
+        """Ask the link to end: close the open connection with a close frame, connect
+        no more. `run` returns soon after, whatever phase it was in."""
+        self._closing.set()
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> LinkEnd:
+        """Serve until closed or ended for good; `task_status.started()` once the first
+        connection has joined its rooms."""
+        end = LinkEnd()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._close_when_asked, nursery.cancel_scope)
+            await self._serve(end, task_status)
+            nursery.cancel_scope.cancel()
+        return end
+
+    async def _close_when_asked(self, scope: trio.CancelScope) -> None:
+        await self._closing.wait()
+        socket = self.socket
+        if socket is not None:
+            await socket.aclose()  # a clean close frame, bounded by the close deadline
+        scope.cancel(reason="the agent is stopping")
+
+    async def _serve(self, end: LinkEnd, task_status: trio.TaskStatus[None]) -> None:
+        try:
+            await self._rest.me()
+        except errors.PlatformError as exc:
+            end.error = exc
+            return
+        policy = self._policy
+        backoff = Backoff(
+            base=policy.reconnect_base,
+            cap=policy.reconnect_cap,
+            stable_after=policy.reconnect_stable,
+        )
+        started = False
+        while True:
+            retry_after, terminal = await self._connection(backoff, task_status, started)
+            started = started or self.connects > 0
+            if terminal is not None:
+                log.error("disconnected for good: %s", terminal)
+                self.disconnect_reason = end.terminal = terminal
+                return
+            if self._closing.is_set():
+                return
+            await trio.sleep(backoff.delay(retry_after))
+
+    async def _connection(
+        self, backoff: Backoff, task_status: trio.TaskStatus[None], started: bool
+    ) -> tuple[float | None, errors.DisconnectReason | None]:
+        """One connection, from the upgrade to the close: (Retry-After, a final reason)."""
+        settings = self._settings
+        conn = Connection(
+            agent_id=settings.agent_id,
+            rooms=self._rooms,
+            control=self._control,
+            policy=self._policy,
+        )
+        refused: errors.PlatformResponseError | None = None
+        failed: BaseException | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                socket: Socket = await nursery.start(
+                    functools.partial(
+                        run_socket,
+                        settings.ws_url,
+                        agent_id=settings.agent_id,
+                        api_key=settings.api_key,
+                        on_push=conn.on_push,
+                        refs=self._refs,
+                        stats=self._stats,
+                        policy=self._policy,
+                        reject_conflict=settings.reject_conflict and not started,
+                    )
+                )
+                conn.socket = self.socket = socket
+                self.disconnect_reason = None  # a fresh connect clears it
+                self._changes.notify()
+                try:
+                    await self._work(conn, socket, backoff, task_status, started)
+                finally:
+                    conn.live = False
+                    self.socket = None
+                    self._changes.notify()
+                    await socket.aclose()
+        except* errors.PlatformResponseError as group:  # the upgrade was refused
+            leaf = group.exceptions[0]
+            assert isinstance(leaf, errors.PlatformResponseError)
+            refused = leaf
+        except* errors.PlatformError as group:
+            failed = _leaf(group)
+        if refused is not None:
+            if refused.status in TERMINAL_UPGRADE_STATUSES:
+                return None, errors.DisconnectReason(
+                    reason=refused.code or f"http_{refused.status}",
+                    message=refused.message,
+                    retry_after=refused.retry_after,
+                    correlation_id=refused.request_id,
+                )
+            log.warning("websocket upgrade refused (%s); retrying", refused)
+            return refused.retry_after, None
+        if failed is not None:
+            log.warning("connection failed: %s", failed)
+            return None, None
+        backoff.disconnected(trio.current_time())
+        log.info("websocket closed (code %s: %s)", socket.close_code, socket.close_reason)
+        if conn.terminal is not None:
+            return None, conn.terminal
+        if socket.close_code in TERMINAL_CLOSE_CODES:
+            return None, errors.DisconnectReason(
+                reason=f"close_{socket.close_code}",
+                message=socket.close_reason or "closed by the platform for good",
+            )
+        return None, None
+
+    async def _work(
+        self,
+        conn: Connection,
+        socket: Socket,
+        backoff: Backoff,
+        task_status: trio.TaskStatus[None],
+        started: bool,
+    ) -> None:
+        """The connection's work, from set-up until the socket closes."""
+        async with trio.open_nursery() as work:
+            conn.work = work
+            work.start_soon(_end_with, socket, work.cancel_scope)
+            try:
+                await conn.join_agent_topics(socket)
+                wanted = [summary.id for summary in await self._rest.rooms()]
+                self._rooms.reconcile(wanted)
+                async with trio.open_nursery() as joins:
+                    for room in list(self._rooms.current.values()):
+                        joins.start_soon(conn.join_room, room, name=f"join {room.id}")
+            except errors.PlatformError as exc:
+                log.warning("connection set-up failed (%s); closing it to start over", exc)
+                await socket.aclose()
+                return
+            self.connects += 1
+            backoff.connected(trio.current_time())
+            self._changes.notify()
+            if not started:
+                task_status.started()
+            await trio.sleep_forever()  # until the socket closes and `_end_with` ends this
+
+
+async def _end_with(socket: Socket, scope: trio.CancelScope) -> None:
+    """End a connection's work the moment its socket closes."""
+    await socket.closed.wait()
+    scope.cancel(reason="the websocket closed")
+
+
+def _leaf(error: BaseException) -> BaseException:
+    """The first leaf of a (possibly nested) exception group, for a readable log line."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
