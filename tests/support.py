@@ -112,11 +112,20 @@ class _Started:
 
 @asynccontextmanager
 async def background_agent(
-    platform: Platform, adapter: Adapter, *, policy: Policy | None = None, **kwargs: Any
+    platform: Platform,
+    adapter: Adapter | None = None,
+    *,
+    agent: Agent | None = None,
+    policy: Policy | None = None,
+    **kwargs: Any,
 ) -> AsyncIterator[Background]:
-    """Run an agent in the background for the block; on exit stop it if it still runs,
-    and check that it returned and left no task behind."""
-    handle = Background(agent_for(platform, adapter, policy=policy, **kwargs))
+    """Run an agent (a new one for `adapter`, or `agent` again) in the background for
+    the block; on exit stop it if it still runs, and check that it returned and left
+    no task behind."""
+    if agent is None:
+        assert adapter is not None
+        agent = agent_for(platform, adapter, policy=policy, **kwargs)
+    handle = Background(agent)
     trio.lowlevel.add_instrument(handle.tasks)
     try:
         async with trio.open_nursery() as nursery:

@@ -1,6 +1,9 @@
 """band-trio: a trio agent runtime for the Band platform, where stopping work is structural.
 
 The public API is re-exported here; everything else lives in private modules.
+The names that need trio (the runtime and the demo adapter) are imported on
+first use, so `import band_trio.wire` (sans-IO) or `band_trio.errors` never
+pulls in trio, httpx2 or trio-websocket.
 
     from band_trio import Agent, Adapter, Turn
 
@@ -17,7 +20,9 @@ The public API is re-exported here; everything else lives in private modules.
 
 from __future__ import annotations
 
-from .adapters import DemoAdapter as DemoAdapter
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .contract import Adapter as Adapter
 from .contract import Message as Message
 from .contract import Turn as Turn
@@ -36,16 +41,48 @@ from .errors import PlatformProtocolError as PlatformProtocolError
 from .errors import PlatformResponseError as PlatformResponseError
 from .errors import PlatformUnavailableError as PlatformUnavailableError
 from .errors import RateLimitedError as RateLimitedError
+from .policy import PlatformPolicy as PlatformPolicy
 from .policy import Policy as Policy
-from .runtime import AbortKind as AbortKind
-from .runtime import Agent as Agent
-from .runtime import Overrun as Overrun
-from .runtime import RoomView as RoomView
-from .runtime import SignalCounts as SignalCounts
-from .runtime import StopResult as StopResult
-from .runtime import UnsettledMark as UnsettledMark
+
+if TYPE_CHECKING:
+    from .adapters import DemoAdapter as DemoAdapter
+    from .runtime import AbortKind as AbortKind
+    from .runtime import Agent as Agent
+    from .runtime import Overrun as Overrun
+    from .runtime import RoomView as RoomView
+    from .runtime import SignalCounts as SignalCounts
+    from .runtime import StopResult as StopResult
+    from .runtime import UnsettledMark as UnsettledMark
 
 __version__ = "0.1.0.dev0"
+
+_ON_FIRST_USE = {
+    "DemoAdapter": "band_trio.adapters",
+    "AbortKind": "band_trio.runtime",
+    "Agent": "band_trio.runtime",
+    "Overrun": "band_trio.runtime",
+    "RoomView": "band_trio.runtime",
+    "SignalCounts": "band_trio.runtime",
+    "StopResult": "band_trio.runtime",
+    "UnsettledMark": "band_trio.runtime",
+}
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all
+
+    def __getattr__(name: str) -> Any:
+        """Import a trio-backed name the first time it is used (PEP 562)."""
+        module = _ON_FIRST_USE.get(name)
+        if module is None:
+            raise AttributeError(f"module 'band_trio' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "AbortKind",
@@ -65,6 +102,7 @@ __all__ = [
     "NotFoundError",
     "Overrun",
     "PlatformError",
+    "PlatformPolicy",
     "PlatformProtocolError",
     "PlatformResponseError",
     "PlatformUnavailableError",

@@ -1,4 +1,7 @@
-"""Every duration and count the runtime uses, in one frozen object.
+"""Every duration and count band-trio uses, in two frozen objects.
+
+`Policy` is the agent's (the runtime, the link); `PlatformPolicy` the embedded
+platform's (the server side).
 
 Code never writes a literal timeout: it reads a field of the `Policy` it was
 given and sets a deadline on a cancel scope. The defaults are the bracketed
@@ -104,9 +107,41 @@ class Policy:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"Policy.{field.name} must be a number >= 0, got {value!r}")
+        _check_numbers(self)
         if self.max_attempts < 1:
             raise ValueError("Policy.max_attempts must be >= 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlatformPolicy:
+    """Durations (seconds) and counts of the embedded platform (the server side)."""
+
+    close_grace: float = 1.0
+    """After sending a close frame, how long a socket waits for the client's close."""
+    supersede_close_delay: float = 1.0
+    """A superseded socket gets this long to read its `supersede` before it is closed."""
+    sockets_close_grace: float = 2.0
+    """Shutdown waits this long for the websockets to finish their close handshake..."""
+    request_grace: float = 1.0
+    """...then gives in-flight HTTP requests this long (hypercorn's `graceful_timeout`)..."""
+    shutdown_deadline: float = 5.0
+    """...and everything left is cancelled this long after the shutdown began."""
+    outbound_queue: int = 4096
+    """Frames a connection may have waiting to be sent before it counts as stuck
+    (and is aborted; the agent resyncs through `/next`)."""
+
+    def replace(self, **changes: float | int) -> PlatformPolicy:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        _check_numbers(self)
+        if self.outbound_queue < 1:
+            raise ValueError("PlatformPolicy.outbound_queue must be >= 1")
+
+
+def _check_numbers(policy: Policy | PlatformPolicy) -> None:
+    for field in dataclasses.fields(policy):
+        value = getattr(policy, field.name)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            name = type(policy).__name__
+            raise ValueError(f"{name}.{field.name} must be a number >= 0, got {value!r}")

@@ -16,7 +16,7 @@ import trio
 
 from band_trio import Turn
 from band_trio.platform import Platform
-from support import Recorder, agent_for, running_agent, status
+from support import Recorder, running_agent, status
 
 BAND_TRIO = [sys.executable, "-m", "band_trio"]
 
@@ -184,16 +184,14 @@ async def test_in_process_agent_against_the_platform_command(tmp_path: Path) -> 
                     rest_url = info["rest_url"]
                     ws_url = info["ws_url"]
 
-            agent = agent_for(Remote, adapter)  # type: ignore[arg-type]
-            async with trio.open_nursery() as nursery:
-                await nursery.start(agent.run)
+            async with running_agent(Remote, adapter) as running:  # type: ignore[arg-type]
                 async with httpx2.AsyncClient() as client:
                     await client.post(
                         f"{info['admin_url']}/rooms/{info['room_id']}/messages",
                         json={"sender_id": info["user_id"], "content": "cross"},
                     )
                 await adapter.wait_for(lambda: adapter.finished == ["cross"])
-                assert (await agent.stop()).graceful
+                assert (await running.agent.stop()).graceful
 
 
 async def test_ctl_command_interrupts_stops_and_plays(platform: Platform) -> None:

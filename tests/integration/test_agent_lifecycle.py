@@ -8,11 +8,14 @@ would (see the changelog).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
+import pytest
 import trio
 
-from band_trio import Policy, StopResult, Turn
+from band_trio import Policy, StopResult, Turn, UnsettledMark
 from band_trio.platform import Platform
+from band_trio.runtime import _room
 from support import Recorder, background_agent, running_agent, status
 
 DEADLINE = 10
@@ -187,3 +190,122 @@ async def test_one_room_refusing_its_rejoin_leaves_the_connection_and_the_others
             assert healthy in agent.rooms
     assert ws_opens(platform) == 2  # one reconnect, not one per refusal
     assert adapter.calls == ["are you there?"]
+
+
+async def test_a_drop_while_a_room_join_is_retried_reconnects_once(platform: Platform) -> None:
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    topic = f"chat_room:{info.room_id}"
+    platform.faults.refuse_joins(topic)
+    with trio.fail_after(DEADLINE):
+        async with background_agent(platform, Recorder(), policy=FAST) as run:
+            await platform.wait_until(lambda: platform.stats["faults_joins_refused"] >= 1)
+            assert platform.faults.drop_socket(info.agent_id)
+            await platform.wait_until(lambda: info.agent_id not in platform.connected_agents())
+            platform.faults.allow_joins(topic)
+            await run.started.wait()
+            message = platform.post_message(info.room_id, info.user_id, "joined at last")
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert ws_opens(platform) == 2
+
+
+async def test_a_finished_turn_is_marked_even_when_the_shutdown_grace_is_over(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    adapter = Recorder()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=Policy(shutdown_grace=0)) as running:
+            hold = platform.faults.hold_rest("processed")
+            message = platform.post_message(info.room_id, info.user_id, "answered")
+            await hold.arrived.wait()  # the reply is posted; its mark is in flight
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(running.agent.stop)  # no grace: cancels the room at once
+                await trio.testing.wait_all_tasks_blocked()
+                hold.release()
+    assert status(platform, message) == "processed"
+    assert adapter.finished == ["answered"]
+    assert running.stop_result is not None and running.stop_result.unsettled == ()
+
+
+async def test_the_stop_result_lists_the_marks_that_could_not_be_delivered(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    adapter = Recorder()
+    policy = Policy(rest_max_retries=0)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=policy) as running:
+            platform.faults.fail_rest("processed", 503)
+            message = platform.post_message(info.room_id, info.user_id, "mark me")
+            room = running.agent.rooms[info.room_id]
+            await running.agent.wait_until(lambda: room.standing(message) == "ack_pending")
+    result = running.stop_result
+    assert result is not None
+    assert result.unsettled == (UnsettledMark(info.room_id, message, "processed"),)
+    assert status(platform, message) == "processing"
+    # the same agent, run again, retries only the mark
+    with trio.fail_after(DEADLINE):
+        async with background_agent(platform, agent=running.agent) as again:
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert adapter.calls == ["mark me"]
+    assert again.agent.rooms == {}  # not running any more
+
+
+async def test_a_stop_whose_caller_gives_up_still_stops_the_agent(platform: Platform) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    release = trio.Event()
+
+    async def finish_when_released(turn: Turn) -> None:
+        await release.wait()
+        await turn.reply("done")
+
+    adapter = Recorder(finish_when_released)
+    with trio.fail_after(DEADLINE):
+        async with background_agent(platform, adapter, policy=Policy(shutdown_grace=8)) as run:
+            await run.started.wait()
+            message = platform.post_message(info.room_id, info.user_id, "slow")
+            await adapter.wait_for(lambda: adapter.calls == ["slow"])
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run.agent.stop)
+                await trio.testing.wait_all_tasks_blocked()
+                nursery.cancel_scope.cancel()  # the caller of stop() gives up
+            release.set()
+            await run.finished.wait()  # the stop goes on without it
+            result = await run.agent.stop()  # and a later call gets its result
+    assert result.graceful
+    assert status(platform, message) == "processed"
+
+
+async def test_a_crashed_room_loop_is_restarted_by_its_owner_with_a_log_line(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    real = _room.run_turn
+    crashes = 0
+
+    async def crash_once(*args: Any) -> bool:
+        nonlocal crashes
+        if crashes == 0:
+            crashes += 1
+            raise RuntimeError("a bug in the room loop")
+        return await real(*args)
+
+    monkeypatch.setattr(_room, "run_turn", crash_once)
+    adapter = Recorder()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=FAST) as running:
+            first = platform.post_message(info.room_id, info.user_id, "first")
+            second = platform.post_message(info.room_id, info.user_id, "second")
+            await platform.wait_until(lambda: status(platform, second) == "processed")
+            assert info.room_id in running.agent.rooms  # the same room, still served
+    restarts = [r for r in caplog.records if "room loop crashed" in r.getMessage()]
+    assert len(restarts) == 1 and restarts[0].name == "band_trio.runtime.rooms"
+    assert crashes == 1
+    # the message whose unit crashed was never claimed; the restart caught up on it
+    assert status(platform, first) == "processed"
+    assert adapter.calls == ["first", "second"]

@@ -8,9 +8,17 @@ import msgspec
 import pytest
 import trio
 
-from band_trio import AgentDisconnectedError, Policy
+from band_trio import AgentDisconnectedError, DisconnectReason, Policy
 from band_trio.platform import Platform
-from support import Recorder, agent_for, client_sockets, running_agent, status
+from support import (
+    Background,
+    Recorder,
+    agent_for,
+    background_agent,
+    client_sockets,
+    running_agent,
+    status,
+)
 
 DEADLINE = 10
 FAST = Policy(reconnect_base=0.02, reconnect_cap=0.1)
@@ -102,32 +110,36 @@ async def test_unanswered_heartbeats_close_and_reconnect(
     assert len(dead) == 1 and dead[0].name == "band_trio.link.socket"
 
 
+def disconnected(run: Background) -> DisconnectReason:
+    """The reason `run()` raised `AgentDisconnectedError` with (bare, not in a group)."""
+    assert isinstance(run.error, AgentDisconnectedError), run.error
+    return run.error.reason
+
+
 async def test_a_supersede_that_is_not_retryable_is_final(platform: Platform) -> None:
     info = platform.info
     assert info.agent_id
-    agent = agent_for(platform, Recorder(), policy=FAST)
     with trio.fail_after(DEADLINE):
-        with pytest.RaisesGroup(AgentDisconnectedError) as caught:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(agent.run)
-                correlation = platform.faults.supersede(info.agent_id, message="replaced")
-    reason = caught.value.exceptions[0].reason
+        async with background_agent(platform, Recorder(), policy=FAST) as run:
+            await run.started.wait()
+            correlation = platform.faults.supersede(info.agent_id, message="replaced")
+            await run.finished.wait()
+    reason = disconnected(run)
     assert (reason.reason, reason.message, reason.retryable) == ("superseded", "replaced", False)
     assert reason.correlation_id == correlation
-    assert agent.last_disconnect_reason == reason  # kept after the run
+    assert run.agent.last_disconnect_reason == reason  # kept after the run
     assert len(ws_opens(platform)) == 1  # and never reconnected
 
 
 async def test_a_close_with_1008_is_final(platform: Platform) -> None:
     info = platform.info
     assert info.agent_id
-    agent = agent_for(platform, Recorder(), policy=FAST)
     with trio.fail_after(DEADLINE):
-        with pytest.RaisesGroup(AgentDisconnectedError) as caught:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(agent.run)
-                platform.faults.close_socket(info.agent_id, 1008, "policy violation")
-    reason = caught.value.exceptions[0].reason
+        async with background_agent(platform, Recorder(), policy=FAST) as run:
+            await run.started.wait()
+            platform.faults.close_socket(info.agent_id, 1008, "policy violation")
+            await run.finished.wait()
+    reason = disconnected(run)
     assert (reason.reason, reason.message) == ("close_1008", "policy violation")
     assert len(ws_opens(platform)) == 1
 
@@ -138,18 +150,29 @@ async def test_an_upgrade_refused_for_good_stops_reconnecting(
 ) -> None:
     info = platform.info
     assert info.agent_id
-    agent = agent_for(platform, Recorder(), policy=FAST)
     with trio.fail_after(DEADLINE):
-        with pytest.RaisesGroup(AgentDisconnectedError) as caught:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(agent.run)
-                platform.faults.refuse_upgrades(100, refused, retry_after=7)
-                assert platform.faults.drop_socket(info.agent_id)
-    reason = caught.value.exceptions[0].reason
+        async with background_agent(platform, Recorder(), policy=FAST) as run:
+            await run.started.wait()
+            platform.faults.refuse_upgrades(100, refused, retry_after=7)
+            assert platform.faults.drop_socket(info.agent_id)
+            await run.finished.wait()
+    reason = disconnected(run)
     assert reason.reason and not reason.retryable
     assert reason.retry_after == 7
     refusals = [e for e in platform.log() if e.kind == "ws_open" and e.status == refused]
     assert len(refusals) == 1  # tried once, not forever
+
+
+async def test_an_upgrade_refused_for_good_at_start_up_raises_out_of_run(
+    platform: Platform,
+) -> None:
+    platform.faults.refuse_upgrades(100, 400)
+    agent = agent_for(platform, Recorder(), policy=FAST)
+    with trio.fail_after(DEADLINE):
+        async with trio.open_nursery() as nursery:
+            with pytest.raises(AgentDisconnectedError):  # bare, from nursery.start
+                await nursery.start(agent.run)
+    assert not agent.running
 
 
 async def test_the_disconnect_reason_is_cleared_by_the_next_fresh_connect(
@@ -157,15 +180,15 @@ async def test_the_disconnect_reason_is_cleared_by_the_next_fresh_connect(
 ) -> None:
     info = platform.info
     assert info.agent_id
-    agent = agent_for(platform, Recorder(), policy=FAST)
     with trio.fail_after(DEADLINE):
-        with pytest.RaisesGroup(AgentDisconnectedError):
-            async with trio.open_nursery() as nursery:
-                await nursery.start(agent.run)
-                platform.faults.supersede(info.agent_id)
+        async with background_agent(platform, Recorder(), policy=FAST) as first:
+            await first.started.wait()
+            platform.faults.supersede(info.agent_id)
+            await first.finished.wait()
+        agent = first.agent
         assert agent.last_disconnect_reason is not None
-        async with trio.open_nursery() as nursery:
-            await nursery.start(agent.run)  # the same agent, run again
+        async with background_agent(platform, agent=agent) as second:  # the same agent again
+            await second.started.wait()
             assert agent.last_disconnect_reason is None
             assert (await agent.stop()).graceful
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
-from band_trio import Policy, errors
+from band_trio import PlatformPolicy, Policy, errors
 from band_trio.link import error_for_status
 
 
@@ -80,3 +82,30 @@ def test_retry_after_comes_from_the_header_or_the_envelope() -> None:
     assert error_for_status(429, None, "2").retry_after == 2.0
     body = b'{"error":{"code":"rate","message":"slow","request_id":"r","retry_after":7}}'
     assert error_for_status(429, body).retry_after == 7.0
+
+
+def test_the_platform_policy_is_validated_like_the_agent_policy() -> None:
+    policy = PlatformPolicy()
+    assert (policy.close_grace, policy.supersede_close_delay, policy.outbound_queue) == (
+        1.0,
+        1.0,
+        4096,
+    )
+    assert policy.replace(shutdown_deadline=1).shutdown_deadline == 1
+    with pytest.raises(ValueError, match=r"PlatformPolicy\.close_grace"):
+        PlatformPolicy(close_grace=-1)
+    with pytest.raises(ValueError, match="outbound_queue"):
+        PlatformPolicy(outbound_queue=0)
+
+
+def test_policy_fields_the_runtime_does_not_read_yet_say_so() -> None:
+    for reserved in ("backend_stop_grace", "subprocess_kill_grace"):
+        doc = _field_doc(reserved)
+        assert doc.startswith("Reserved"), doc
+
+
+def _field_doc(name: str) -> str:
+    """The docstring under a field of `Policy`, read from the source."""
+    source = inspect.getsource(Policy)
+    after = source.split(f"    {name}:", 1)[1]
+    return after.split('"""')[1].strip()

@@ -16,15 +16,11 @@ from typing import Any
 
 import trio
 
+from ..policy import PlatformPolicy
 from ..wire import Supersede, encode_frame
 from ._log import Changes, RequestLog
 
-__all__ = ["SUPERSEDE_CLOSE_DELAY", "Close", "Connection", "Hub"]
-
-QUEUE_SIZE = 4096
-"""Outbound frames a connection may have waiting before it counts as stuck."""
-SUPERSEDE_CLOSE_DELAY = 1.0
-"""A superseded socket gets this long to read its `supersede` before the platform closes it."""
+__all__ = ["Close", "Connection", "Hub"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +76,8 @@ class Connection:
 class Hub:
     """Every live connection, by agent and by joined topic."""
 
-    def __init__(self, log: RequestLog, changes: Changes) -> None:
+    def __init__(self, log: RequestLog, changes: Changes, policy: PlatformPolicy) -> None:
+        self.policy = policy
         self.live: dict[str, Connection] = {}
         self.connections: set[Connection] = set()
         self._subscribers: dict[str, set[Connection]] = {}
@@ -174,7 +171,7 @@ class Hub:
         retry_after: int | None = None,
     ) -> str:
         """Push `supersede` on the connection's `agent_control` topic, close it with 1000
-        after `SUPERSEDE_CLOSE_DELAY`, and return the push's `correlation_id`."""
+        after the policy's `supersede_close_delay`, and return the push's `correlation_id`."""
         correlation_id = f"sup-{uuid.uuid4().hex}"
         payload = Supersede(
             reason=reason,
@@ -186,7 +183,7 @@ class Hub:
         )
         self.send(conn, f"agent_control:{conn.agent_id}", "supersede", payload)
         self._log.count("superseded")
-        conn.close(1000, "superseded", delay=SUPERSEDE_CLOSE_DELAY)
+        conn.close(1000, "superseded", delay=self.policy.supersede_close_delay)
         return correlation_id
 
     def broadcast(self, topic: str, event: str, payload: Any) -> int:

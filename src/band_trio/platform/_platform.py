@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from msgspec import UNSET
 
+from ..policy import PlatformPolicy
 from ..wire import (
     AgentControl,
     ParticipantAdded,
@@ -50,11 +51,13 @@ class Platform:
     Unknown ids raise `LookupError`; invalid requests raise `ValueError`.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, policy: PlatformPolicy | None = None) -> None:
         self.store = store
+        self.policy = policy or PlatformPolicy()
+        """The platform's own durations and counts."""
         self.changes = Changes()
         self.request_log = RequestLog(self.changes)
-        self.hub = Hub(self.request_log, self.changes)
+        self.hub = Hub(self.request_log, self.changes, self.policy)
         self.faults = Faults(self.request_log, self.hub)
         """Fault injection (`_faults.Faults`): fail, hold or delay REST calls, drop or
         close sockets, refuse upgrades, mute heartbeats, push `supersede`."""

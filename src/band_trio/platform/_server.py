@@ -4,8 +4,9 @@ Closing is graceful and bounded. The server runs in a shielded scope so that
 a cancel from outside (Ctrl-C, the end of an `async with`) does not tear the
 sockets down mid-frame; instead it asks for a shutdown: every websocket gets a
 1001 close, the platform waits briefly for them to go, then tells hypercorn
-to stop (which gives in-flight requests `graceful_timeout`). The shield gets a
-deadline at that moment, so shutdown can never hang.
+to stop (which gives in-flight requests the policy's `request_grace`). The
+shield gets a deadline (`shutdown_deadline`) at that moment, so shutdown can
+never hang. Every duration comes from the `PlatformPolicy`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from ..errors import ConfigurationError
+from ..policy import PlatformPolicy
 from ..wire.admin import ReadyInfo
 from ._app import App
 from ._log import logger
@@ -32,11 +34,6 @@ from ._socket import WS_PATH
 from ._store import Store
 
 __all__ = ["open_platform", "run_platform"]
-
-SOCKETS_CLOSE_GRACE = 2.0
-"""How long shutdown waits for websockets to finish their close handshake."""
-SHUTDOWN_DEADLINE = 5.0
-"""Hard bound on the whole shutdown, after which everything left is cancelled."""
 
 
 def _loopback(host: str) -> str:
@@ -53,14 +50,16 @@ def _loopback(host: str) -> str:
 class _Server:
     """The shutdown handle `Platform` does not need to know about."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: PlatformPolicy) -> None:
+        self.policy = policy
         self.shutdown_requested = trio.Event()
         self.scope = trio.CancelScope(shield=True)
 
     def shutdown(self) -> None:
         if not self.shutdown_requested.is_set():
             self.shutdown_requested.set()
-            self.scope.deadline = min(self.scope.deadline, trio.current_time() + SHUTDOWN_DEADLINE)
+            bound = trio.current_time() + self.policy.shutdown_deadline
+            self.scope.deadline = min(self.scope.deadline, bound)
 
 
 async def _serve(
@@ -74,14 +73,14 @@ async def _serve(
 ) -> None:
     host = _loopback(host)
     store = Store(None if db is None else os.fspath(db))
-    platform = Platform(store)
+    platform = Platform(store, server.policy)
     try:
         seeded = platform.seed() if seed else None
         config = Config()
         config.bind = [f"{host}:{port}"]
         config.accesslog = None
         config.errorlog = logger
-        config.graceful_timeout = 1.0
+        config.graceful_timeout = server.policy.request_grace
         hypercorn_stop = trio.Event()
         app: Any = App(platform)  # hypercorn's Framework type wants TypedDict scopes
         with server.scope:
@@ -107,7 +106,7 @@ async def _serve(
                 await server.shutdown_requested.wait()
                 platform.faults.clear()  # held requests proceed rather than hang
                 platform.hub.close_all(1001, "platform shutting down")
-                with trio.move_on_after(SOCKETS_CLOSE_GRACE):
+                with trio.move_on_after(server.policy.sockets_close_grace):
                     await platform.hub.wait_empty()
                 hypercorn_stop.set()
     finally:
@@ -122,13 +121,14 @@ async def open_platform(
     port: int = 0,
     db: str | os.PathLike[str] | None = None,
     seed: bool = True,
+    policy: PlatformPolicy | None = None,
 ) -> AsyncIterator[Platform]:
     """Serve a platform for the duration of the block, then shut it down cleanly.
 
     `db=None` keeps the state in memory; a path makes it durable across restarts.
     """
     host = _loopback(host)
-    server = _Server()
+    server = _Server(policy or PlatformPolicy())
     async with trio.open_nursery() as nursery:
         platform: Platform = await nursery.start(_serve, host, port, db, seed, server)
         try:
@@ -158,12 +158,13 @@ async def run_platform(
     db: str | os.PathLike[str] | None = None,
     seed: bool = True,
     ready_file: str | os.PathLike[str] | None = None,
+    policy: PlatformPolicy | None = None,
     task_status: trio.TaskStatus[Platform] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled. Once listening, write `ready_file` (if given) and report
     the `Platform` through `task_status`."""
     host = _loopback(host)
-    server = _Server()
+    server = _Server(policy or PlatformPolicy())
     async with trio.open_nursery() as nursery:
         platform: Platform = await nursery.start(_serve, host, port, db, seed, server)
         try:

@@ -19,16 +19,14 @@ import trio
 
 from ..wire import FrameError, decode_frame, encode_frame
 from ._http import Response, error_body
-from ._hub import QUEUE_SIZE, SUPERSEDE_CLOSE_DELAY, Close, Connection
+from ._hub import Close, Connection
 from ._log import logger
 from ._platform import Platform
 from ._store import Agent
 
-__all__ = ["SUPERSEDE_CLOSE_DELAY", "WS_PATH", "serve_socket"]
+__all__ = ["WS_PATH", "serve_socket"]
 
 WS_PATH = "/api/v1/socket/websocket"
-CLOSE_GRACE = 1.0
-"""After sending a close frame, how long to wait for the client's close."""
 
 _OK = {"status": "ok", "response": {}}
 _AGENT_TOPICS = frozenset({"agent_control", "agent_rooms", "agent_contacts"})
@@ -127,7 +125,7 @@ async def _run(
     client: Any = None,
     server: Any = None,
 ) -> None:
-    outbox, inbox = trio.open_memory_channel[str | Close](QUEUE_SIZE)
+    outbox, inbox = trio.open_memory_channel[str | Close](p.policy.outbound_queue)
     async with trio.open_nursery() as nursery:
         conn = Connection(
             agent.id,
@@ -159,7 +157,7 @@ async def _writer(
         async for item in inbox:
             if isinstance(item, Close):
                 await send({"type": "websocket.close", "code": item.code, "reason": item.reason})
-                await trio.sleep(CLOSE_GRACE)  # the reader ends the connection sooner
+                await trio.sleep(p.policy.close_grace)  # the reader ends it sooner
                 conn.nursery.cancel_scope.cancel(reason="client did not answer the close")
                 return
             log.append("ws_out", perf_counter(), agent_id=conn.agent_id, frame=item)
