@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from band_trio import Policy, StopResult, Turn, UnsettledMark
+from band_trio import Agent, Policy, StopResult, Turn, UnsettledMark
 from band_trio.platform import Platform
 from band_trio.runtime import _room
 from support import Recorder, background_agent, running_agent, status
@@ -309,3 +309,29 @@ async def test_a_crashed_room_loop_is_restarted_by_its_owner_with_a_log_line(
     # the message whose unit crashed was never claimed; the restart caught up on it
     assert status(platform, first) == "processed"
     assert adapter.calls == ["first", "second"]
+
+
+async def test_a_room_left_the_instant_its_adapter_returns_still_marks_the_message(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    agents: list[Agent] = []
+
+    async def leave_as_it_returns(turn: Turn) -> None:
+        await turn.reply("done")
+        # The room is left in the very instant the adapter returns (no checkpoint in
+        # between): the cancel meets the turn between the adapter and its settling,
+        # a window no outside input can hit on purpose, hence the private handle.
+        rooms = agents[0]._rooms
+        assert rooms is not None
+        rooms.remove(turn.room_id, "left as the adapter returned")
+
+    adapter = Recorder(leave_as_it_returns)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            agents.append(running.agent)
+            message = platform.post_message(info.room_id, info.user_id, "last words")
+            await adapter.wait_for(lambda: info.room_id in adapter.left)
+    assert adapter.finished == ["last words"]
+    assert status(platform, message) == "processed"  # never answered again by a restart

@@ -445,6 +445,11 @@ async def test_a_post_refused_as_stopped_aborts_the_turn_and_leaves_it_replayabl
         async with running_agent(platform, adapter) as running:
             message = platform.post_message(info.room_id, info.user_id, "reply refused")
             await adapter.wait_for(lambda: adapter.calls == ["reply refused"])
+            # the turn's first `working: true` has been answered, and the next keep-alive
+            # is seconds away: the post is what meets the gate
+            await platform.wait_until(
+                lambda: platform.working.get((info.agent_id, info.room_id)) is True
+            )
             # the stop push is lost: only the platform's gate closes
             platform.store.stop(info.agent_id, [info.room_id])
             gate.release.set()
@@ -453,6 +458,15 @@ async def test_a_post_refused_as_stopped_aborts_the_turn_and_leaves_it_replayabl
             await running.agent.wait_until(lambda: room.running is None)
             assert not room.stopped  # the local stopped flag is not set
             assert status(platform, message) == "processing"
+            refused = [
+                e.status
+                for e in platform.log()
+                if e.kind == "rest"
+                and e.method == "POST"
+                and e.path
+                and e.path.endswith("/messages")
+            ]
+            assert refused == [403]  # the post met the gate, and nothing else was sent
             platform.send_control(info.agent_id, "play", room_id=info.room_id)
             await platform.wait_until(lambda: status(platform, message) == "processed")
     assert adapter.finished == ["reply refused"]

@@ -136,7 +136,6 @@ class Room:
         self._stopped = True
         self._inbox.clear()
         self._queued.clear()
-        self._pass = None
         self._search.cancel(reason="stop")
         self._abort(AbortKind.STOP, reason)
         self._ctx.changes.notify()
@@ -193,6 +192,7 @@ class Room:
         """The next message to run, in order; None once draining."""
         while not self._draining:
             if self._stopped:
+                self._pass = None  # play starts afresh with its own pass
                 await self._while_stopped()
                 continue
             now = trio.current_time()
