@@ -1,0 +1,142 @@
+"""`band-trio agent` as a real process: SIGTERM and kill -9 in each phase, then a restart.
+
+Whatever the phase, afterwards nothing is answered twice, nothing is lost, no
+traceback reaches the user, and the process exits by itself.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import trio
+from test_commands import agent_env, process, read_until
+
+from band_trio.platform import Platform
+from support import status
+
+DEADLINE = 30
+
+
+def claims(platform: Platform, message_id: str) -> int:
+    return sum(1 for e in platform.log() if e.path and e.path.endswith(f"/{message_id}/processing"))
+
+
+def agent_replies(platform: Platform, room_id: str) -> list[str]:
+    agent_id = platform.info.agent_id
+    return [m.content for m in platform.messages(room_id) if m.sender_id == agent_id]
+
+
+async def stderr_of(proc: trio.Process) -> bytes:
+    """What the process wrote to stderr, once it has exited."""
+    assert proc.stderr is not None
+    seen = b""
+    while chunk := await proc.stderr.receive_some():
+        seen += chunk
+    return seen
+
+
+def rooms_of(platform: Platform, count: int) -> list[str]:
+    info = platform.info
+    assert info.room_id and info.user_id and info.agent_id
+    return [info.room_id] + [
+        platform.create_room(title=f"room {i}", participants=[info.user_id, info.agent_id]).id or ""
+        for i in range(count - 1)
+    ]
+
+
+async def test_sigterm_with_turns_in_three_rooms_answers_each_exactly_once(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.user_id and info.agent_id
+    rooms = rooms_of(platform, 3)
+    env = agent_env(platform)
+    with trio.fail_after(DEADLINE):
+        async with process("agent", env=env) as proc:
+            await platform.wait_until(lambda: info.agent_id in platform.connected_agents())
+            posted = [platform.post_message(r, info.user_id, "think sleep=1") for r in rooms]
+            await platform.wait_until(
+                lambda: all(status(platform, m) == "processing" for m in posted)
+            )
+            proc.send_signal(signal.SIGTERM)  # every turn finishes inside the grace
+            assert await proc.wait() == 0
+            assert b"Traceback" not in await stderr_of(proc)
+        assert [status(platform, m) for m in posted] == ["processed"] * 3
+        async with process("agent", env=env) as again:  # a restart answers only what is new
+            newer = [platform.post_message(r, info.user_id, "and now?") for r in rooms]
+            await platform.wait_until(
+                lambda: all(status(platform, m) == "processed" for m in newer)
+            )
+            again.send_signal(signal.SIGTERM)
+            assert await again.wait() == 0
+    for room in rooms:
+        assert agent_replies(platform, room) == ["echo: think sleep=1", "echo: and now?"]
+
+
+async def test_sigterm_before_the_key_is_checked_exits_at_once(platform: Platform) -> None:
+    hold = platform.faults.hold_rest("me")
+    with trio.fail_after(DEADLINE):
+        async with process("agent", env=agent_env(platform)) as proc:
+            await hold.arrived.wait()
+            proc.send_signal(signal.SIGTERM)
+            assert await proc.wait() == 0
+            assert b"Traceback" not in await stderr_of(proc)
+    assert platform.stats["connections_opened"] == 0
+
+
+async def test_sigterm_during_the_room_list_exits_and_a_restart_serves(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    hold = platform.faults.hold_rest("chats")
+    waiting = platform.post_message(info.room_id, info.user_id, "posted before any agent")
+    with trio.fail_after(DEADLINE):
+        async with process("agent", env=agent_env(platform)) as proc:
+            await hold.arrived.wait()
+            proc.send_signal(signal.SIGTERM)
+            assert await proc.wait() == 0
+            assert b"Traceback" not in await stderr_of(proc)
+        hold.release()
+        assert status(platform, waiting) == "delivered"  # nobody took it
+        async with process("agent", env=agent_env(platform)) as again:
+            await platform.wait_until(lambda: status(platform, waiting) == "processed")
+            again.send_signal(signal.SIGTERM)
+            assert await again.wait() == 0
+    assert agent_replies(platform, info.room_id) == ["echo: posted before any agent"]
+
+
+async def test_sigterm_while_reconnecting_exits(platform: Platform) -> None:
+    info = platform.info
+    assert info.agent_id
+    with trio.fail_after(DEADLINE):
+        async with process("agent", env=agent_env(platform)) as proc:
+            await platform.wait_until(lambda: info.agent_id in platform.connected_agents())
+            platform.faults.refuse_upgrades(1000, 503)
+            assert platform.faults.drop_socket(info.agent_id)
+            await platform.wait_until(lambda: platform.stats["upgrades_refused"] >= 1)
+            proc.send_signal(signal.SIGTERM)
+            assert await proc.wait() == 0
+            assert b"Traceback" not in await stderr_of(proc)
+
+
+async def test_kill_9_mid_turn_then_a_restart_answers_it_once(platform: Platform) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    with trio.fail_after(DEADLINE):
+        async with process("agent", env=agent_env(platform)) as proc:
+            message = platform.post_message(info.room_id, info.user_id, "long sleep=600")
+            await platform.wait_until(lambda: status(platform, message) == "processing")
+            proc.kill()
+            assert await proc.wait() == -signal.SIGKILL
+        assert status(platform, message) == "processing"
+        async with process("agent", env=agent_env(platform)) as again:
+            # the replay claims it again and runs it (600 s of it): stop that at once
+            await platform.wait_until(lambda: claims(platform, message) == 2)
+            again.send_signal(signal.SIGTERM)
+            assert again.stderr is not None
+            await read_until(again.stderr, b"stopping")
+            again.send_signal(signal.SIGTERM)
+            assert await again.wait() == 0
+    assert agent_replies(platform, info.room_id) == []  # never answered twice, nor half
+    assert status(platform, message) == "processing"  # still owed: a later run answers it
