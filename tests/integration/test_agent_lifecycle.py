@@ -318,20 +318,57 @@ async def test_a_room_left_the_instant_its_adapter_returns_still_marks_the_messa
     assert info.room_id and info.user_id
     agents: list[Agent] = []
 
-    async def leave_as_it_returns(turn: Turn) -> None:
-        await turn.reply("done")
-        # The room is left in the very instant the adapter returns (no checkpoint in
-        # between): the cancel meets the turn between the adapter and its settling,
-        # a window no outside input can hit on purpose, hence the private handle.
+    async def leave(room_id: str) -> None:
         rooms = agents[0]._rooms
         assert rooms is not None
-        rooms.remove(turn.room_id, "left as the adapter returned")
+        rooms.remove(room_id, "left as the adapter returned")
 
-    adapter = Recorder(leave_as_it_returns)
-    with trio.fail_after(DEADLINE):
-        async with running_agent(platform, adapter) as running:
-            agents.append(running.agent)
-            message = platform.post_message(info.room_id, info.user_id, "last words")
-            await adapter.wait_for(lambda: info.room_id in adapter.left)
+    async with trio.open_nursery() as test:
+
+        async def leave_as_it_returns(turn: Turn) -> None:
+            await turn.reply("done")
+            # `leave` runs at the turn's next checkpoint, which comes after the adapter
+            # has returned and before its settling: the cancel meets the turn in that
+            # window, which no outside input can hit on purpose (hence the private
+            # handle on the rooms host)
+            test.start_soon(leave, turn.room_id)
+
+        adapter = Recorder(leave_as_it_returns)
+        with trio.fail_after(DEADLINE):
+            async with running_agent(platform, adapter) as running:
+                agents.append(running.agent)
+                message = platform.post_message(info.room_id, info.user_id, "last words")
+                await adapter.wait_for(lambda: info.room_id in adapter.left)
     assert adapter.finished == ["last words"]
     assert status(platform, message) == "processed"  # never answered again by a restart
+
+
+async def test_a_turn_that_ignores_the_shutdown_is_reported_and_still_owned(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id
+    finish = trio.Event()
+
+    async def ignore_the_shutdown(turn: Turn) -> None:
+        with trio.CancelScope(shield=True):  # stands in for cleanup that hangs
+            await finish.wait()
+
+    adapter = Recorder(ignore_the_shutdown)
+    policy = Policy(shutdown_grace=0, cleanup_grace=0.05)
+    with trio.fail_after(DEADLINE):
+        async with background_agent(platform, adapter, policy=policy) as run:
+            await run.started.wait()
+            message = platform.post_message(info.room_id, info.user_id, "stubborn")
+            await adapter.wait_for(lambda: adapter.calls == ["stubborn"])
+            result = await run.agent.stop()  # returns, with the overrun named...
+            assert not run.finished.is_set()  # ...while run() still owns the turn
+            finish.set()
+            await run.finished.wait()
+    assert not result.graceful
+    assert result.cancelled == ((info.room_id, message),)
+    assert [(o.room_id, o.message_id, o.what) for o in result.overran] == [
+        (info.room_id, message, "ignored the shutdown")
+    ]
+    # it returned in the end, but after the shutdown had cancelled it: not a success
+    assert status(platform, message) == "processing"

@@ -34,6 +34,7 @@ from ._ledger import Ledger
 from ._link import Link, LinkEnd, LinkSettings
 from ._results import StopResult, UnsettledMark
 from ._rooms import Rooms
+from ._turn_state import AbortKind
 from ._view import RoomView
 
 __all__ = ["Agent"]
@@ -221,13 +222,16 @@ class Agent:
                 await root.start(rooms.run)
                 root.start_soon(_stop_when_asked, run, rooms, link)
                 end = await link.run(started)
-                if run.stop_requested.is_set():
-                    run.publish(self._result(journal, rooms))
+                if rooms.settled.is_set():  # the link ended because the stop asked it to
+                    run.publish(self._result(journal))
+                else:  # ended for good, or at start-up: what still runs is cancelled now
+                    journal.cancelled.extend(rooms.running_turns())
+                    rooms.end_all(AbortKind.SHUTDOWN, "the session ended for good")
                 root.cancel_scope.cancel(reason="agent stopped")
-            run.publish(self._result(journal, rooms))
+            run.publish(self._result(journal))
         return end
 
-    def _result(self, journal: Journal, rooms: Rooms) -> StopResult:
+    def _result(self, journal: Journal) -> StopResult:
         unsettled = tuple(
             UnsettledMark(room_id, message_id, "processed" if failure is None else "failed")
             for room_id, ledger in self._ledgers.items()

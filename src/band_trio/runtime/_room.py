@@ -151,6 +151,16 @@ class Room:
         self._draining = True
         self._search.cancel(reason="draining")
 
+    def ending(self, kind: AbortKind, reason: str) -> None:
+        """The owner is about to cancel the room: record why on the running turn first.
+
+        A turn whose adapter has already returned is not aborted (it settles, so a
+        restart never answers it again); one still at work is, so even an adapter
+        that swallows the cancel leaves its message `processing`."""
+        turn = self.turn
+        if turn is not None:
+            turn.abort(kind, reason)
+
     def _abort(self, kind: AbortKind, reason: str | None) -> bool:
         turn = self.turn
         if turn is None or not turn.abort(kind, reason):

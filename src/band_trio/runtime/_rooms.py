@@ -30,6 +30,7 @@ from ._context import RoomContext
 from ._ledger import Ledger
 from ._results import Overrun
 from ._room import Room
+from ._turn_state import AbortKind
 
 __all__ = ["Rooms"]
 
@@ -84,6 +85,7 @@ class Rooms:
         if room is None:
             return
         log.info("left room %s: %s", room_id, why)
+        room.ending(AbortKind.LEFT, why)
         self._live[room].cancel(reason=why)
         self._ctx.changes.notify()
 
@@ -98,6 +100,20 @@ class Rooms:
     def close(self) -> None:
         """Ask for the shutdown; `settled` tells when it is over."""
         self._closing.set()
+
+    def end_all(self, kind: AbortKind, reason: str) -> None:
+        """Cancel every room task now (its running turn aborted with `kind`)."""
+        for room, scope in self._live.items():
+            room.ending(kind, reason)
+            scope.cancel(reason=reason)
+
+    def running_turns(self) -> list[tuple[str, str]]:
+        """(room, message) of every turn whose adapter is still at work."""
+        return [
+            (room.id, room.turn.message.id)
+            for room in self._live
+            if room.turn is not None and not room.turn.finished
+        ]
 
     # -- the host's task -------------------------------------------------------
 
@@ -116,11 +132,13 @@ class Rooms:
             room.drain()
         with trio.move_on_after(policy.shutdown_grace):
             await self._until(lambda: not self._live)
-        running = [r for r in self._live if r.turn is not None and not r.turn.finished]
+        running = [
+            (room, room.turn)
+            for room in self._live
+            if room.turn is not None and not room.turn.finished
+        ]
         journal = self._ctx.journal
-        for room in running:
-            assert room.turn is not None
-            journal.cancelled.append((room.id, room.turn.message.id))
+        journal.cancelled.extend((room.id, turn.message.id) for room, turn in running)
         if self._live:
             log.warning(
                 "stopping with %d room(s) still busy after %.1fs (%d turn(s) running): "
@@ -129,17 +147,13 @@ class Rooms:
                 policy.shutdown_grace,
                 len(running),
             )
-        for scope in self._live.values():
-            scope.cancel(reason="agent stopping: the shutdown grace is over")
-        stubborn: list[Room] = []
+        self.end_all(AbortKind.SHUTDOWN, "agent stopping: the shutdown grace is over")
         with trio.move_on_after(policy.cleanup_grace):
-            for room in running:
-                assert room.turn is not None
-                await room.turn.done.wait()
-        for room in running:
-            turn = room.turn
-            if turn is not None and not turn.done.is_set():
-                stubborn.append(room)
+            for _, turn in running:
+                await turn.done.wait()
+        stubborn = [room for room, turn in running if not turn.done.is_set()]
+        for room, turn in running:
+            if not turn.done.is_set():
                 journal.overran.append(Overrun(room.id, turn.message.id, "ignored the shutdown"))
                 log.error(
                     "room %s: the turn for %s ignored the shutdown for more than %.1fs",

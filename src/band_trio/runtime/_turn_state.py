@@ -28,6 +28,10 @@ class AbortKind(enum.Enum):
     """The room's users stopped the agent: leave the message for replay on play."""
     PLATFORM_STOP = "platform_stop"
     """The platform refused work as stopped (403, activity false): leave the message."""
+    LEFT = "left"
+    """The agent left the room: leave the message (it is replayed if the room comes back)."""
+    SHUTDOWN = "shutdown"
+    """The agent is stopping and the shutdown grace is over: leave the message."""
 
     @property
     def consumes(self) -> bool:
