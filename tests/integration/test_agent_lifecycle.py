@@ -19,7 +19,13 @@ from band_trio.runtime import _room
 from support import Recorder, background_agent, running_agent, status
 
 DEADLINE = 10
-FAST = Policy(reconnect_base=0.02, reconnect_cap=0.1, room_restart_base=0.05)
+FAST = Policy(
+    reconnect_base=0.02,
+    reconnect_cap=0.1,
+    room_restart_base=0.05,
+    join_retry_base=0.02,
+    join_retry_cap=0.1,
+)
 
 
 def ws_opens(platform: Platform) -> int:
@@ -177,16 +183,19 @@ async def test_one_room_refusing_its_rejoin_leaves_the_connection_and_the_others
     assert info.agent_id and info.user_id
     healthy, refusing = more_rooms(platform, 2)
     adapter = Recorder()
-    policy = FAST.replace(join_refusals=3)
+    policy = FAST.replace(join_refusals=3, join_retry_base=0.2)
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter, policy=policy) as running:
             agent = running.agent
             platform.faults.refuse_joins(f"chat_room:{refusing}")
             assert platform.faults.drop_socket(info.agent_id)
-            await agent.wait_until(lambda: agent.connects == 2)
+            await agent.wait_until(lambda: not agent.connected)
+            await agent.wait_until(lambda: agent.rooms[healthy].joined)  # on the new socket
             message = platform.post_message(healthy, info.user_id, "are you there?")
             await platform.wait_until(lambda: status(platform, message) == "processed")
-            await agent.wait_until(lambda: refusing not in agent.rooms)  # given up
+            assert refusing in agent.rooms  # still being retried, on its own
+            await agent.wait_until(lambda: refusing not in agent.rooms)  # then given up
+            await agent.wait_until(lambda: agent.connects == 2)
             assert healthy in agent.rooms
     assert ws_opens(platform) == 2  # one reconnect, not one per refusal
     assert adapter.calls == ["are you there?"]

@@ -13,11 +13,11 @@ a connection), `interrupt`, `stop`, `play`, and `drain` (the agent is
 stopping). The room's stopped and draining states are real state, read where
 work is looked for, at the start of each search.
 
-Order: a `/next` pass runs before queued pushes. The first pushed message id is
-the sync point: a pass ends when `/next` reaches a message already queued from
-a push, so older work runs first and a message that arrives by both paths
-runs once. A periodic reconcile asks for a pass; it is a deadline of the
-search, so queue traffic never postpones it.
+Order: a `/next` pass (`_pass.Pass`) runs before queued pushes. The first
+pushed message id is the sync point: a pass ends when `/next` reaches a
+message already queued from a push, so older work runs first and a message
+that arrives by both paths runs once. A periodic reconcile asks for a pass; it
+is a deadline of the search, so queue traffic never postpones it.
 """
 
 from __future__ import annotations
@@ -25,17 +25,16 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
-from dataclasses import dataclass, field
 
 import trio
 
 from .. import errors
 from ..contract import Message
 from ..link import Socket
-from ..wire import ChatMessage
 from ._context import RoomContext
-from ._inbound import Inbound, inbound
+from ._inbound import Inbound
 from ._ledger import Ledger, Standing
+from ._pass import Pass, is_own
 from ._results import Overrun
 from ._settle import Outcome, settle
 from ._turn import run_turn
@@ -52,20 +51,6 @@ def chat_topic(room_id: str) -> str:
 
 def participants_topic(room_id: str) -> str:
     return f"room_participants:{room_id}"
-
-
-@dataclass
-class _Pass:
-    """Where a catch-up through `/next` stands (and, past a stuck head, the scan)."""
-
-    scanning: bool = False
-    """Walking the unprocessed list page by page, past a head that cannot move on."""
-    handed: str | None = None
-    """The `/next` head handed out as work, whose outcome decides what comes next."""
-    moved: bool = True
-    page: deque[ChatMessage] = field(default_factory=deque)
-    cursor: str | None = None
-    more: bool = True
 
 
 class Room:
@@ -86,7 +71,7 @@ class Room:
         self._queued: set[str] = set()
         self._wake = trio.Event()
         self._resync_due = False
-        self._pass: _Pass | None = None
+        self._pass: Pass | None = None
         self._stopped = False
         self._draining = False
         self._search = trio.CancelScope()
@@ -194,9 +179,8 @@ class Room:
 
     def _after_unit(self, message_id: str, moved: bool) -> None:
         """Tell the pass in progress (if the unit came from it) whether the message moved on."""
-        state = self._pass
-        if state is not None and state.handed == message_id:
-            state.moved = moved
+        if self._pass is not None:
+            self._pass.outcome(message_id, moved)
 
     async def _find_work(self) -> Message | None:
         """The next message to run, in order; None once draining."""
@@ -210,11 +194,13 @@ class Room:
                 self._reconcile_tick(now)
             if self._pass is None and self._resync_due:
                 self._resync_due = False
-                self._pass = _Pass()
+                self._pass = Pass(self.id, self._ctx, self.ledger, self._queued)
             if self._pass is not None:
-                message = await self._pass_step(self._pass)
+                message = await self._pass.next()
                 if message is not None:
                     return message
+                if self._pass.found_work is not None:
+                    self.last_pass_found_work = self._pass.found_work
                 self._pass = None
                 continue
             if self._inbox:
@@ -251,64 +237,10 @@ class Room:
             log.info("room %s: /next shows work while stopped: taking it as a missed play", self.id)
             self.play()
 
-    async def _pass_step(self, state: _Pass) -> Message | None:
-        """The pass's next message, or None once the pass is over.
-
-        A head that can never move on in this process (own, completed, spent, or
-        waiting only for its final mark) would come back from every `/next` and
-        hide the messages behind it; the pass then walks the room's unprocessed
-        list once, past it, instead of spinning.
-        """
-        if not state.scanning:
-            handed, state.handed = state.handed, None
-            if handed is not None and not state.moved:
-                # No progress: the same head would come back. If it can only wait
-                # for its final mark, serve the messages behind it meanwhile.
-                if self.ledger.standing(handed) is not Standing.ACK_PENDING:
-                    return None
-                state.scanning = True
-        if not state.scanning:
-            try:
-                head = await self._ctx.rest.next_message(self.id)
-            except errors.PlatformError as exc:
-                log.warning("room %s: /next failed (%s); the next reconcile retries", self.id, exc)
-                return None
-            self.last_pass_found_work = head is not None
-            if head is None:
-                return None
-            message = inbound(self.id, self._ctx.agent_id, head).message
-            if message.id in self._queued:
-                return None  # the sync point: pushes take it from here, in order
-            if not self._is_stuck(message):
-                state.handed, state.moved = message.id, True
-                return message
-            state.scanning = True
-        while True:
-            while state.page:
-                item = inbound(self.id, self._ctx.agent_id, state.page.popleft())
-                if item.message.id in self._queued:
-                    return None
-                if not item.processed and not self._is_stuck(item.message):
-                    return item.message
-            if not state.more:
-                return None
-            try:
-                page = await self._ctx.rest.unprocessed(self.id, state.cursor)
-            except errors.PlatformError as exc:
-                log.warning("room %s: scan failed (%s)", self.id, exc)
-                return None
-            state.page.extend(page.data)
-            state.cursor = page.metadata.next_cursor
-            state.more = bool(page.metadata.has_more) and state.cursor is not None
-
     # -- one unit --------------------------------------------------------------
 
     def _is_own(self, message: Message) -> bool:
-        return message.sender_type == "Agent" and message.sender_id == self._ctx.agent_id
-
-    def _is_stuck(self, message: Message) -> bool:
-        standing = self.ledger.standing(message.id)
-        return self._is_own(message) or standing in (Standing.EXHAUSTED, Standing.COMPLETED)
+        return is_own(message, self._ctx.agent_id)
 
     async def _unit(self, message: Message) -> bool:
         """Deal with one message. Returns True if its platform state moved on."""
