@@ -67,6 +67,16 @@ async def running_agent(
     assert handle.tasks.living == set(), f"tasks outlived the agent: {handle.tasks.living}"
 
 
+def rooms_with_the_agent(platform: Platform, count: int) -> list[str]:
+    """The seeded room and `count - 1` new ones, each with the seeded user and agent."""
+    info = platform.info
+    assert info.room_id and info.user_id and info.agent_id
+    return [info.room_id] + [
+        platform.create_room(title=f"room {i}", participants=[info.user_id, info.agent_id]).id or ""
+        for i in range(count - 1)
+    ]
+
+
 def status(platform: Platform, message_id: str) -> str | None:
     """The seeded agent's delivery status of a message."""
     agent_id = platform.info.agent_id

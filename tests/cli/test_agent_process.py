@@ -12,7 +12,7 @@ import trio
 from test_commands import agent_env, process, read_until
 
 from band_trio.platform import Platform
-from support import status
+from support import rooms_with_the_agent, status
 
 DEADLINE = 30
 
@@ -35,21 +35,12 @@ async def stderr_of(proc: trio.Process) -> bytes:
     return seen
 
 
-def rooms_of(platform: Platform, count: int) -> list[str]:
-    info = platform.info
-    assert info.room_id and info.user_id and info.agent_id
-    return [info.room_id] + [
-        platform.create_room(title=f"room {i}", participants=[info.user_id, info.agent_id]).id or ""
-        for i in range(count - 1)
-    ]
-
-
 async def test_sigterm_with_turns_in_three_rooms_answers_each_exactly_once(
     platform: Platform,
 ) -> None:
     info = platform.info
     assert info.user_id and info.agent_id
-    rooms = rooms_of(platform, 3)
+    rooms = rooms_with_the_agent(platform, 3)
     env = agent_env(platform)
     with trio.fail_after(DEADLINE):
         async with process("agent", env=env) as proc:

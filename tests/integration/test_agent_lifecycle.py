@@ -16,7 +16,7 @@ import trio
 from band_trio import Agent, Policy, StopResult, Turn, UnsettledMark
 from band_trio.platform import Platform
 from band_trio.runtime import _room
-from support import Recorder, background_agent, running_agent, status
+from support import Recorder, background_agent, rooms_with_the_agent, running_agent, status
 
 DEADLINE = 10
 FAST = Policy(
@@ -33,21 +33,12 @@ def ws_opens(platform: Platform) -> int:
     return sum(1 for e in platform.log() if e.kind == "ws_open" and e.status == 101)
 
 
-def more_rooms(platform: Platform, count: int) -> list[str]:
-    info = platform.info
-    assert info.room_id and info.user_id and info.agent_id
-    return [info.room_id] + [
-        platform.create_room(title=f"room {i}", participants=[info.user_id, info.agent_id]).id or ""
-        for i in range(count - 1)
-    ]
-
-
 async def test_a_graceful_stop_sends_the_marks_of_turns_that_finish_inside_the_grace(
     platform: Platform,
 ) -> None:
     info = platform.info
     assert info.user_id
-    rooms = more_rooms(platform, 3)
+    rooms = rooms_with_the_agent(platform, 3)
     release = trio.Event()
 
     async def finish_when_released(turn: Turn) -> None:
@@ -105,15 +96,20 @@ async def _silent_peer(stream: trio.SocketStream) -> None:
         await trio.sleep_forever()
 
 
-async def test_stop_before_the_key_is_checked(platform: Platform) -> None:
-    hold = platform.faults.hold_rest("me")
+@pytest.mark.parametrize("route", ["me", "chats"])
+async def test_stop_while_the_key_check_or_the_room_list_is_in_flight(
+    platform: Platform, route: str
+) -> None:
+    hold = platform.faults.hold_rest(route)
     with trio.fail_after(DEADLINE):
         async with background_agent(platform, Recorder(), policy=FAST) as run:
             await hold.arrived.wait()
             result = await run.agent.stop()
             await run.finished.wait()
     assert result.graceful and run.error is None
-    assert ws_opens(platform) == 0  # it never went on to connect
+    await platform.wait_until(lambda: not platform.connected_agents())
+    if route == "me":
+        assert ws_opens(platform) == 0  # it never went on to connect
 
 
 async def test_stop_during_the_websocket_handshake(platform: Platform) -> None:
@@ -152,17 +148,6 @@ async def test_stop_while_the_upgrade_is_refused_and_retried(platform: Platform)
     assert result.graceful and run.error is None
 
 
-async def test_stop_while_the_room_list_is_in_flight(platform: Platform) -> None:
-    hold = platform.faults.hold_rest("chats")
-    with trio.fail_after(DEADLINE):
-        async with background_agent(platform, Recorder(), policy=FAST) as run:
-            await hold.arrived.wait()
-            result = await run.agent.stop()
-            await run.finished.wait()
-    assert result.graceful and run.error is None
-    await platform.wait_until(lambda: not platform.connected_agents())
-
-
 async def test_stop_while_a_room_join_is_refused_and_retried(platform: Platform) -> None:
     info = platform.info
     assert info.room_id
@@ -181,7 +166,7 @@ async def test_one_room_refusing_its_rejoin_leaves_the_connection_and_the_others
 ) -> None:
     info = platform.info
     assert info.agent_id and info.user_id
-    healthy, refusing = more_rooms(platform, 2)
+    healthy, refusing = rooms_with_the_agent(platform, 2)
     adapter = Recorder()
     policy = FAST.replace(join_refusals=3, join_retry_base=0.2)
     with trio.fail_after(DEADLINE):
