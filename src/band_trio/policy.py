@@ -101,6 +101,9 @@ class Policy:
     """...capped here."""
     reconnect_stable: float = 60.0
     """A connection that stayed up this long resets the backoff."""
+    max_message_size: int = 16 * 1024 * 1024
+    """Bytes of one websocket message the agent accepts (the platform pushes up to
+    16 MiB; trio-websocket's own default, 1 MiB, would close the socket with 1009)."""
 
     def replace(self, **changes: float | int) -> Policy:
         """A copy with some fields changed (`Policy().replace(max_attempts=3)`)."""
@@ -108,8 +111,9 @@ class Policy:
 
     def __post_init__(self) -> None:
         _check_numbers(self)
-        if self.max_attempts < 1:
-            raise ValueError("Policy.max_attempts must be >= 1")
+        for name in ("max_attempts", "max_message_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Policy.{name} must be >= 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,14 +133,25 @@ class PlatformPolicy:
     outbound_queue: int = 4096
     """Frames a connection may have waiting to be sent before it counts as stuck
     (and is aborted; the agent resyncs through `/next`)."""
+    max_request_body: int = 8 * 1024 * 1024
+    """Bytes of an HTTP request body (REST and admin) the platform reads; a longer
+    one is answered 413 with the error envelope, unread."""
+    max_ws_message: int = 16 * 1024 * 1024
+    """Bytes of one websocket message either way (hypercorn's limit on what it reads;
+    what the platform pushes stays under it: a post is at most `max_request_body`)."""
+    log_entries: int = 20_000
+    """The request log keeps this many entries, the newest (a ring)..."""
+    log_text_limit: int = 1024
+    """...and cuts each logged body, frame or path to this many characters."""
 
     def replace(self, **changes: float | int) -> PlatformPolicy:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         _check_numbers(self)
-        if self.outbound_queue < 1:
-            raise ValueError("PlatformPolicy.outbound_queue must be >= 1")
+        for name in ("outbound_queue", "max_request_body", "max_ws_message", "log_entries"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"PlatformPolicy.{name} must be >= 1")
 
 
 def _check_numbers(policy: Policy | PlatformPolicy) -> None:

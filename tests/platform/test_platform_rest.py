@@ -136,17 +136,27 @@ async def test_message_lifecycle(platform: Platform, client: httpx2.AsyncClient)
     }
     assert (await client.get(room_path(room, "/messages/next"))).json()["data"]["id"] == second
 
-    # After a terminal status, /processing opens a new attempt.
-    assert (await client.post(f"{mark}/processing")).json()["data"]["attempt_number"] == 2
-    failed = await client.post(f"{mark}/failed", json={"error": "RuntimeError"})
+    # `processed` is terminal (the stand-in's rule): a late claim is refused, changes nothing
+    late = await client.post(f"{mark}/processing")
+    assert_envelope(late, 409, "already_processed")
+    assert platform.delivery(first) == {
+        platform.info.agent_id: {"status": "processed", "attempts": 1}
+    }
+
+    # `failed` is not: the next /processing opens a new attempt
+    other = room_path(room, f"/messages/{second}")
+    assert (await client.post(f"{other}/processing")).json()["data"]["attempt_number"] == 1
+    failed = await client.post(f"{other}/failed", json={"error": "RuntimeError"})
     assert failed.status_code == 200
     assert failed.json()["data"]["status"] == "failed"
-    assert platform.delivery(first)[platform.info.agent_id or ""] == {
+    assert (await client.post(f"{other}/processing")).json()["data"]["attempt_number"] == 2
+    assert (await client.post(f"{other}/failed", json={"error": "again"})).status_code == 200
+    assert platform.delivery(second)[platform.info.agent_id or ""] == {
         "status": "failed",
         "attempts": 2,
     }
     # failed stays at the head of /next
-    assert (await client.get(room_path(room, "/messages/next"))).json()["data"]["id"] == first
+    assert (await client.get(room_path(room, "/messages/next"))).json()["data"]["id"] == second
 
     missing = await client.post(room_path(room, "/messages/nope/processing"))
     assert_envelope(missing, 404, "not_found")

@@ -18,13 +18,24 @@ from ._exits import EXIT_CONFIG as EXIT_CONFIG
 from ._exits import EXIT_CRASH as EXIT_CRASH
 from ._exits import EXIT_DISCONNECTED as EXIT_DISCONNECTED
 from ._exits import EXIT_OK as EXIT_OK
+from ._exits import single
 
 __all__ = ["EXIT_CONFIG", "EXIT_CRASH", "EXIT_DISCONNECTED", "EXIT_OK", "main"]
 
 
+def _log_level(value: str) -> str:
+    level = value.upper()
+    if level not in logging.getLevelNamesMapping():
+        names = ", ".join(n for n in logging.getLevelNamesMapping() if n != "NOTSET")
+        raise argparse.ArgumentTypeError(f"unknown level {value!r} (one of {names})")
+    return level
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="band-trio", description=__doc__.split("\n")[0])
-    parser.add_argument("--log-level", default="WARNING", help="logging level (default: WARNING)")
+    parser.add_argument(
+        "--log-level", default="WARNING", type=_log_level, help="logging level (default: WARNING)"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     _platform.add_parser(commands)
     _agent.add_parser(commands)
@@ -37,14 +48,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=args.log_level.upper(),
+        level=args.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
         code: int = args.run(args)
-    except errors.ConfigurationError as exc:
-        print(f"band-trio: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+    except BaseException as exc:  # the boundary: a configuration error is one line
+        error = single(exc)
+        if isinstance(error, errors.ConfigurationError):
+            print(f"band-trio: {error}", file=sys.stderr)
+            return EXIT_CONFIG
+        raise
     return code
 
 

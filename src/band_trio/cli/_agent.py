@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -19,7 +21,8 @@ from .. import errors
 from ..adapters import DemoAdapter
 from ..contract import Adapter
 from ..runtime import Agent
-from ._exits import EXIT_CRASH, EXIT_DISCONNECTED
+from ._exits import EXIT_CRASH, EXIT_DISCONNECTED, single
+from ._ready import read_ready_file
 
 __all__ = ["add_parser", "load_adapter", "serve_until_signalled"]
 
@@ -40,6 +43,11 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--agent-id", help="the agent's id (env BAND_AGENT_ID)")
     parser.add_argument("--api-key", help="the agent's API key (env BAND_API_KEY)")
     parser.add_argument(
+        "--ready-file",
+        type=Path,
+        help="take the URLs, agent id and key not given otherwise from a platform's ready file",
+    )
+    parser.add_argument(
         "--reject-conflict",
         action="store_true",
         help="refuse to start if this agent is already connected (instead of superseding it)",
@@ -56,27 +64,43 @@ def load_adapter(spec: str | None) -> Adapter:
         raise errors.ConfigurationError(f"--adapter must be MODULE:FACTORY, got {spec!r}")
     try:
         factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise errors.ConfigurationError(f"cannot load adapter {spec!r}: {exc}") from exc
-    adapter = factory()
+    except Exception as exc:  # ImportError, AttributeError, or the module's own error
+        raise errors.ConfigurationError(f"cannot load adapter {spec!r}: {exc!r}") from exc
+    if not callable(factory):
+        raise errors.ConfigurationError(f"{spec} is {factory!r}, not a callable")
+    try:
+        adapter = factory()
+    except Exception as exc:
+        raise errors.ConfigurationError(f"{spec}() raised {exc!r}") from exc
     if not isinstance(adapter, Adapter):
-        raise errors.ConfigurationError(f"{spec} returned {adapter!r}, not an Adapter")
+        raise errors.ConfigurationError(f"{spec}() returned {adapter!r}, not an Adapter")
     return adapter
 
 
 def _run(args: argparse.Namespace) -> int:
-    agent = Agent.from_env(
+    ready = read_ready_file(args.ready_file) if args.ready_file is not None else None
+    settings = {
+        "agent_id": (args.agent_id, "BAND_AGENT_ID", ready.agent_id if ready else None),
+        "api_key": (args.api_key, "BAND_API_KEY", ready.api_key if ready else None),
+        "rest_url": (args.rest_url, "BAND_REST_URL", ready.rest_url if ready else None),
+        "ws_url": (args.ws_url, "BAND_WS_URL", ready.ws_url if ready else None),
+    }
+    chosen = {
+        name: flag or os.environ.get(env) or from_file
+        for name, (flag, env, from_file) in settings.items()
+    }
+    agent = Agent(
         load_adapter(args.adapter),
-        agent_id=args.agent_id,
-        api_key=args.api_key,
-        rest_url=args.rest_url,
-        ws_url=args.ws_url,
+        agent_id=chosen["agent_id"] or "",
+        api_key=chosen["api_key"] or "",
+        rest_url=chosen["rest_url"] or "",
+        ws_url=chosen["ws_url"] or "",
         reject_conflict=args.reject_conflict,
     )
     try:
         trio.run(serve_until_signalled, agent)
     except BaseException as exc:  # the boundary: decide the exit status, or re-raise
-        error = _single(exc)
+        error = single(exc)
         if isinstance(error, errors.AgentDisconnectedError):
             reason = error.reason
             print(
@@ -92,13 +116,6 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_CRASH
         raise
     return 0
-
-
-def _single(exc: BaseException) -> BaseException:
-    """The one exception inside nested single-member groups, else `exc` itself."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
 
 
 async def serve_until_signalled(agent: Agent) -> None:

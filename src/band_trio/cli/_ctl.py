@@ -8,7 +8,6 @@ band-trio agent and a band-sdk agent alike.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from .. import errors
 from ..policy import Policy
 from ..wire.admin import AdminControl, ControlAccepted
 from ._exits import EXIT_CRASH
+from ._ready import read_ready_file
 
 __all__ = ["add_parser"]
 
@@ -39,14 +39,11 @@ def add_parser(commands: Any) -> None:
 
 
 def _settings(args: argparse.Namespace) -> tuple[str, str]:
-    ready: dict[str, Any] = {}
-    if args.ready_file is not None:
-        try:
-            ready = json.loads(args.ready_file.read_text())
-        except (OSError, ValueError) as exc:
-            raise errors.ConfigurationError(f"cannot read {args.ready_file}: {exc}") from exc
-    admin_url = args.admin_url or os.environ.get("BAND_ADMIN_URL") or ready.get("admin_url")
-    agent_id = args.agent or os.environ.get("BAND_AGENT_ID") or ready.get("agent_id")
+    ready = read_ready_file(args.ready_file) if args.ready_file is not None else None
+    admin_url = (
+        args.admin_url or os.environ.get("BAND_ADMIN_URL") or (ready.admin_url if ready else None)
+    )
+    agent_id = args.agent or os.environ.get("BAND_AGENT_ID") or (ready.agent_id if ready else None)
     if not admin_url:
         raise errors.ConfigurationError("no admin API: pass --admin-url or --ready-file")
     if not agent_id:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import random
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -50,12 +51,23 @@ log = logging.getLogger("band_trio.link.rest")
 
 T = TypeVar("T")
 _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+_UNSENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
+"""Transport errors raised before a request was sent: safe to retry, whatever it was."""
 _POST_CODES: Codes = {"forbidden": errors.ExecutionStoppedError}
 """A post to a room answered 403 `forbidden` met the platform's stopped gate
 (spec/wire.md §3.6): the only refusal a post gets for a room the agent is in."""
 _MAX_ROOM_PAGES = 50
 _encoder = msgspec.json.Encoder()
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _seg(value: str) -> str:
+    """One path segment: an id percent-encoded, so `?`, `#`, `%` and `/` stay inside it."""
+    return urllib.parse.quote(value, safe="")
+
+
+def _room(room_id: str) -> str:
+    return f"chats/{_seg(room_id)}"
 
 
 def _decode(kind: type[T], body: bytes) -> T:
@@ -79,6 +91,8 @@ def map_transport_errors(what: str) -> Iterator[None]:
         raise errors.PlatformUnavailableError(f"{what}: {exc!r}") from exc
     except msgspec.DecodeError as exc:
         raise errors.PlatformProtocolError(f"{what}: unreadable response: {exc}") from exc
+    except RecursionError as exc:
+        raise errors.PlatformProtocolError(f"{what}: response nested too deeply") from exc
 
 
 class RestClient:
@@ -134,12 +148,15 @@ class RestClient:
         deadline: float | None = None,
         codes: Codes | None = None,
         lifecycle: bool = False,
+        retry_unsent: bool = True,
     ) -> T | None:
         """Send one request and decode its answer into `kind`: the one path every call
         takes, so transport errors, error envelopes and unreadable bodies are
         translated here and nowhere else.
 
-        429, 408 and 5xx are retried as the policy allows (honouring `Retry-After`);
+        429, 408 and 5xx are retried as the policy allows (honouring `Retry-After`),
+        and so is a request that never left (the connection could not be made),
+        unless `retry_unsent` is False;
         any other error status raises the error its envelope `code` names (`codes`
         first: what a code means on this route). A 204 returns None. A lifecycle
         call (`lifecycle=True`) must answer exactly 200 with `success` not false.
@@ -147,12 +164,24 @@ class RestClient:
         content = None if body is None else _encoder.encode(body)
         what = f"{method} {path}"
         attempt = 0
+        policy = self._policy
         with map_transport_errors(what):
             while True:
-                with trio.fail_after(deadline or self._policy.request_deadline):
-                    response = await self._client.request(
-                        method, path, content=content, params=params
-                    )
+                try:
+                    with trio.fail_after(deadline or policy.request_deadline):
+                        response = await self._client.request(
+                            method, path, content=content, params=params
+                        )
+                except _UNSENT as exc:
+                    # The request never left: the platform is restarting, or briefly
+                    # away. Trying again cannot duplicate anything, even a post.
+                    if not (retry and retry_unsent) or attempt >= policy.rest_max_retries:
+                        raise
+                    wait = min(self._backoff(attempt), policy.rest_retry_cap)
+                    log.info("%s: %r; retry %d in %.2fs", what, exc, attempt + 1, wait)
+                    attempt += 1
+                    await trio.sleep(wait)
+                    continue
                 if response.is_success:
                     break
                 error = error_for_status(
@@ -163,12 +192,12 @@ class RestClient:
                 )
                 if not retry or response.status_code not in _RETRY_STATUSES:
                     raise error
-                if attempt >= self._policy.rest_max_retries:
+                if attempt >= policy.rest_max_retries:
                     raise error
                 delay = error.retry_after
                 if delay is None:
-                    delay = self._policy.rest_retry_base * 2**attempt * random.uniform(0.9, 1.1)
-                delay = min(delay, self._policy.rest_retry_cap)
+                    delay = self._backoff(attempt)
+                delay = min(delay, policy.rest_retry_cap)
                 log.info(
                     "%s answered %s; retry %d in %.2fs", what, error.status, attempt + 1, delay
                 )
@@ -185,6 +214,9 @@ class RestClient:
                     f"{what}: status {response.status_code} with an empty body"
                 )
             return _decode(kind, response.content)
+
+    def _backoff(self, attempt: int) -> float:
+        return float(self._policy.rest_retry_base * 2.0**attempt * random.uniform(0.9, 1.1))
 
     async def _lifecycle(self, path: str, body: Any = None) -> LifecycleResult | None:
         """A lifecycle call: exactly 200 is success, 204 means the room is stopped."""
@@ -206,7 +238,9 @@ class RestClient:
     # -- the agent API -------------------------------------------------------
 
     async def me(self) -> AgentProfile:
-        return await self._data("GET", "me", AgentProfile)
+        """The agent's profile: the start-up check of the key and the URL. A platform
+        that cannot be reached fails at once here: a wrong URL is not retried."""
+        return await self._data("GET", "me", AgentProfile, retry_unsent=False)
 
     async def rooms(self) -> list[RoomSummary]:
         """Every room the agent is in, page by page (at most 50 pages of 100)."""
@@ -225,22 +259,22 @@ class RestClient:
 
     async def next_message(self, room_id: str) -> ChatMessage | None:
         """The oldest message not yet processed for this agent, or None (204)."""
-        path = f"chats/{room_id}/messages/next"
+        path = f"{_room(room_id)}/messages/next"
         found = await self._call("GET", path, Data[ChatMessage], lifecycle=True)
         return None if found is None else found.data
 
     async def claim(self, room_id: str, message_id: str) -> LifecycleResult | None:
         """Mark `processing` (the durable claim). None: the room is stopped (204)."""
-        return await self._lifecycle(f"chats/{room_id}/messages/{message_id}/processing")
+        return await self._lifecycle(f"{_room(room_id)}/messages/{_seg(message_id)}/processing")
 
     async def mark_processed(self, room_id: str, message_id: str) -> LifecycleResult | None:
-        return await self._lifecycle(f"chats/{room_id}/messages/{message_id}/processed")
+        return await self._lifecycle(f"{_room(room_id)}/messages/{_seg(message_id)}/processed")
 
     async def mark_failed(
         self, room_id: str, message_id: str, label: str
     ) -> LifecycleResult | None:
         return await self._lifecycle(
-            f"chats/{room_id}/messages/{message_id}/failed", FailedMark(error=label)
+            f"{_room(room_id)}/messages/{_seg(message_id)}/failed", FailedMark(error=label)
         )
 
     async def report_activity(self, room_id: str, working: bool) -> bool:
@@ -248,7 +282,7 @@ class RestClient:
         False in reply to `working=True` means the platform has stopped the room."""
         report = await self._data(
             "POST",
-            f"chats/{room_id}/activity",
+            f"{_room(room_id)}/activity",
             ActivityReport,
             body=ActivityReport(working=working),
             retry=False,
@@ -261,7 +295,7 @@ class RestClient:
     ) -> PostedMessage:
         body = NewMessageBody(message=NewMessage(content=content, mentions=list(mentions)))
         return await self._data(
-            "POST", f"chats/{room_id}/messages", PostedMessage, body=body, codes=_POST_CODES
+            "POST", f"{_room(room_id)}/messages", PostedMessage, body=body, codes=_POST_CODES
         )
 
     async def post_event(
@@ -275,7 +309,7 @@ class RestClient:
             event=NewEvent(content=content, message_type=message_type, metadata=metadata)
         )
         return await self._data(
-            "POST", f"chats/{room_id}/events", EventCreated, body=body, codes=_POST_CODES
+            "POST", f"{_room(room_id)}/events", EventCreated, body=body, codes=_POST_CODES
         )
 
     async def unprocessed(self, room_id: str, cursor: str | None = None) -> MessagePage:
@@ -283,10 +317,10 @@ class RestClient:
         params: dict[str, Any] = {"sort_order": "asc", "limit": 100}
         if cursor is not None:
             params["cursor"] = cursor
-        page = await self._call("GET", f"chats/{room_id}/messages", MessagePage, params=params)
+        page = await self._call("GET", f"{_room(room_id)}/messages", MessagePage, params=params)
         if page is None:
             raise errors.PlatformProtocolError("GET messages: 204 where a page was due")
         return page
 
     async def participants(self, room_id: str) -> list[Participant]:
-        return await self._data("GET", f"chats/{room_id}/participants", list[Participant])
+        return await self._data("GET", f"{_room(room_id)}/participants", list[Participant])

@@ -307,6 +307,7 @@ async def run_socket(
                     resource,
                     extra_headers=headers,
                     message_queue_size=64,
+                    max_message_size=policy.max_message_size,
                 )
             socket = Socket(ws, refs=refs, policy=policy, on_push=on_push, stats=stats)
             socket._nursery = nursery

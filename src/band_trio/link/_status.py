@@ -68,7 +68,7 @@ def error_for_status(
     if body:
         try:
             envelope = _envelope.decode(body)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             message = body[:200].decode("utf-8", "replace")
         else:
             code = envelope.error.code

@@ -181,7 +181,7 @@ def _log(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
     except ValueError:
         raise HttpError(400, "bad_request", "since must be an integer") from None
     entries = p.log(since)
-    return json_response(LogPage(entries=entries, next=len(p.request_log.entries)))
+    return json_response(LogPage(entries=entries, next=p.request_log.next_seq))
 
 
 def _stats(p: Platform, query: Mapping[str, str], body: bytes) -> Response:

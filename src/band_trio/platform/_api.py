@@ -154,6 +154,10 @@ def _mark(
     if mark == "failed" and body.strip():
         decode_body(body, FailedMark)
     if mark == "processing":
+        if delivery.status == "processed":
+            # The stand-in's rule: `processed` is terminal. A claim that arrives late
+            # (sent before the message was consumed) must not reopen it.
+            raise HttpError(409, "already_processed", f"message {message_id} is processed")
         if delivery.status != "processing":
             attempt = delivery.attempts + 1
             delivery = Delivery("processing", attempt, attempt)

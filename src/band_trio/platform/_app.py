@@ -27,6 +27,10 @@ __all__ = ["App"]
 _JSON = (b"content-type", b"application/json")
 
 
+class _Gone(Exception):
+    """The client went away before its request body was complete."""
+
+
 class App:
     """ASGI 3 application serving the agent API, the admin API and the websocket."""
 
@@ -49,17 +53,37 @@ class App:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
 
-    async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        t = perf_counter()
+    async def _read_body(self, scope: dict[str, Any], receive: Any) -> bytes | None:
+        """The request body, or None if it is over the policy's limit (not read further;
+        the connection is closed after the 413, so the rest is never buffered)."""
+        limit = self.platform.policy.max_request_body
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    if int(value) > limit:
+                        return None
+                except ValueError:
+                    return None
         chunks: list[bytes] = []
+        size = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
+                raise _Gone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
             if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+                return b"".join(chunks)
+
+    async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        t = perf_counter()
+        try:
+            body = await self._read_body(scope, receive)
+        except _Gone:
+            return
         method: str = scope["method"]
         path: str = scope["path"]
         self._requests += 1
@@ -68,6 +92,10 @@ class App:
         p = self.platform
         p.request_log.count("requests")
         try:
+            if body is None:
+                p.request_log.count("bodies_too_large")
+                limit = p.policy.max_request_body
+                raise HttpError(413, "payload_too_large", f"request body over {limit} bytes")
             result, agent_id = self._dispatch(scope, method, path, body)
             if isinstance(result, Intercepted):  # an armed fault caught this request
                 result = await p.faults.run_rest(
@@ -92,6 +120,8 @@ class App:
             status=response.status,
             body=body.decode("utf-8", "replace") if body else None,
         )
+        if response.status == 413:  # the unread rest of the body must not be parsed next
+            response = Response(413, response.body, (*response.headers, (b"connection", b"close")))
         if response.status == 204:
             headers = list(response.headers)
             await send({"type": "http.response.start", "status": 204, "headers": headers})

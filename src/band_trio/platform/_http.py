@@ -66,3 +66,5 @@ def decode_body(body: bytes, kind: type[T]) -> T:
         raise HttpError(422, "validation_error", str(exc)) from None
     except msgspec.DecodeError as exc:
         raise HttpError(400, "bad_request", f"malformed JSON body: {exc}") from None
+    except RecursionError:
+        raise HttpError(400, "bad_request", "malformed JSON body: nested too deeply") from None

@@ -1,15 +1,19 @@
 """The request log, the counters, and the change signal behind `wait_until`.
 
 The log is what benchmarks read latencies from, so an entry is a stamp and a
-few strings appended to a list: no formatting, no I/O. Every append (and every
-other state change) wakes the tasks blocked in `Platform.wait_until`, which is
-how tests wait for an effect without polling.
+few strings appended to a ring: no formatting, no I/O. The ring keeps the last
+`PlatformPolicy.log_entries` entries and cuts each body or frame to
+`log_text_limit` characters, so a long run, or a client posting huge bodies,
+holds a flat memory line. Every append (and every other state change) wakes
+the tasks blocked in `Platform.wait_until`, which is how tests wait for an
+effect without polling.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections import Counter
+from collections import Counter, deque
 from typing import Literal
 
 import trio
@@ -29,7 +33,7 @@ COUNTERS = (
     "pushes_unjoined", "pushes_offline", "faults", "faults_rest_failed", "faults_rest_held",
     "faults_rest_delayed", "faults_sockets_dropped", "faults_sockets_closed",
     "faults_upgrades_refused", "faults_joins_refused", "faults_heartbeats_dropped",
-    "faults_superseded",
+    "faults_superseded", "bodies_too_large", "log_evicted",
 )  # fmt: skip
 """Counters reported from the start, at 0, so a reader can rely on every key."""
 
@@ -50,11 +54,17 @@ class Changes:
 
 
 class RequestLog:
-    """Append-only log of REST requests and websocket frames, plus named counters."""
+    """A bounded log of REST requests and websocket frames, plus named counters.
 
-    def __init__(self, changes: Changes) -> None:
-        self.entries: list[AdminLogEntry] = []
+    Entries keep their `seq` (0, 1, 2, ... for the platform's lifetime) when older
+    ones are evicted, so `since(seq)` still means "everything from `seq` on that
+    is still held"; `next_seq` is where a reader continues."""
+
+    def __init__(self, changes: Changes, *, entries: int = 20_000, text_limit: int = 1024) -> None:
+        self.entries: deque[AdminLogEntry] = deque(maxlen=entries)
         self.stats: Counter[str] = Counter(dict.fromkeys(COUNTERS, 0))
+        self.next_seq = 0
+        self._text_limit = text_limit
         self._changes = changes
 
     def append(
@@ -69,9 +79,18 @@ class RequestLog:
         body: str | None = None,
         frame: str | None = None,
     ) -> None:
+        if len(self.entries) == self.entries.maxlen:
+            self.stats["log_evicted"] += 1
+        limit = self._text_limit
+        if body is not None and len(body) > limit:
+            body = f"{body[:limit]}... [{len(body)} characters]"
+        if frame is not None and len(frame) > limit:
+            frame = f"{frame[:limit]}... [{len(frame)} characters]"
+        if path is not None and len(path) > limit:
+            path = path[:limit]
         self.entries.append(
             AdminLogEntry(
-                seq=len(self.entries),
+                seq=self.next_seq,
                 t=t,
                 kind=kind,
                 agent_id=agent_id,
@@ -82,10 +101,15 @@ class RequestLog:
                 frame=frame,
             )
         )
+        self.next_seq += 1
         self._changes.notify()
 
     def since(self, seq: int) -> list[AdminLogEntry]:
-        return self.entries[max(seq, 0) :]
+        """The entries from `seq` on that the ring still holds."""
+        if not self.entries:
+            return []
+        skip = max(seq - self.entries[0].seq, 0)
+        return list(itertools.islice(self.entries, skip, None))
 
     def count(self, name: str, n: int = 1) -> None:
         self.stats[name] += n

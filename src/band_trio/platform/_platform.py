@@ -33,6 +33,7 @@ from ..wire.admin import (
 )
 from ._faults import Faults
 from ._hub import Hub
+from ._ids import check_id
 from ._log import Changes, RequestLog
 from ._payloads import mention_of, message_created, participants_topic, room_payload, room_topic
 from ._store import Agent, Message, Room, Store, User
@@ -56,7 +57,11 @@ class Platform:
         self.policy = policy or PlatformPolicy()
         """The platform's own durations and counts."""
         self.changes = Changes()
-        self.request_log = RequestLog(self.changes)
+        self.request_log = RequestLog(
+            self.changes,
+            entries=self.policy.log_entries,
+            text_limit=self.policy.log_text_limit,
+        )
         self.hub = Hub(self.request_log, self.changes, self.policy)
         self.faults = Faults(self.request_log, self.hub)
         """Fault injection (`_faults.Faults`): fail, hold or delay REST calls, drop or
@@ -130,6 +135,8 @@ class Platform:
         description: str | None = None,
         api_key: str | None = None,
     ) -> AdminAgent:
+        if id is not None:
+            check_id("agent", id)
         agent = self.store.create_agent(
             id=id, name=name, handle=handle, description=description, api_key=api_key
         )
@@ -145,6 +152,8 @@ class Platform:
     def create_user(
         self, *, id: str | None = None, name: str | None = None, handle: str | None = None
     ) -> AdminUser:
+        if id is not None:
+            check_id("user", id)
         user = self.store.create_user(id=id, name=name, handle=handle)
         self.changes.notify()
         return AdminUser(id=user.id, name=user.name, handle=user.handle)
@@ -152,6 +161,8 @@ class Platform:
     def create_room(
         self, title: str | None = None, participants: Iterable[str] = (), *, id: str | None = None
     ) -> AdminRoom:
+        if id is not None:
+            check_id("room", id)
         pids = list(dict.fromkeys(participants))
         for pid in pids:
             self._profile(pid)

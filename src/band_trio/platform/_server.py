@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import sqlite3
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,6 +35,38 @@ from ._socket import WS_PATH
 from ._store import Store
 
 __all__ = ["open_platform", "run_platform"]
+
+
+def _port(port: int) -> int:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigurationError(f"a port is a number from 0 to 65535, not {port!r}")
+    return port
+
+
+def _open_store(db: str | os.PathLike[str] | None) -> Store:
+    """The store, or a `ConfigurationError` saying why `db` cannot hold it."""
+    if db is None:
+        return Store(None)
+    path = os.fspath(db)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ConfigurationError(f"cannot create the database {path}: no folder {folder}")
+    try:
+        return Store(path)
+    except sqlite3.Error as exc:
+        raise ConfigurationError(f"cannot use {path} as the platform's database: {exc}") from exc
+
+
+def _ready_folder(path: str | os.PathLike[str]) -> None:
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    if not os.path.isdir(folder):
+        raise ConfigurationError(f"cannot write the ready file {path}: no folder {folder}")
+
+
+def _first_leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
 
 
 def _loopback(host: str) -> str:
@@ -72,7 +105,7 @@ async def _serve(
     task_status: trio.TaskStatus[Platform] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     host = _loopback(host)
-    store = Store(None if db is None else os.fspath(db))
+    store = _open_store(db)
     platform = Platform(store, server.policy)
     try:
         seeded = platform.seed() if seed else None
@@ -81,13 +114,21 @@ async def _serve(
         config.accesslog = None
         config.errorlog = logger
         config.graceful_timeout = server.policy.request_grace
+        config.websocket_max_message_size = server.policy.max_ws_message
         hypercorn_stop = trio.Event()
         app: Any = App(platform)  # hypercorn's Framework type wants TypedDict scopes
         with server.scope:
             async with trio.open_nursery() as nursery:
-                binds: list[str] = await nursery.start(
-                    partial(serve, app, config, shutdown_trigger=hypercorn_stop.wait)
-                )
+                try:
+                    binds: list[str] = await nursery.start(
+                        partial(serve, app, config, shutdown_trigger=hypercorn_stop.wait)
+                    )
+                except* OSError as group:
+                    error = _first_leaf(group)
+                    why = error.strerror if isinstance(error, OSError) else None
+                    raise ConfigurationError(
+                        f"cannot listen on {host}:{port}: {why or error}"
+                    ) from None
                 bound_port = int(binds[0].rsplit(":", 1)[1])
                 rest_url = f"http://{host}:{bound_port}"
                 platform.serving(
@@ -127,7 +168,7 @@ async def open_platform(
 
     `db=None` keeps the state in memory; a path makes it durable across restarts.
     """
-    host = _loopback(host)
+    host, port = _loopback(host), _port(port)
     server = _Server(policy or PlatformPolicy())
     async with trio.open_nursery() as nursery:
         platform: Platform = await nursery.start(_serve, host, port, db, seed, server)
@@ -163,7 +204,9 @@ async def run_platform(
 ) -> None:
     """Serve until cancelled. Once listening, write `ready_file` (if given) and report
     the `Platform` through `task_status`."""
-    host = _loopback(host)
+    host, port = _loopback(host), _port(port)
+    if ready_file is not None:
+        _ready_folder(ready_file)
     server = _Server(policy or PlatformPolicy())
     async with trio.open_nursery() as nursery:
         platform: Platform = await nursery.start(_serve, host, port, db, seed, server)

@@ -213,6 +213,8 @@ class Store:
     # -- rooms and participants -----------------------------------------------
 
     def create_room(self, *, id: str | None = None, title: str | None = None) -> Room:
+        if id is not None and self.room(id) is not None:
+            raise ValueError(f"room {id} already exists")
         room = Room(id or str(uuid.uuid4()), title, now_iso())
         self._db.execute(
             "INSERT INTO rooms VALUES (?, ?, ?)", (room.id, room.title, room.inserted_at)

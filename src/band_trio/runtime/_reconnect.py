@@ -14,8 +14,9 @@ import random
 
 __all__ = ["TERMINAL_CLOSE_CODES", "TERMINAL_UPGRADE_STATUSES", "Backoff"]
 
-TERMINAL_UPGRADE_STATUSES = frozenset({400, 401, 403, 409})
-"""An upgrade refused with these is final: a wrong key is not retried forever."""
+TERMINAL_UPGRADE_STATUSES = frozenset({400, 401, 403, 404, 409})
+"""An upgrade refused with these is final: a wrong key, or a websocket URL with a path
+the platform does not serve (404), is not retried forever."""
 TERMINAL_CLOSE_CODES = frozenset({1008})
 """A close with these (policy violation) is final."""
 

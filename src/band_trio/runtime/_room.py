@@ -266,6 +266,7 @@ class Room:
     async def _watch_abort(self, turn: ActiveTurn) -> None:
         """Report a turn that outlives its cleanup grace after being aborted."""
         grace = self._ctx.policy.cleanup_grace
+        await turn.claim_settled.wait()  # a claim in flight runs to its answer first
         with trio.move_on_after(grace):
             await turn.done.wait()
             return

@@ -7,6 +7,7 @@
 | ABORTED        | given back| interrupt: `processed` (consumed); stop: none |
 | NOT_CLAIMED    | given back| none: the claim did not land                  |
 | CLAIM_STOPPED  | given back| none: the claim was answered 204 (stopped)    |
+| CONSUMED       | -         | none: the claim found it `processed` already  |
 
 Settling is the last part of a turn's one unit of work (claim → adapter →
 settle), and it runs shielded: once the adapter has finished, neither a
@@ -42,6 +43,8 @@ class Outcome(enum.Enum):
     ABORTED = "aborted"
     NOT_CLAIMED = "not_claimed"
     CLAIM_STOPPED = "claim_stopped"
+    CONSUMED = "consumed"
+    """The claim found the message already `processed` (a late copy of it)."""
 
 
 async def report_idle(rest: RestClient, room_id: str) -> None:

@@ -1,12 +1,13 @@
 """One turn, as one unit of work: claim → adapter → settle.
 
-    run_turn
-    └── turn.scope                  opened before the claim; interrupt/stop cancel it
-        ├── claim                   POST /processing (the durable claim)
-        └── nursery
-            ├── adapter.on_turn     the reasoning cycle
-            └── keep-alive          working: true, every keep-alive period
-    settle                          shielded and bounded (see `_settle`)
+    run_turn                        the turn is abortable from here on (`Room.turn`)
+    ├── claim                       POST /processing; a signal now cancels the scope
+    │                               before it is entered, never the request itself
+    ├── turn.scope                  interrupt/stop cancel it
+    │   └── nursery
+    │       ├── adapter.on_turn     the reasoning cycle
+    │       └── keep-alive          working: true, every keep-alive period
+    └── settle                      shielded and bounded (see `_settle`)
 
 The unit is indivisible from the outside: a graceful stop waits for it to
 end, and once the adapter has finished, its mark is sent even if the room is
@@ -41,8 +42,9 @@ async def run_turn(ctx: RoomContext, ledger: Ledger, turn: ActiveTurn) -> bool:
     ledger.charge(message.id)
     outcome = Outcome.ABORTED
     try:
-        with turn.scope:
-            outcome = await _claim_and_run(ctx, turn)
+        claimed = await _claim(ctx, turn)
+        with turn.scope:  # cancelled already if a signal came during the claim
+            outcome = claimed if claimed is not None else await _run(ctx, turn)
     except BaseException:
         # Cancelled from outside the turn (the room left, the shutdown grace over).
         turn.done.set()
@@ -58,22 +60,46 @@ async def run_turn(ctx: RoomContext, ledger: Ledger, turn: ActiveTurn) -> bool:
                     await report_idle(ctx.rest, message.room_id)
         raise
     turn.done.set()
+    if outcome is Outcome.CONSUMED:
+        ledger.complete(message.id)
+        return True
     if turn.abort_kind is not None:
         outcome = Outcome.ABORTED  # even if the adapter swallowed the cancellation
     return await settle(ctx.rest, ctx.policy, ledger, turn, outcome)
 
 
-async def _claim_and_run(ctx: RoomContext, turn: ActiveTurn) -> Outcome:
+async def _claim(ctx: RoomContext, turn: ActiveTurn) -> Outcome | None:
+    """Claim the message: None once it is ours, else why the adapter will not run.
+
+    The claim runs outside the turn's scope. A signal that lands while it is in
+    flight (the claim window) still aborts the turn — it cancels the scope before
+    the scope is entered, so the adapter is never called — but it cannot cut the
+    request off: its outcome is always known, so consuming an interrupted message
+    never needs a second claim, and no late claim can reopen it.
+    """
     message = turn.message
     try:
         claim = await ctx.rest.claim(message.room_id, message.id)
+    except errors.ConflictError as exc:
+        turn.claimed = False
+        if exc.code == "already_processed":  # consumed on the platform meanwhile
+            return Outcome.CONSUMED
+        log.warning("room %s: claim of %s refused: %s", message.room_id, message.id, exc)
+        return Outcome.NOT_CLAIMED
     except errors.PlatformError as exc:
         turn.claimed = False
         log.warning("room %s: claim of %s failed: %s", message.room_id, message.id, exc)
         return Outcome.NOT_CLAIMED
+    finally:
+        turn.claim_settled.set()
     turn.claimed = claim is not None
-    if claim is None:
-        return Outcome.CLAIM_STOPPED
+    return None if claim is not None else Outcome.CLAIM_STOPPED
+
+
+async def _run(ctx: RoomContext, turn: ActiveTurn) -> Outcome:
+    """The adapter, with the activity keep-alive beside it."""
+    message = turn.message
+    await trio.lowlevel.checkpoint()  # a signal during the claim cancels the turn here
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_keep_working, ctx, turn)
         try:

@@ -1,9 +1,10 @@
 """A turn in flight, as the runtime sees it: its cancel scope, why it was aborted,
 and what it claimed.
 
-The scope is opened *before* the claim, so a signal that lands while the claim
-request is still in flight (the claim window) already aborts the turn: the
-adapter is never called. Aborting records a kind and a reason first, then
+The turn can be aborted *before* its claim: a signal that lands while the
+claim request is still in flight (the claim window) cancels the turn's scope
+before it is entered, so the adapter is never called, while the claim request
+itself runs to its answer. Aborting records a kind and a reason first, then
 cancels the scope; settling reads the kind afterwards to decide consume vs
 leave. Nothing polls a flag between awaits.
 """
@@ -44,6 +45,7 @@ class ActiveTurn:
     __slots__ = (
         "abort_kind",
         "abort_reason",
+        "claim_settled",
         "claimed",
         "done",
         "failure",
@@ -62,6 +64,8 @@ class ActiveTurn:
         self.abort_reason: str | None = None
         self.claimed: bool | None = None
         """True once the claim landed; None while its outcome is unknown."""
+        self.claim_settled = trio.Event()
+        """Set once the claim request has its answer (or failed)."""
         self.working = False
         """True once `working: true` may have reached the platform."""
         self.failure: str | None = None

@@ -173,3 +173,5 @@ def decode_payload(event: str, payload: bytes | msgspec.Raw) -> Any:
         return decoder.decode(payload)
     except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
         raise PayloadError(event, str(exc)) from None
+    except RecursionError:
+        raise PayloadError(event, "JSON nested too deeply") from None

@@ -53,6 +53,8 @@ def decode_frame(data: str | bytes) -> Frame:
     except (msgspec.DecodeError, UnicodeEncodeError) as exc:
         # UnicodeEncodeError: a str with lone surrogates, which is not UTF-8 text at all.
         raise FrameError(str(exc)) from None
+    except RecursionError:  # msgspec recurses per level of nesting, even into a Raw
+        raise FrameError("JSON nested too deeply") from None
     if not wire.topic or not wire.event:
         raise FrameError("topic and event must be non-empty strings")
     payload = payload_or_empty(wire.payload)

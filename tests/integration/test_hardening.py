@@ -1,0 +1,154 @@
+"""What broke when band-trio was tried as a demanding user would (and an attacker).
+
+Each test holds one fix, over real loopback sockets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx2
+import trio
+from test_signals import Gate
+
+from band_trio import Policy, Turn
+from band_trio.platform import Platform, open_platform
+from support import Recorder, replies, running_agent, status
+
+DEADLINE = 10
+
+
+def ws_opens(platform: Platform) -> int:
+    return sum(1 for e in platform.log() if e.kind == "ws_open" and e.status == 101)
+
+
+def claims(platform: Platform, message_id: str) -> int:
+    return sum(
+        1
+        for e in platform.log()
+        if e.kind == "rest" and e.path and e.path.endswith(f"/{message_id}/processing")
+    )
+
+
+async def test_a_message_over_a_mebibyte_reaches_the_agent_and_the_signal_behind_it_too(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    gate = Gate()
+    adapter = Recorder(gate)
+    big = "x" * (2 * 1024 * 1024)  # trio-websocket's own limit is 1 MiB
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            first = platform.post_message(info.room_id, info.user_id, "first")
+            await adapter.wait_for(lambda: adapter.calls == ["first"])
+            large = platform.post_message(info.room_id, info.user_id, big)  # a 2 MiB push...
+            platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)  # ...then
+            await platform.wait_until(lambda: status(platform, first) == "processed")
+            assert adapter.cancelled == ["first"]
+            gate.release.set()
+            await platform.wait_until(lambda: status(platform, large) == "processed")
+            # the agent's own 2 MiB reply is echoed back to it too, on the same socket
+            assert replies(platform, info.room_id) == [f"done: {big}"]
+            assert running.agent.connected
+    assert ws_opens(platform) == 1  # never disconnected (1009) by the size
+    assert running.agent.stats.bad_frames == 0
+
+
+async def serve_until(
+    port: int,
+    db: Path,
+    stop: trio.Event,
+    gone: trio.Event,
+    *,
+    task_status: trio.TaskStatus[Platform] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """One life of a platform on `port` and `db`, until `stop`; `gone` once it has
+    stopped listening."""
+    try:
+        async with open_platform(port=port, db=db) as platform:
+            task_status.started(platform)
+            await stop.wait()
+    finally:
+        gone.set()
+
+
+async def test_a_reply_posted_while_the_platform_restarts_is_retried_not_failed(
+    tmp_path: Path, autojump_clock: object
+) -> None:
+    db = tmp_path / "band.db"
+    release = trio.Event()
+
+    async def reply_when_released(turn: Turn) -> None:
+        await release.wait()
+        await turn.reply("made it")
+
+    adapter = Recorder(reply_when_released)
+    policy = Policy(rest_retry_base=0.5, reconnect_base=0.05, reconnect_cap=0.2)
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            stop_first, stop_second = trio.Event(), trio.Event()
+            first_gone, second_gone = trio.Event(), trio.Event()
+            first: Platform = await nursery.start(serve_until, 0, db, stop_first, first_gone)
+            info = first.info
+            assert info.room_id and info.user_id and info.agent_id
+            port = int(info.rest_url.rsplit(":", 1)[1])
+            async with running_agent(first, adapter, policy=policy):
+                message = first.post_message(info.room_id, info.user_id, "reply late")
+                await adapter.wait_for(lambda: adapter.calls == ["reply late"])
+                stop_first.set()
+                await first_gone.wait()  # the platform is away...
+                release.set()  # ...as the adapter posts its reply: the connection is refused
+                await trio.sleep(1.0)  # the outage lasts a second (retries at 0.5, 1.5, ...)
+                second: Platform = await nursery.start(
+                    serve_until, port, db, stop_second, second_gone
+                )
+                await second.wait_until(lambda: status(second, message) == "processed")
+            assert replies(second, info.room_id) == ["made it"]
+            assert adapter.finished == ["reply late"]
+            stop_second.set()
+
+
+async def test_an_interrupt_during_a_slow_claim_sends_no_second_claim(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    adapter = Recorder()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            hold = platform.faults.hold_rest("processing")
+            message = platform.post_message(info.room_id, info.user_id, "claimed slowly")
+            await hold.arrived.wait()  # the claim is in flight
+            platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
+            await running.agent.wait_until(lambda: running.agent.signals.applied == 1)
+            await trio.testing.wait_all_tasks_blocked()
+            # nothing is sent until the claim has its answer: a second claim (or a mark)
+            # racing the first could be overtaken by it, and the late claim would reopen
+            # the message the user interrupted
+            assert claims(platform, message) == 0  # the held one is logged once answered
+            assert status(platform, message) == "delivered"
+            hold.release()
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+            after = platform.post_message(info.room_id, info.user_id, "after")
+            await platform.wait_until(lambda: status(platform, after) == "processed")
+    assert claims(platform, message) == 1
+    assert platform.delivery(message)[info.agent_id] == {"status": "processed", "attempts": 1}
+    assert adapter.calls == ["after"]
+
+
+async def test_a_late_claim_cannot_reopen_a_processed_message_on_the_platform(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder()):
+            message = platform.post_message(info.room_id, info.user_id, "done once")
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    # a claim that was overtaken arrives now (here: sent by hand, as band-sdk could)
+    key = info.api_key or ""
+    async with httpx2.AsyncClient(base_url=info.rest_url, headers={"X-API-Key": key}) as c:
+        late = await c.post(f"/api/v1/agent/chats/{info.room_id}/messages/{message}/processing")
+    assert late.status_code == 409 and late.json()["error"]["code"] == "already_processed"
+    assert platform.delivery(message)[info.agent_id] == {"status": "processed", "attempts": 1}
