@@ -152,3 +152,23 @@ async def test_a_late_claim_cannot_reopen_a_processed_message_on_the_platform(
         late = await c.post(f"/api/v1/agent/chats/{info.room_id}/messages/{message}/processing")
     assert late.status_code == 409 and late.json()["error"]["code"] == "already_processed"
     assert platform.delivery(message)[info.agent_id] == {"status": "processed", "attempts": 1}
+
+
+async def test_rooms_whose_ids_need_encoding_are_served(platform: Platform) -> None:
+    info = platform.info
+    assert info.agent_id and info.user_id
+    odd = ["q?x=1", "h#frag", "pct%41", "sp ace", "ünï", "a:b"]
+    for room_id in [*odd, "pctA"]:  # "pct%41" must not be taken for "pctA"
+        platform.create_room(title=room_id, participants=[info.user_id, info.agent_id], id=room_id)
+    adapter = Recorder()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            assert set(odd) <= set(running.agent.rooms)
+            posted = {r: platform.post_message(r, info.user_id, f"in {r}") for r in odd}
+            await platform.wait_until(
+                lambda: all(status(platform, m) == "processed" for m in posted.values())
+            )
+    for room_id in odd:
+        assert replies(platform, room_id) == [f"echo: in {room_id}"]
+    assert replies(platform, "pctA") == []
+    assert platform.stats["unhandled_routes"] == 0

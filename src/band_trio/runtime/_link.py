@@ -130,7 +130,7 @@ class Link:
             retry_after, terminal = await self._connection(backoff, task_status, started)
             started = started or self.connects > 0
             if terminal is not None:
-                log.error("disconnected for good: %s", terminal)
+                log.info("disconnected for good: %s", terminal)  # run() raises it
                 self.disconnect_reason = end.terminal = terminal
                 return
             if self._closing.is_set():
