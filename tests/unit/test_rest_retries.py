@@ -85,3 +85,57 @@ async def test_lifecycle_calls_need_exactly_200() -> None:
         with pytest.raises(errors.PlatformProtocolError, match="expected 200"):
             await rest.claim("R", "M")
         assert await rest.claim("R", "M") is None  # 204: the room is stopped
+
+
+def failing_then(
+    first: type[httpx2.TransportError], then: httpx2.Response
+) -> tuple[httpx2.MockTransport, list[str]]:
+    """A transport whose first request raises `first`, the next ones answer `then`."""
+    seen: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.url.path)
+        if len(seen) == 1:
+            raise first("scripted", request=request)
+        return then
+
+    return httpx2.MockTransport(handler), seen
+
+
+POSTED = {"data": {"id": "M", "success": True, "recipients": []}}
+
+
+async def test_a_request_that_never_left_is_retried_even_a_post(autojump_clock: object) -> None:
+    transport, seen = failing_then(httpx2.ConnectError, httpx2.Response(201, json=POSTED))
+    async with RestClient("http://platform", "key", transport=transport) as rest:
+        posted = await rest.post_message("R", "hello", [])
+    assert posted.id == "M"
+    assert len(seen) == 2
+
+
+async def test_a_request_cut_off_after_it_left_is_not_retried(autojump_clock: object) -> None:
+    transport, seen = failing_then(httpx2.ReadError, httpx2.Response(201, json=POSTED))
+    async with RestClient("http://platform", "key", transport=transport) as rest:
+        with pytest.raises(errors.PlatformUnavailableError, match="ReadError"):
+            await rest.post_message("R", "hello", [])
+    assert len(seen) == 1  # the platform may have posted it: never twice
+
+
+async def test_the_start_up_check_does_not_retry_an_unreachable_platform() -> None:
+    transport, seen = failing_then(httpx2.ConnectError, httpx2.Response(200, json={}))
+    async with RestClient("http://platform", "key", transport=transport) as rest:
+        with pytest.raises(errors.PlatformUnavailableError, match="ConnectError"):
+            await rest.me()
+    assert len(seen) == 1
+
+
+async def test_ids_are_one_percent_encoded_path_segment() -> None:
+    paths: list[bytes] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        paths.append(request.url.raw_path)
+        return httpx2.Response(204)
+
+    async with RestClient("http://platform", "key", transport=httpx2.MockTransport(handler)) as r:
+        await r.next_message("a/b?c#d%e f")
+    assert paths == [b"/api/v1/agent/chats/a%2Fb%3Fc%23d%25e%20f/messages/next"]
