@@ -85,6 +85,20 @@ def status(platform: Platform, message_id: str) -> str | None:
     return None if entry is None else str(entry["status"])
 
 
+def ws_opens(platform: Platform) -> int:
+    """Websocket upgrades the platform accepted so far."""
+    return sum(1 for e in platform.log() if e.kind == "ws_open" and e.status == 101)
+
+
+def claims(platform: Platform, message_id: str) -> int:
+    """How many `POST .../processing` the platform answered for a message."""
+    return sum(
+        1
+        for e in platform.log()
+        if e.kind == "rest" and e.path and e.path.endswith(f"/{message_id}/processing")
+    )
+
+
 def replies(platform: Platform, room_id: str) -> list[str]:
     agent_id = platform.info.agent_id
     return [m.content for m in platform.messages(room_id) if m.sender_id == agent_id]

@@ -12,13 +12,9 @@ import trio
 from test_commands import agent_env, process, read_until
 
 from band_trio.platform import Platform
-from support import rooms_with_the_agent, status
+from support import claims, rooms_with_the_agent, status
 
 DEADLINE = 30
-
-
-def claims(platform: Platform, message_id: str) -> int:
-    return sum(1 for e in platform.log() if e.path and e.path.endswith(f"/{message_id}/processing"))
 
 
 def agent_replies(platform: Platform, room_id: str) -> list[str]:

@@ -16,7 +16,14 @@ import trio
 from band_trio import Agent, Policy, StopResult, Turn, UnsettledMark
 from band_trio.platform import Platform
 from band_trio.runtime import _room
-from support import Recorder, background_agent, rooms_with_the_agent, running_agent, status
+from support import (
+    Recorder,
+    background_agent,
+    rooms_with_the_agent,
+    running_agent,
+    status,
+    ws_opens,
+)
 
 DEADLINE = 10
 FAST = Policy(
@@ -26,11 +33,6 @@ FAST = Policy(
     join_retry_base=0.02,
     join_retry_cap=0.1,
 )
-
-
-def ws_opens(platform: Platform) -> int:
-    """Accepted websocket upgrades so far."""
-    return sum(1 for e in platform.log() if e.kind == "ws_open" and e.status == 101)
 
 
 async def test_a_graceful_stop_sends_the_marks_of_turns_that_finish_inside_the_grace(

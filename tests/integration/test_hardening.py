@@ -13,21 +13,9 @@ from test_signals import Gate
 
 from band_trio import Policy, Turn
 from band_trio.platform import Platform, open_platform
-from support import Recorder, replies, running_agent, status
+from support import Recorder, replies, running_agent, status, ws_opens
 
 DEADLINE = 10
-
-
-def ws_opens(platform: Platform) -> int:
-    return sum(1 for e in platform.log() if e.kind == "ws_open" and e.status == 101)
-
-
-def claims(platform: Platform, message_id: str) -> int:
-    return sum(
-        1
-        for e in platform.log()
-        if e.kind == "rest" and e.path and e.path.endswith(f"/{message_id}/processing")
-    )
 
 
 async def test_a_message_over_a_mebibyte_reaches_the_agent_and_the_signal_behind_it_too(
@@ -107,34 +95,6 @@ async def test_a_reply_posted_while_the_platform_restarts_is_retried_not_failed(
             assert replies(second, info.room_id) == ["made it"]
             assert adapter.finished == ["reply late"]
             stop_second.set()
-
-
-async def test_an_interrupt_during_a_slow_claim_sends_no_second_claim(
-    platform: Platform,
-) -> None:
-    info = platform.info
-    assert info.agent_id and info.room_id and info.user_id
-    adapter = Recorder()
-    with trio.fail_after(DEADLINE):
-        async with running_agent(platform, adapter) as running:
-            hold = platform.faults.hold_rest("processing")
-            message = platform.post_message(info.room_id, info.user_id, "claimed slowly")
-            await hold.arrived.wait()  # the claim is in flight
-            platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
-            await running.agent.wait_until(lambda: running.agent.signals.applied == 1)
-            await trio.testing.wait_all_tasks_blocked()
-            # nothing is sent until the claim has its answer: a second claim (or a mark)
-            # racing the first could be overtaken by it, and the late claim would reopen
-            # the message the user interrupted
-            assert claims(platform, message) == 0  # the held one is logged once answered
-            assert status(platform, message) == "delivered"
-            hold.release()
-            await platform.wait_until(lambda: status(platform, message) == "processed")
-            after = platform.post_message(info.room_id, info.user_id, "after")
-            await platform.wait_until(lambda: status(platform, after) == "processed")
-    assert claims(platform, message) == 1
-    assert platform.delivery(message)[info.agent_id] == {"status": "processed", "attempts": 1}
-    assert adapter.calls == ["after"]
 
 
 async def test_a_late_claim_cannot_reopen_a_processed_message_on_the_platform(

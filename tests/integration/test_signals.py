@@ -13,18 +13,9 @@ import trio
 from band_trio import Policy, Turn
 from band_trio.platform import Platform
 from band_trio.wire import AgentControl
-from support import Recorder, replies, running_agent, status
+from support import Recorder, claims, replies, running_agent, status
 
 DEADLINE = 10
-
-
-def claims(platform: Platform, message_id: str) -> int:
-    """How many `POST .../processing` the platform saw for a message."""
-    return sum(
-        1
-        for e in platform.log()
-        if e.kind == "rest" and e.path and e.path.endswith(f"/{message_id}/processing")
-    )
 
 
 def push_control(

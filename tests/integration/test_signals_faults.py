@@ -6,16 +6,12 @@ import trio
 
 from band_trio import Policy, Turn
 from band_trio.platform import Platform
-from support import Recorder, replies, running_agent, status
+from support import Recorder, claims, replies, running_agent, status, ws_opens
 
 DEADLINE = 10
 
 
-def ws_opens(platform: Platform) -> int:
-    return sum(1 for e in platform.log() if e.kind == "ws_open" and e.status == 101)
-
-
-async def test_interrupt_in_the_claim_window_never_calls_the_adapter_and_consumes(
+async def test_interrupt_in_the_claim_window_never_calls_the_adapter_and_consumes_once(
     platform: Platform,
 ) -> None:
     info = platform.info
@@ -28,12 +24,20 @@ async def test_interrupt_in_the_claim_window_never_calls_the_adapter_and_consume
             await hold.arrived.wait()  # the claim is in flight, held open by the platform
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
             await running.agent.wait_until(lambda: running.agent.signals.applied == 1)
+            await trio.testing.wait_all_tasks_blocked()
+            # nothing more is sent until the claim has its answer: a second claim (or a
+            # mark) racing the first could be overtaken by it, and the late claim would
+            # reopen the message the user interrupted
+            assert claims(platform, message) == 0  # the held one is logged once answered
+            assert status(platform, message) == "delivered"
             hold.release()
             await platform.wait_until(lambda: status(platform, message) == "processed")
             after = platform.post_message(info.room_id, info.user_id, "after")
             await platform.wait_until(lambda: status(platform, after) == "processed")
     assert adapter.calls == ["after"]  # never called for the interrupted one
     assert replies(platform, info.room_id) == ["echo: after"]
+    assert claims(platform, message) == 1  # consumed with the one claim
+    assert platform.delivery(message)[info.agent_id] == {"status": "processed", "attempts": 1}
 
 
 async def test_stop_in_the_claim_window_never_calls_the_adapter_and_leaves(
