@@ -13,6 +13,7 @@ from test_signals import Gate
 
 from band_trio import Policy, Turn
 from band_trio.platform import Platform, open_platform
+from band_trio.platform._store import Delivery
 from support import Recorder, replies, running_agent, status, ws_opens
 
 DEADLINE = 10
@@ -132,3 +133,24 @@ async def test_rooms_whose_ids_need_encoding_are_served(platform: Platform) -> N
         assert replies(platform, room_id) == [f"echo: in {room_id}"]
     assert replies(platform, "pctA") == []
     assert platform.stats["unhandled_routes"] == 0
+
+
+async def test_a_claim_that_finds_the_message_processed_takes_it_as_done(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    adapter = Recorder()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            hold = platform.faults.hold_rest("processing")
+            message = platform.post_message(info.room_id, info.user_id, "consumed meanwhile")
+            await hold.arrived.wait()
+            # consumed behind the agent's back while its claim is held
+            seq = platform.store.message(message).seq  # type: ignore[union-attr]
+            platform.store.set_delivery(seq, info.agent_id, Delivery("processed", 1, 1))
+            hold.release()
+            room = running.agent.rooms[info.room_id]
+            await running.agent.wait_until(lambda: room.standing(message) == "completed")
+    assert adapter.calls == []  # not run, and not marked again
+    assert not [e for e in platform.log() if e.path and e.path.endswith(f"{message}/processed")]

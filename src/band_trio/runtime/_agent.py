@@ -16,7 +16,6 @@ cancel.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -38,9 +37,6 @@ from ._turn_state import AbortKind
 from ._view import RoomView
 
 __all__ = ["Agent"]
-
-log = logging.getLogger("band_trio.runtime.agent")
-
 
 class _Run:
     """One call of `Agent.run`: the stop request, and the result it answers with."""

@@ -134,6 +134,9 @@ async def settle(
 ) -> bool:
     """Apply `outcome`, shielded and bounded; True if the message's platform state moved on."""
     room_id = turn.message.room_id
+    if outcome is Outcome.CONSUMED:
+        ledger.complete(turn.message.id)  # done, by whoever marked it: never again here
+        return True
     if outcome in (Outcome.NOT_CLAIMED, Outcome.CLAIM_STOPPED):
         ledger.refund(turn.message.id)
         return False

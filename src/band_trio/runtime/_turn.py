@@ -60,10 +60,7 @@ async def run_turn(ctx: RoomContext, ledger: Ledger, turn: ActiveTurn) -> bool:
                     await report_idle(ctx.rest, message.room_id)
         raise
     turn.done.set()
-    if outcome is Outcome.CONSUMED:
-        ledger.complete(message.id)
-        return True
-    if turn.abort_kind is not None:
+    if turn.abort_kind is not None and outcome is not Outcome.CONSUMED:
         outcome = Outcome.ABORTED  # even if the adapter swallowed the cancellation
     return await settle(ctx.rest, ctx.policy, ledger, turn, outcome)
 
