@@ -38,6 +38,7 @@ from ._view import RoomView
 
 __all__ = ["Agent"]
 
+
 class _Run:
     """One call of `Agent.run`: the stop request, and the result it answers with."""
 
