@@ -23,9 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .contract import Adapter as Adapter
-from .contract import Message as Message
-from .contract import Turn as Turn
+from .errors import AdapterError as AdapterError
 from .errors import AgentDisconnectedError as AgentDisconnectedError
 from .errors import AuthenticationError as AuthenticationError
 from .errors import BandTrioError as BandTrioError
@@ -41,14 +39,35 @@ from .errors import PlatformProtocolError as PlatformProtocolError
 from .errors import PlatformResponseError as PlatformResponseError
 from .errors import PlatformUnavailableError as PlatformUnavailableError
 from .errors import RateLimitedError as RateLimitedError
+from .policy import BusyPolicy as BusyPolicy
 from .policy import PlatformPolicy as PlatformPolicy
 from .policy import Policy as Policy
+from .policy import WhileBusy as WhileBusy
 
 if TYPE_CHECKING:
+    from .adapters import A2AAdapter as A2AAdapter
+    from .adapters import CommandAdapter as CommandAdapter
     from .adapters import DemoAdapter as DemoAdapter
+    from .adapters import OpenAIChatAdapter as OpenAIChatAdapter
+    from .contract import Adapter as Adapter
+    from .contract import AgentInfo as AgentInfo
+    from .contract import CommandResult as CommandResult
+    from .contract import LastAbort as LastAbort
+    from .contract import Message as Message
+    from .contract import Participant as Participant
+    from .contract import RemoteStop as RemoteStop
+    from .contract import RemoteWork as RemoteWork
+    from .contract import StopOutcome as StopOutcome
+    from .contract import Turn as Turn
+    from .contract import close_tool_calls as close_tool_calls
+    from .contract import not_run_note as not_run_note
+    from .contract import run_command as run_command
+    from .contract import run_in_thread as run_in_thread
+    from .contract import stream_request as stream_request
     from .runtime import AbortKind as AbortKind
     from .runtime import Agent as Agent
     from .runtime import Overrun as Overrun
+    from .runtime import RemoteStopStats as RemoteStopStats
     from .runtime import RoomView as RoomView
     from .runtime import SignalCounts as SignalCounts
     from .runtime import StopResult as StopResult
@@ -57,10 +76,29 @@ if TYPE_CHECKING:
 __version__ = "0.1.0.dev0"
 
 _ON_FIRST_USE = {
+    "A2AAdapter": "band_trio.adapters",
+    "CommandAdapter": "band_trio.adapters",
     "DemoAdapter": "band_trio.adapters",
+    "OpenAIChatAdapter": "band_trio.adapters",
+    "Adapter": "band_trio.contract",
+    "AgentInfo": "band_trio.contract",
+    "CommandResult": "band_trio.contract",
+    "LastAbort": "band_trio.contract",
+    "Message": "band_trio.contract",
+    "Participant": "band_trio.contract",
+    "RemoteStop": "band_trio.contract",
+    "RemoteWork": "band_trio.contract",
+    "StopOutcome": "band_trio.contract",
+    "Turn": "band_trio.contract",
+    "close_tool_calls": "band_trio.contract",
+    "not_run_note": "band_trio.contract",
+    "run_command": "band_trio.contract",
+    "run_in_thread": "band_trio.contract",
+    "stream_request": "band_trio.contract",
     "AbortKind": "band_trio.runtime",
     "Agent": "band_trio.runtime",
     "Overrun": "band_trio.runtime",
+    "RemoteStopStats": "band_trio.runtime",
     "RoomView": "band_trio.runtime",
     "SignalCounts": "band_trio.runtime",
     "StopResult": "band_trio.runtime",
@@ -85,12 +123,18 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "A2AAdapter",
     "AbortKind",
     "Adapter",
+    "AdapterError",
     "Agent",
     "AgentDisconnectedError",
+    "AgentInfo",
     "AuthenticationError",
     "BandTrioError",
+    "BusyPolicy",
+    "CommandAdapter",
+    "CommandResult",
     "ConfigurationError",
     "ConflictError",
     "ConnectionClosedError",
@@ -98,9 +142,12 @@ __all__ = [
     "DisconnectReason",
     "ExecutionStoppedError",
     "JoinError",
+    "LastAbort",
     "Message",
     "NotFoundError",
+    "OpenAIChatAdapter",
     "Overrun",
+    "Participant",
     "PlatformError",
     "PlatformPolicy",
     "PlatformProtocolError",
@@ -108,9 +155,19 @@ __all__ = [
     "PlatformUnavailableError",
     "Policy",
     "RateLimitedError",
+    "RemoteStop",
+    "RemoteStopStats",
+    "RemoteWork",
     "RoomView",
     "SignalCounts",
+    "StopOutcome",
     "StopResult",
     "Turn",
     "UnsettledMark",
+    "WhileBusy",
+    "close_tool_calls",
+    "not_run_note",
+    "run_command",
+    "run_in_thread",
+    "stream_request",
 ]

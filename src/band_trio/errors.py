@@ -36,6 +36,11 @@ class ConfigurationError(BandTrioError):
     """An agent or platform was set up with missing or invalid settings."""
 
 
+class AdapterError(BandTrioError):
+    """The adapter failed a hook the agent cannot run without (`on_started`), or
+    ran past its deadline."""
+
+
 class PlatformError(BandTrioError):
     """A call to the platform did not succeed."""
 

@@ -12,6 +12,10 @@ so an agent with the default policy looks like band-sdk on the wire.
 from __future__ import annotations
 
 import dataclasses
+import enum
+import math
+import types
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -48,11 +52,16 @@ class Policy:
     mark (and `working: false`). A mark that has not landed by then stays ack-pending:
     it is retried on the room's next pass, and `StopResult.unsettled` lists it."""
     backend_stop_grace: float = 5.0
-    """Reserved for the adapter contract's remote stops (not read by the runtime yet):
-    the deadline for telling a remote backend to stop."""
+    """Shielded time one remote stop gets (`Turn.remote`): the peer's answer, or
+    `unconfirmed`. A start call still in flight when the turn is aborted gets as long
+    to reveal its handle. The turn (and the room's next turn) waits for both."""
     subprocess_kill_grace: float = 2.0
-    """Reserved for the adapter contract's subprocess helper (not read yet): SIGTERM
-    to SIGKILL for an adapter's process group."""
+    """`run_command`: SIGTERM to the process group, then SIGKILL this long after."""
+    turn_deadline: float = math.inf
+    """A turn still running this long after its adapter started is cancelled and its
+    message marked `failed` (its remote work stopped). None by default."""
+    hook_deadline: float = 10.0
+    """Deadline of `Adapter.on_started` and of `Adapter.on_room_left` (shielded)."""
     shutdown_grace: float = 30.0
     """`Agent.stop()` lets running turns finish (mark included) this long, then
     cancels them; their messages are left `processing`."""
@@ -160,3 +169,51 @@ def _check_numbers(policy: Policy | PlatformPolicy) -> None:
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             name = type(policy).__name__
             raise ValueError(f"{name}.{field.name} must be a number >= 0, got {value!r}")
+
+
+class WhileBusy(enum.Enum):
+    """What a room does with a message that arrives while one of its turns runs."""
+
+    ENQUEUE = "enqueue"
+    """It waits its turn, in platform order (band-sdk's behaviour)."""
+    BUSY = "busy"
+    """The agent answers at once that it is working and how to stop it; the message
+    stays queued and runs in its turn."""
+    INTERRUPT = "interrupt"
+    """The new message aborts the running turn as an interrupt (its message consumed,
+    its remote work stopped), then runs. A burst interrupts once and runs in order."""
+
+
+BUSY_NOTICE = (
+    "I'm still working on an earlier message and will answer this one next. "
+    "To stop me, press stop (or interrupt, to drop what I'm doing)."
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BusyPolicy:
+    """`WhileBusy` for an agent, with per-room overrides (`Agent(while_busy=...)`)."""
+
+    default: WhileBusy = WhileBusy.ENQUEUE
+    rooms: Mapping[str, WhileBusy] = dataclasses.field(default_factory=dict)
+    """Room id → the strategy for that room, overriding `default`."""
+    notice: str = BUSY_NOTICE
+    """What the `busy` strategy answers (mentioning the sender)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "default", _strategy(self.default, "default"))
+        rooms = {room: _strategy(value, f"rooms[{room!r}]") for room, value in self.rooms.items()}
+        object.__setattr__(self, "rooms", types.MappingProxyType(rooms))
+        if not self.notice.strip():
+            raise ValueError("BusyPolicy.notice must not be blank")
+
+    def for_room(self, room_id: str) -> WhileBusy:
+        return self.rooms.get(room_id, self.default)
+
+
+def _strategy(value: WhileBusy | str, name: str) -> WhileBusy:
+    try:
+        return WhileBusy(value)
+    except ValueError:
+        choices = ", ".join(s.value for s in WhileBusy)
+        raise ValueError(f"BusyPolicy.{name} must be one of {choices}; got {value!r}") from None

@@ -1,7 +1,36 @@
-"""Reference adapters. They use only the contract (`band_trio.contract`)."""
+"""Reference adapters, built only on the contract (`band_trio.contract`).
+
+Each has a zero-argument factory for `band-trio agent --adapter
+band_trio.adapters:NAME`, configured from the environment:
+
+| NAME          | adapter             | talks to                                   |
+|---------------|---------------------|--------------------------------------------|
+| `demo`        | `DemoAdapter`       | nothing: echoes (`sleep=N` pretends to think) |
+| `openai_chat` | `OpenAIChatAdapter` | an OpenAI-compatible chat completions server |
+| `a2a`         | `A2AAdapter`        | an A2A agent (protocol 1.0 JSON-RPC, 0.3 fallback) |
+| `command`     | `CommandAdapter`    | a command run per message, in its own process group |
+
+See docs/reference/adapters.md for their settings and how each one stops its peer.
+"""
 
 from __future__ import annotations
 
+from ._a2a import A2AAdapter as A2AAdapter
+from ._a2a import a2a as a2a
+from ._command import CommandAdapter as CommandAdapter
+from ._command import command as command
 from ._demo import DemoAdapter as DemoAdapter
+from ._demo import demo as demo
+from ._openai import OpenAIChatAdapter as OpenAIChatAdapter
+from ._openai import openai_chat as openai_chat
 
-__all__ = ["DemoAdapter"]
+__all__ = [
+    "A2AAdapter",
+    "CommandAdapter",
+    "DemoAdapter",
+    "OpenAIChatAdapter",
+    "a2a",
+    "command",
+    "demo",
+    "openai_chat",
+]

@@ -12,7 +12,7 @@ import trio
 
 from ..contract import Adapter, Turn
 
-__all__ = ["DemoAdapter"]
+__all__ = ["DemoAdapter", "demo"]
 
 _SLEEP = re.compile(r"sleep=(\d+(?:\.\d+)?)")
 
@@ -25,3 +25,8 @@ class DemoAdapter(Adapter):
         if match:
             await trio.sleep(float(match.group(1)))
         await turn.reply(f"echo: {turn.message.content}")
+
+
+def demo() -> DemoAdapter:
+    """The demo adapter (for `--adapter band_trio.adapters:demo`)."""
+    return DemoAdapter()

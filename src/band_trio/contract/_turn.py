@@ -1,36 +1,23 @@
-"""The adapter contract: what an adapter implements, and the `Turn` it is handed.
+"""The `Turn` an adapter is handed: one reasoning cycle for one message.
 
-An adapter is driven one reasoning cycle (a *turn*) at a time per room. The
-runtime runs `Adapter.on_turn` inside the turn's cancel scope: an interrupt or
-stop from the room's users cancels it, so an adapter needs no flags of its own
-to stop — it just has to let `trio.Cancelled` through (cleanup in `finally` is
-fine; swallowing it does not make the turn a success).
+The runtime runs `Adapter.on_turn` inside the turn's cancel scope: an
+interrupt or stop from the room's users cancels it, so an adapter needs no
+flags of its own to stop — it lets `trio.Cancelled` through (cleanup in
+`finally` is fine; swallowing it does not make the turn a success). What runs
+*elsewhere* is registered with `Turn.remote`, which stops it.
 """
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["Adapter", "Message", "Turn", "TurnPort"]
+from ._message import LastAbort, Message, Participant
+from ._remote import RemoteStop, RemoteWork, StopFn, TurnControl
 
+__all__ = ["Turn", "TurnPort"]
 
-@dataclass(frozen=True, slots=True)
-class Message:
-    """The message a turn answers."""
-
-    id: str
-    room_id: str
-    content: str
-    sender_id: str
-    sender_type: str
-    sender_name: str | None = None
-    message_type: str = "text"
-    mentions: tuple[str, ...] = ()
-    """Ids of the participants the message mentions."""
-    inserted_at: str | None = None
+H = TypeVar("H")
 
 
 class TurnPort(Protocol):
@@ -42,19 +29,68 @@ class TurnPort(Protocol):
         self, content: str, message_type: str, metadata: dict[str, Any] | None
     ) -> str: ...
 
+    async def history(self) -> list[Message]: ...
+
+    async def participants(self) -> list[Participant]: ...
+
 
 class Turn:
     """One reasoning cycle for one message, as the adapter sees it."""
 
-    __slots__ = ("_port", "message")
+    __slots__ = ("_control", "_history", "_participants", "_port", "last_abort", "message")
 
-    def __init__(self, message: Message, port: TurnPort) -> None:
+    def __init__(
+        self,
+        message: Message,
+        port: TurnPort,
+        *,
+        control: TurnControl | None = None,
+        last_abort: LastAbort | None = None,
+    ) -> None:
         self.message = message
         self._port = port
+        self._control = control or TurnControl(message.room_id, message.id, stop_grace=5.0)
+        self.last_abort = last_abort
+        """The last interrupt or stop that aborted a turn in this room before this one
+        (None if there was none in this run of the agent): tell the model why its
+        previous answer was cut off."""
+        self._history: list[Message] | None = None
+        self._participants: list[Participant] | None = None
 
     @property
     def room_id(self) -> str:
         return self.message.room_id
+
+    @property
+    def deadline(self) -> float:
+        """When the turn is cancelled if still running (trio clock; `inf`: no deadline).
+
+        Set by `Policy.turn_deadline`; a turn that reaches it is marked `failed`."""
+        return self._control.deadline
+
+    @property
+    def remote_stops(self) -> tuple[RemoteStop, ...]:
+        """The remote stops this turn sent so far, with their outcomes."""
+        return tuple(self._control.stops)
+
+    # -- the room -------------------------------------------------------------
+
+    async def history(self) -> Sequence[Message]:
+        """The room's recent messages as the platform gives them to the agent (its own
+        messages and those that mention it, oldest first; `GET .../context`).
+
+        Fetched once per turn; the message being answered is included."""
+        if self._history is None:
+            self._history = await self._port.history()
+        return tuple(self._history)
+
+    async def participants(self) -> Sequence[Participant]:
+        """The room's members (`GET .../participants`), fetched once per turn."""
+        if self._participants is None:
+            self._participants = await self._port.participants()
+        return tuple(self._participants)
+
+    # -- speaking -------------------------------------------------------------
 
     async def reply(self, content: str, *, mentions: Sequence[str] | None = None) -> str:
         """Post `content` to the room; returns the new message's id.
@@ -80,13 +116,21 @@ class Turn:
         """Post a non-message event (`thought`, `tool_call`, `tool_result`, ...)."""
         return await self._port.post_event(content, message_type, metadata)
 
+    # -- work elsewhere -------------------------------------------------------
 
-class Adapter(abc.ABC):
-    """Subclass this and implement `on_turn`."""
+    def remote(self, stop: StopFn[H], *, name: str = "remote work") -> RemoteWork[H]:
+        """Register remote work and how to stop it; use as `async with`.
 
-    @abc.abstractmethod
-    async def on_turn(self, turn: Turn) -> None:
-        """Run one reasoning cycle. Raising marks the message `failed`."""
+            async with turn.remote(stop=cancel_task, name="a2a task") as work:
+                with work.starting():          # shielded until the handle is known
+                    work.started(await start_task())
+                ...                            # cancellable
+                work.finished()                # it ended on its own: nothing to stop
 
-    async def on_room_left(self, room_id: str) -> None:  # noqa: B027 - optional hook
-        """Called (with a short deadline) after the agent left a room."""
+        `stop(handle)` is called at most once, shielded under
+        `Policy.backend_stop_grace`, if the block is left by a cancel or an error
+        (or after the turn was aborted) while the work is started and not
+        finished. The turn ends — and the room's next turn starts — only once it
+        has settled. See `band_trio.contract` for the rules.
+        """
+        return RemoteWork(self._control, stop, name)

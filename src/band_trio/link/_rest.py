@@ -324,3 +324,10 @@ class RestClient:
 
     async def participants(self, room_id: str) -> list[Participant]:
         return await self._data("GET", f"{_room(room_id)}/participants", list[Participant])
+
+    async def context(self, room_id: str) -> MessagePage:
+        """The room's recent messages for this agent, oldest first (`GET .../context`)."""
+        page = await self._call("GET", f"{_room(room_id)}/context", MessagePage)
+        if page is None:
+            raise errors.PlatformProtocolError("GET context: 204 where a page was due")
+        return page

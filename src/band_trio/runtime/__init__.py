@@ -15,6 +15,7 @@ from ._control import SignalCounts as SignalCounts
 from ._results import Overrun as Overrun
 from ._results import StopResult as StopResult
 from ._results import UnsettledMark as UnsettledMark
+from ._stops import RemoteStopStats as RemoteStopStats
 from ._turn_state import AbortKind as AbortKind
 from ._view import RoomView as RoomView
 
@@ -22,6 +23,7 @@ __all__ = [
     "AbortKind",
     "Agent",
     "Overrun",
+    "RemoteStopStats",
     "RoomView",
     "SignalCounts",
     "StopResult",

@@ -25,7 +25,7 @@ import trio
 from .. import errors
 from ..contract import Adapter
 from ..link import RestClient, SocketStats, check_ws_url
-from ..policy import Policy
+from ..policy import BusyPolicy, Policy, WhileBusy
 from ..wire import RefCounter
 from ._context import Changes, Journal, RoomContext
 from ._control import ControlLane, SignalCounts
@@ -33,6 +33,7 @@ from ._ledger import Ledger
 from ._link import Link, LinkEnd, LinkSettings
 from ._results import StopResult, UnsettledMark
 from ._rooms import Rooms
+from ._stops import RemoteStopLog, RemoteStopStats
 from ._turn_state import AbortKind
 from ._view import RoomView
 
@@ -69,6 +70,7 @@ class Agent:
         rest_url: str,
         ws_url: str,
         policy: Policy | None = None,
+        while_busy: BusyPolicy | WhileBusy | str | None = None,
         reject_conflict: bool = False,
     ) -> None:
         for name, value in (
@@ -85,6 +87,11 @@ class Agent:
         self.rest_url = rest_url
         self.ws_url = ws_url
         self.policy = policy or Policy()
+        if while_busy is None or isinstance(while_busy, BusyPolicy):
+            self.while_busy = while_busy or BusyPolicy()
+        else:
+            self.while_busy = BusyPolicy(default=while_busy)  # type: ignore[arg-type]
+        """What a room does with a message that arrives while a turn runs."""
         self.stats = SocketStats()
         """Counters of the websocket, kept across connections and runs."""
         self._last_disconnect_reason: errors.DisconnectReason | None = None
@@ -94,6 +101,7 @@ class Agent:
         """Per room, for the agent's lifetime: the adapter never runs twice for a message in
         one process, even if the room is left and joined again, or the agent run again."""
         self._changes = Changes()
+        self._stops = RemoteStopLog()
         self._control = ControlLane(memory=self.policy.control_dedup_memory, changes=self._changes)
         self._run: _Run | None = None
         self._last_result = StopResult(graceful=True)
@@ -144,6 +152,12 @@ class Agent:
     def signals(self) -> SignalCounts:
         """How many control signals were applied, and how many ignored as copies."""
         return self._control.counts
+
+    @property
+    def remote_stops(self) -> RemoteStopStats:
+        """How the remote stops of the adapter's turns ended (`Turn.remote`), over all
+        runs, with the most recent ones."""
+        return self._stops.stats
 
     @property
     def running(self) -> bool:
@@ -200,13 +214,16 @@ class Agent:
                 rest=rest,
                 adapter=self.adapter,
                 policy=self.policy,
+                busy=self.while_busy,
                 changes=self._changes,
                 journal=journal,
+                stops=self._stops,
             )
             rooms = self._rooms = Rooms(context, self._ledgers)
             link = self._link = Link(
                 self._settings,
                 rest=rest,
+                adapter=self.adapter,
                 rooms=rooms,
                 control=self._control,
                 policy=self.policy,

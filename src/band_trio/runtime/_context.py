@@ -13,8 +13,9 @@ import trio
 
 from ..contract import Adapter
 from ..link import RestClient
-from ..policy import Policy
+from ..policy import BusyPolicy, Policy
 from ._results import Overrun
+from ._stops import RemoteStopLog
 
 __all__ = ["Changes", "Journal", "RoomContext"]
 
@@ -55,5 +56,9 @@ class RoomContext:
     rest: RestClient
     adapter: Adapter
     policy: Policy
+    busy: BusyPolicy
+    """What a room does with a message pushed while a turn runs (double texting)."""
     changes: Changes
     journal: Journal
+    stops: RemoteStopLog
+    """The agent's, across runs: every turn adds its remote stops as it ends."""

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 import trio
 
 from .. import errors
+from ..contract import Adapter, AgentInfo
 from ..link import RestClient, Socket, SocketStats, run_socket
 from ..policy import Policy
-from ..wire import RefCounter
+from ..wire import AgentProfile, RefCounter
 from ._connection import Connection
 from ._context import Changes
 from ._control import ControlLane
@@ -55,7 +56,8 @@ class LinkEnd:
 
     terminal: errors.DisconnectReason | None = None
     error: errors.BandTrioError | None = None
-    """The key or the platform failed the start-up check (`GET /me`)."""
+    """The key or the platform failed the start-up check (`GET /me`), or the adapter
+    its `on_started`."""
 
 
 class Link:
@@ -66,6 +68,7 @@ class Link:
         settings: LinkSettings,
         *,
         rest: RestClient,
+        adapter: Adapter,
         rooms: Rooms,
         control: ControlLane,
         policy: Policy,
@@ -76,6 +79,7 @@ class Link:
     ) -> None:
         self._settings = settings
         self._rest = rest
+        self._adapter = adapter
         self._rooms = rooms
         self._control = control
         self._policy = policy
@@ -115,9 +119,12 @@ class Link:
 
     async def _serve(self, end: LinkEnd, task_status: trio.TaskStatus[None]) -> None:
         try:
-            await self._rest.me()
+            profile = await self._rest.me()
         except errors.PlatformError as exc:
             end.error = exc
+            return
+        end.error = await self._adapter_started(profile)
+        if end.error is not None:
             return
         policy = self._policy
         backoff = Backoff(
@@ -136,6 +143,24 @@ class Link:
             if self._closing.is_set():
                 return
             await trio.sleep(backoff.delay(retry_after))
+
+    async def _adapter_started(self, profile: AgentProfile) -> errors.AdapterError | None:
+        """`Adapter.on_started`, once per run before any room is served, under its deadline."""
+        info = AgentInfo(
+            id=profile.id, name=profile.name, handle=profile.handle, description=profile.description
+        )
+        deadline = self._policy.hook_deadline
+        try:
+            with trio.fail_after(deadline):
+                await self._adapter.on_started(info)
+        except trio.TooSlowError:
+            late = f"the adapter's on_started ran past its {deadline:g}s deadline"
+            return errors.AdapterError(late)
+        except Exception as exc:
+            log.debug("on_started failed", exc_info=exc)
+            failed = f"the adapter's on_started failed: {type(exc).__name__}: {exc}"
+            return errors.AdapterError(failed)
+        return None
 
     async def _connection(
         self, backoff: Backoff, task_status: trio.TaskStatus[None], started: bool

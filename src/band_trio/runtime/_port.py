@@ -9,8 +9,10 @@ from typing import Any
 import trio
 
 from .. import errors
+from ..contract import Message, Participant
 from ..link import RestClient
 from ..wire import MentionRef
+from ._inbound import inbound
 from ._turn_state import AbortKind, ActiveTurn
 
 __all__ = ["PlatformPort"]
@@ -26,11 +28,24 @@ class PlatformPort:
     for replay.
     """
 
-    __slots__ = ("_rest", "_turn")
+    __slots__ = ("_agent_id", "_rest", "_turn")
 
-    def __init__(self, rest: RestClient, turn: ActiveTurn) -> None:
+    def __init__(self, rest: RestClient, turn: ActiveTurn, agent_id: str) -> None:
         self._rest = rest
         self._turn = turn
+        self._agent_id = agent_id
+
+    async def history(self) -> list[Message]:
+        room_id = self._turn.message.room_id
+        page = await self._rest.context(room_id)
+        return [inbound(room_id, self._agent_id, wire).message for wire in page.data]
+
+    async def participants(self) -> list[Participant]:
+        listed = await self._rest.participants(self._turn.message.room_id)
+        return [
+            Participant(id=p.id, type=p.type, role=p.role, name=p.name, handle=p.handle)
+            for p in listed
+        ]
 
     async def post_message(self, content: str, mentions: Sequence[str]) -> str:
         refs = [MentionRef(id=target) for target in mentions]

@@ -29,8 +29,10 @@ from collections import deque
 import trio
 
 from .. import errors
-from ..contract import Message
+from ..contract import LastAbort, Message
 from ..link import Socket
+from ..policy import WhileBusy
+from ..wire import MentionRef
 from ._context import RoomContext
 from ._inbound import Inbound
 from ._ledger import Ledger, Standing
@@ -65,6 +67,8 @@ class Room:
         """The turn running now (until it has settled), if any."""
         self.socket: Socket | None = None
         """The connection the room's topics were last joined on (handed down by the link)."""
+        self.last_abort: LastAbort | None = None
+        """The last interrupt or stop that aborted a turn here; the next turn is told."""
         self.last_pass_found_work = True
         """Whether the last `/next` pass found a message (the reconcile backs off if not)."""
         self._inbox: deque[Message] = deque()
@@ -102,6 +106,26 @@ class Room:
         self._inbox.append(message)
         self._queued.add(message.id)
         self._wake.set()
+        turn = self.turn
+        if turn is not None and not turn.finished and turn.abort_kind is None:
+            self._while_busy(message)
+
+    def _while_busy(self, message: Message) -> None:
+        """A message arrived while a turn runs: the room's `WhileBusy` strategy."""
+        strategy = self._ctx.busy.for_room(self.id)
+        if strategy is WhileBusy.INTERRUPT:
+            self.interrupt("a newer message arrived")
+        elif strategy is WhileBusy.BUSY and self._nursery is not None:
+            self._nursery.start_soon(self._busy_notice, message)
+
+    async def _busy_notice(self, message: Message) -> None:
+        """Tell the sender the agent is busy (best effort: the message stays queued)."""
+        try:
+            await self._ctx.rest.post_message(
+                self.id, self._ctx.busy.notice, [MentionRef(id=message.sender_id)]
+            )
+        except errors.PlatformError as exc:
+            log.info("room %s: busy notice for %s not posted: %s", self.id, message.id, exc)
 
     def request_resync(self) -> None:
         """Run a `/next` pass at the next search for work (after the current unit)."""
@@ -248,18 +272,23 @@ class Room:
             return False
         standing = self.ledger.standing(message.id)
         if standing is Standing.ACK_PENDING:  # retry the final mark only
-            turn = ActiveTurn(message)  # claimed stays unknown: the mark re-claims first
+            # the claim stays unknown: the mark re-claims first
+            turn = ActiveTurn(message, self._ctx.policy)
             turn.failure = self.ledger.pending_failure(message.id)
             outcome = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
             ctx = self._ctx
             return await settle(ctx.rest, ctx.policy, self.ledger, turn, outcome)
         if standing is not Standing.RUNNABLE:
             return False
-        turn = self.turn = ActiveTurn(message)
+        turn = self.turn = ActiveTurn(message, self._ctx.policy)
         self._ctx.changes.notify()
         try:
-            return await run_turn(self._ctx, self.ledger, turn)
+            return await run_turn(self._ctx, self.ledger, turn, self.last_abort)
         finally:
+            if turn.abort_kind is not None:
+                self.last_abort = turn.abort_kind.note(turn.abort_reason, message.id) or (
+                    self.last_abort
+                )
             self.turn = None
             self._ctx.changes.notify()
 
@@ -267,8 +296,7 @@ class Room:
         """Report a turn that outlives its cleanup grace after being aborted."""
         grace = self._ctx.policy.cleanup_grace
         await turn.claim_settled.wait()  # a claim in flight runs to its answer first
-        with trio.move_on_after(grace):
-            await turn.done.wait()
+        if await turn.wait_settled(grace):
             return
         kind = turn.abort_kind.value if turn.abort_kind is not None else "cancel"
         log.error(
@@ -284,9 +312,22 @@ class Room:
 
     async def close(self) -> None:
         """Leave the room's topics on the connection they were joined on (if it is
-        still open), then tell the adapter. The owner bounds and shields this."""
+        still open; under the cleanup grace), then tell the adapter (under the hook
+        deadline). The owner shields this."""
+        policy = self._ctx.policy
         socket = self.socket
         if socket is not None and not socket.closed.is_set():
-            await socket.leave(chat_topic(self.id))
-            await socket.leave(participants_topic(self.id))
-        await self._ctx.adapter.on_room_left(self.id)
+            with trio.move_on_after(policy.cleanup_grace):
+                await socket.leave(chat_topic(self.id))
+                await socket.leave(participants_topic(self.id))
+        with trio.move_on_after(policy.hook_deadline) as bounded:
+            try:
+                await self._ctx.adapter.on_room_left(self.id)
+            except Exception as exc:
+                log.warning("room %s: the adapter's on_room_left failed: %r", self.id, exc)
+        if bounded.cancelled_caught:
+            log.warning(
+                "room %s: the adapter's on_room_left ran past its %gs deadline",
+                self.id,
+                policy.hook_deadline,
+            )

@@ -148,9 +148,9 @@ class Rooms:
                 len(running),
             )
         self.end_all(AbortKind.SHUTDOWN, "agent stopping: the shutdown grace is over")
-        with trio.move_on_after(policy.cleanup_grace):
+        async with trio.open_nursery() as nursery:
             for _, turn in running:
-                await turn.done.wait()
+                nursery.start_soon(turn.wait_settled, policy.cleanup_grace)
         stubborn = [room for room, turn in running if not turn.done.is_set()]
         for room, turn in running:
             if not turn.done.is_set():
@@ -193,7 +193,7 @@ class Rooms:
                 del self._rooms[room.id]
                 self._ctx.changes.notify()
             if room.id not in self._rooms:  # a newer room of the same id keeps the topics
-                with trio.move_on_after(policy.cleanup_grace, shield=True):
+                with trio.CancelScope(shield=True):  # each part bounded inside
                     await room.close()
             del self._live[room]
             self._ended.set()

@@ -24,7 +24,7 @@ import logging
 import trio
 
 from .. import errors
-from ..contract import Turn
+from ..contract import LastAbort, Turn
 from ._context import RoomContext
 from ._ledger import Ledger
 from ._port import PlatformPort
@@ -36,15 +36,31 @@ __all__ = ["run_turn"]
 log = logging.getLogger("band_trio.runtime.turn")
 
 
-async def run_turn(ctx: RoomContext, ledger: Ledger, turn: ActiveTurn) -> bool:
+async def run_turn(
+    ctx: RoomContext, ledger: Ledger, turn: ActiveTurn, last_abort: LastAbort | None
+) -> bool:
     """Claim, run and settle `turn`; True if its message's platform state moved on."""
+    try:
+        return await _run_turn(ctx, ledger, turn, last_abort)
+    finally:
+        ctx.stops.add(turn.control.stops)  # each settled inside the turn's scope
+
+
+async def _run_turn(
+    ctx: RoomContext, ledger: Ledger, turn: ActiveTurn, last_abort: LastAbort | None
+) -> bool:
     message = turn.message
     ledger.charge(message.id)
     outcome = Outcome.ABORTED
     try:
         claimed = await _claim(ctx, turn)
         with turn.scope:  # cancelled already if a signal came during the claim
-            outcome = claimed if claimed is not None else await _run(ctx, turn)
+            outcome = claimed if claimed is not None else await _run(ctx, turn, last_abort)
+        if turn.scope.cancelled_caught and turn.abort_kind is None and not turn.finished:
+            # nobody aborted it: the turn's own deadline
+            turn.failure = f"the turn ran past its {ctx.policy.turn_deadline:g}s deadline"
+            log.warning("room %s: %s: %s", message.room_id, message.id, turn.failure)
+            outcome = Outcome.FAILED
     except BaseException:
         # Cancelled from outside the turn (the room left, the shutdown grace over).
         turn.done.set()
@@ -93,14 +109,18 @@ async def _claim(ctx: RoomContext, turn: ActiveTurn) -> Outcome | None:
     return None if claim is not None else Outcome.CLAIM_STOPPED
 
 
-async def _run(ctx: RoomContext, turn: ActiveTurn) -> Outcome:
-    """The adapter, with the activity keep-alive beside it."""
+async def _run(ctx: RoomContext, turn: ActiveTurn, last_abort: LastAbort | None) -> Outcome:
+    """The adapter, with the activity keep-alive beside it, under the turn's deadline."""
     message = turn.message
     await trio.lowlevel.checkpoint()  # a signal during the claim cancels the turn here
+    deadline = trio.current_time() + ctx.policy.turn_deadline
+    turn.scope.deadline = turn.control.deadline = deadline
+    port = PlatformPort(ctx.rest, turn, ctx.agent_id)
+    view = Turn(message, port, control=turn.control, last_abort=last_abort)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_keep_working, ctx, turn)
         try:
-            await ctx.adapter.on_turn(Turn(message, PlatformPort(ctx.rest, turn)))
+            await ctx.adapter.on_turn(view)
             turn.finished = True  # no checkpoint since the return: the work is done
         except Exception as exc:
             turn.finished = True

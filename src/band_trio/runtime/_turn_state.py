@@ -15,7 +15,8 @@ import enum
 
 import trio
 
-from ..contract import Message
+from ..contract import LastAbort, Message, TurnControl
+from ..policy import Policy
 
 __all__ = ["AbortKind", "ActiveTurn"]
 
@@ -38,6 +39,15 @@ class AbortKind(enum.Enum):
     def consumes(self) -> bool:
         return self is AbortKind.INTERRUPT
 
+    def note(self, reason: str | None, message_id: str) -> LastAbort | None:
+        """What the room's next turn is told of this abort (semantics §9); None for
+        aborts that are not the room's users speaking (a leave, the shutdown)."""
+        if self is AbortKind.INTERRUPT:
+            return LastAbort("interrupt", reason, message_id)
+        if self in (AbortKind.STOP, AbortKind.PLATFORM_STOP):
+            return LastAbort("stop", reason, message_id)
+        return None
+
 
 class ActiveTurn:
     """Runtime-side state of one turn (the adapter sees `contract.Turn`)."""
@@ -47,6 +57,7 @@ class ActiveTurn:
         "abort_reason",
         "claim_settled",
         "claimed",
+        "control",
         "done",
         "failure",
         "finished",
@@ -55,9 +66,16 @@ class ActiveTurn:
         "working",
     )
 
-    def __init__(self, message: Message) -> None:
+    def __init__(self, message: Message, policy: Policy) -> None:
         self.message = message
         self.scope = trio.CancelScope()
+        self.control = TurnControl(
+            message.room_id,
+            message.id,
+            stop_grace=policy.backend_stop_grace,
+            kill_grace=policy.subprocess_kill_grace,
+        )
+        """The turn's remote work reads the abort from here (`contract.Turn.remote`)."""
         self.done = trio.Event()
         """Set once the turn's scope has exited (settling may still follow)."""
         self.abort_kind: AbortKind | None = None
@@ -79,5 +97,20 @@ class ActiveTurn:
             return False
         self.abort_kind = kind
         self.abort_reason = reason
+        self.control.aborted(kind.value, reason)  # before the cancel: starts get bounded
         self.scope.cancel(reason=f"{kind.value}: {reason}" if reason else kind.value)
         return True
+
+    async def wait_settled(self, grace: float) -> bool:
+        """Wait for the aborted turn's scope to exit: `grace` for its cleanup, plus
+        whatever its remote starts and stops take (each bounded by its own grace).
+        False if it overran."""
+        deadline = trio.current_time() + grace
+        while True:
+            with trio.move_on_at(deadline):
+                await self.done.wait()
+                return True
+            if not self.control.busy:
+                return False
+            await self.control.wait_quiet()
+            deadline = trio.current_time() + grace

@@ -1,0 +1,50 @@
+"""A streaming HTTP request whose response the turn's cancel closes.
+
+An OpenAI-style stream has no cancel call: the client stops it by closing the
+response, and a well-behaved server (uvicorn/Starlette) cancels its generator
+when it sees the disconnect. `stream_request` opens the stream as remote work
+of the turn, so the close is the turn's remote stop (reported `requested`:
+the server's side is not observable from here), sent at most once and only if
+the stream had not ended on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+
+from ._remote import StopAnswer, StopOutcome
+from ._turn import Turn
+
+__all__ = ["stream_request"]
+
+
+@asynccontextmanager
+async def stream_request(
+    turn: Turn,
+    client: httpx2.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    name: str = "http stream",
+    **options: Any,
+) -> AsyncIterator[httpx2.Response]:
+    """`client.stream(method, url, **options)`, closed by the turn's abort.
+
+    Leaving the block normally means the stream is done; leaving it by a cancel or
+    an error closes the response (the connection is dropped, not returned to the
+    pool half-read)."""
+
+    async def stop(response: httpx2.Response) -> StopAnswer:
+        await response.aclose()
+        return StopOutcome.REQUESTED, "response closed"
+
+    async with (
+        turn.remote(stop=stop, name=name) as work,
+        client.stream(method, url, **options) as response,
+    ):
+        work.started(response)
+        yield response

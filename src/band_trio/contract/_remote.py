@@ -1,0 +1,298 @@
+"""Remote work owned by the turn: how an adapter registers work that runs elsewhere.
+
+Cancelling the local scope is not stopping: an A2A task, an LLM stream, a
+process group keeps running after the client walks away. So an adapter that
+starts remote work tells the turn how to stop it:
+
+    async with turn.remote(stop=cancel_task, name="a2a task") as work:
+        with work.starting():             # shielded until the handle is known
+            task_id = await start_task()
+            work.started(task_id)
+        async for event in stream():      # cancellable as usual
+            ...
+        work.finished()                   # the remote side ended: no stop needed
+
+The rules (spec/semantics.md §5), all held here:
+
+* the stop is sent at most once, when the block is left by a cancel or an
+  error — or normally, but after the turn was aborted (an adapter that
+  swallowed the cancel) — and only while the work is started and not
+  finished: a stop after the remote work ended sends nothing;
+* it runs in a shielded scope under `Policy.backend_stop_grace`, in the
+  adapter's own task: the signal's cancel never waits for it (the control lane
+  only cancels a scope), but the turn does, so the room's next turn and the
+  room's teardown start only once the stop has settled;
+* the start call runs shielded (`starting()`): a cancel that lands while it is
+  in flight lets it finish — bounded by the stop grace from the abort on — so
+  the stop goes out as soon as the handle is revealed and a started remote
+  turn is never orphaned;
+* every stop ends `confirmed`, `requested` or `unconfirmed`, is logged with
+  room and message, and is kept on the turn (`Turn.remote_stops`) and in the
+  agent's stats (`Agent.remote_stops`).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Generic, TypeVar
+
+import trio
+
+__all__ = ["RemoteStop", "RemoteWork", "StopAnswer", "StopFn", "StopOutcome", "TurnControl"]
+
+log = logging.getLogger("band_trio.remote")
+
+H = TypeVar("H")
+
+
+class StopOutcome(enum.Enum):
+    """How a remote stop ended."""
+
+    CONFIRMED = "confirmed"
+    """The peer showed a terminal state (a `CANCELED` task, the process group gone)."""
+    REQUESTED = "requested"
+    """The peer accepted the stop, but no terminal state was seen."""
+    UNCONFIRMED = "unconfirmed"
+    """The peer refused, the stop failed, or no answer came within the deadline."""
+
+
+StopAnswer = StopOutcome | tuple[StopOutcome, str] | None
+StopFn = Callable[[H], Awaitable[StopAnswer]]
+"""Stops the remote work named by its handle. Returns `CONFIRMED` if it saw the
+peer reach a terminal state, `REQUESTED` (or None) if the peer only accepted it,
+optionally with a detail (`(outcome, "why")`); raising makes the stop
+`UNCONFIRMED` with the error as its detail."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteStop:
+    """One remote stop and how it ended."""
+
+    room_id: str
+    message_id: str
+    name: str
+    """What the work was (`"a2a task"`, `"process group"`, ...)."""
+    handle: str
+    """The handle it was stopped by (task id, pid), as text."""
+    outcome: StopOutcome
+    detail: str
+    """Why it ended so: the peer's answer, the error, or the deadline."""
+    waited: float
+    """Seconds from the turn's abort to the stop being sent (a start still in flight
+    when the abort landed makes this more than zero)."""
+    took: float
+    """Seconds from the stop being sent to its outcome."""
+
+
+class TurnControl:
+    """The runtime's side of one turn's remote work.
+
+    The runtime creates one per turn and tells it, synchronously and before it
+    cancels the turn's scope, that the turn was aborted (`aborted`); the turn's
+    remote works read it from here. Nothing in it waits for anything.
+    """
+
+    def __init__(
+        self,
+        room_id: str,
+        message_id: str,
+        *,
+        stop_grace: float,
+        kill_grace: float = 2.0,
+        deadline: float = math.inf,
+    ) -> None:
+        self.room_id = room_id
+        self.message_id = message_id
+        self.stop_grace = stop_grace
+        """`Policy.backend_stop_grace`: the deadline of one remote stop (and of a start
+        still in flight after an abort)."""
+        self.kill_grace = kill_grace
+        """`Policy.subprocess_kill_grace`: SIGTERM to SIGKILL for a process group."""
+        self.deadline = deadline
+        """The turn's own deadline (trio clock); starts are bounded by it plus the grace."""
+        self.aborted_at: float | None = None
+        self.abort_kind: str | None = None
+        self.abort_reason: str | None = None
+        self.stops: list[RemoteStop] = []
+        self.opened = 0
+        """How many remote works this turn registered."""
+        self._starts: set[trio.CancelScope] = set()
+        self._busy = 0
+        self._quiet = trio.Event()
+        self._quiet.set()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a start is shielded or a stop is being sent right now (each bounded)."""
+        return self._busy > 0
+
+    async def wait_quiet(self) -> None:
+        """Return once no start is shielded and no stop is being sent."""
+        await self._quiet.wait()
+
+    def aborted(self, kind: str, reason: str | None) -> None:
+        """The turn was aborted: bound every start still in flight by the stop grace."""
+        if self.aborted_at is not None:
+            return
+        self.aborted_at = trio.current_time()
+        self.abort_kind = kind
+        self.abort_reason = reason
+        for scope in self._starts:
+            scope.deadline = min(scope.deadline, self.aborted_at + self.stop_grace)
+
+    def _enter(self) -> None:
+        self._busy += 1
+        if self._quiet.is_set():
+            self._quiet = trio.Event()
+
+    def _leave(self) -> None:
+        self._busy -= 1
+        if self._busy == 0:
+            self._quiet.set()
+
+    def _record(self, stop: RemoteStop) -> None:
+        self.stops.append(stop)
+        level = logging.WARNING if stop.outcome is StopOutcome.UNCONFIRMED else logging.INFO
+        log.log(
+            level,
+            "room %s: remote stop of %s %s for %s: %s%s (sent after %.1f ms, took %.1f ms)",
+            stop.room_id,
+            stop.name,
+            stop.handle,
+            stop.message_id,
+            stop.outcome.value,
+            f" ({stop.detail})" if stop.detail else "",
+            stop.waited * 1000,
+            stop.took * 1000,
+        )
+
+
+class RemoteWork(Generic[H]):
+    """Remote work of one turn and how to stop it; use as `async with turn.remote(...)`."""
+
+    def __init__(self, control: TurnControl, stop: StopFn[H], name: str) -> None:
+        self._control = control
+        self._stop = stop
+        self.name = name
+        self._handle: H | None = None
+        self._has_handle = False
+        self._finished = False
+        self._entered = False
+        self._start_cut = False
+        self.stop_result: RemoteStop | None = None
+        """How its stop ended, once one was sent (or found impossible)."""
+
+    @property
+    def handle(self) -> H | None:
+        return self._handle
+
+    @property
+    def is_started(self) -> bool:
+        return self._has_handle
+
+    @property
+    def is_finished(self) -> bool:
+        return self._finished
+
+    @contextmanager
+    def starting(self) -> Iterator[None]:
+        """Shield the call that starts the remote work until it reveals the handle.
+
+        A cancel that lands meanwhile does not cut the call off (that would orphan
+        what it started); from the abort on, the call gets `backend_stop_grace` to
+        finish, and the turn's own deadline plus that grace at most. Call
+        `started(handle)` inside the block.
+        """
+        control = self._control
+        deadline = control.deadline + control.stop_grace
+        if control.aborted_at is not None:
+            deadline = min(deadline, control.aborted_at + control.stop_grace)
+        scope = trio.CancelScope(shield=True, deadline=deadline)
+        control._starts.add(scope)
+        control._enter()
+        try:
+            with scope:
+                yield
+        finally:
+            control._starts.discard(scope)
+            control._leave()
+        if scope.cancelled_caught:  # cut by its deadline: whatever it started is unknown
+            self._start_cut = True
+
+    def started(self, handle: H) -> None:
+        """The remote work exists and `handle` names it: from now on an abort stops it."""
+        if self._has_handle:
+            raise RuntimeError(f"{self.name}: started() was already called")
+        self._handle = handle
+        self._has_handle = True
+
+    def finished(self) -> None:
+        """The remote work reached its end (the peer said so): a later abort sends nothing."""
+        self._finished = True
+
+    async def __aenter__(self) -> RemoteWork[H]:
+        if self._entered:
+            raise RuntimeError(f"{self.name}: a RemoteWork is entered once")
+        self._entered = True
+        self._control.opened += 1
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        control = self._control
+        ended_badly = exc is not None or control.aborted_at is not None
+        if not ended_badly:
+            self._finished = True  # left normally: the adapter is done with it
+            return
+        if self._has_handle and not self._finished:
+            await self._send_stop()
+        elif not self._has_handle and self._start_cut:
+            self._note(StopOutcome.UNCONFIRMED, "the start call revealed no handle in time", 0, 0)
+
+    async def _send_stop(self) -> None:
+        control = self._control
+        sent = trio.current_time()
+        waited = 0.0 if control.aborted_at is None else max(0.0, sent - control.aborted_at)
+        outcome = StopOutcome.UNCONFIRMED
+        detail = ""
+        control._enter()
+        try:
+            with trio.CancelScope(shield=True, deadline=sent + control.stop_grace) as scope:
+                try:
+                    result = await self._stop(self._handle)  # type: ignore[arg-type]
+                except Exception as error:  # the peer refused, or could not be reached
+                    detail = f"{type(error).__name__}: {error}"[:200]
+                else:
+                    if isinstance(result, tuple):
+                        result, detail = result
+                    outcome = StopOutcome.REQUESTED if result is None else result
+            if scope.cancelled_caught:
+                outcome = StopOutcome.UNCONFIRMED
+                detail = f"no answer within {control.stop_grace:.1f}s"
+        finally:
+            control._leave()
+        self._note(outcome, detail, waited, trio.current_time() - sent)
+
+    def _note(self, outcome: StopOutcome, detail: str, waited: float, took: float) -> None:
+        control = self._control
+        self.stop_result = RemoteStop(
+            room_id=control.room_id,
+            message_id=control.message_id,
+            name=self.name,
+            handle=str(self._handle) if self._has_handle else "-",
+            outcome=outcome,
+            detail=detail,
+            waited=waited,
+            took=took,
+        )
+        control._record(self.stop_result)
