@@ -47,10 +47,10 @@ class Running:
 
 @asynccontextmanager
 async def running_agent(
-    platform: Platform, adapter: Adapter, *, policy: Policy | None = None
+    platform: Platform, adapter: Adapter, *, policy: Policy | None = None, **kwargs: Any
 ) -> AsyncIterator[Running]:
     """Start an agent (connected, rooms joined) and stop it gracefully on exit."""
-    agent = agent_for(platform, adapter, policy=policy)
+    agent = agent_for(platform, adapter, policy=policy, **kwargs)
     handle = Running(agent)
     trio.lowlevel.add_instrument(handle.tasks)
     try:

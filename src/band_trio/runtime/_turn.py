@@ -40,22 +40,16 @@ async def run_turn(
     ctx: RoomContext, ledger: Ledger, turn: ActiveTurn, last_abort: LastAbort | None
 ) -> bool:
     """Claim, run and settle `turn`; True if its message's platform state moved on."""
-    try:
-        return await _run_turn(ctx, ledger, turn, last_abort)
-    finally:
-        ctx.stops.add(turn.control.stops)  # each settled inside the turn's scope
-
-
-async def _run_turn(
-    ctx: RoomContext, ledger: Ledger, turn: ActiveTurn, last_abort: LastAbort | None
-) -> bool:
     message = turn.message
     ledger.charge(message.id)
     outcome = Outcome.ABORTED
     try:
         claimed = await _claim(ctx, turn)
-        with turn.scope:  # cancelled already if a signal came during the claim
-            outcome = claimed if claimed is not None else await _run(ctx, turn, last_abort)
+        try:
+            with turn.scope:  # cancelled already if a signal came during the claim
+                outcome = claimed if claimed is not None else await _run(ctx, turn, last_abort)
+        finally:
+            ctx.stops.add(turn.control.stops)  # each one settled inside the scope
         if turn.scope.cancelled_caught and turn.abort_kind is None and not turn.finished:
             # nobody aborted it: the turn's own deadline
             turn.failure = f"the turn ran past its {ctx.policy.turn_deadline:g}s deadline"

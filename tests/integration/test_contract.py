@@ -1,0 +1,165 @@
+"""What the `Turn` offers and the adapter's hooks, over real sockets.
+
+The room's history and participants come from the platform's REST API; the
+last interrupt or stop reaches the next turn with its reason (semantics §9);
+`on_started` and `on_room_left` run under `Policy.hook_deadline`.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from band_trio import AdapterError, AgentInfo, LastAbort, Policy, Turn
+from band_trio.platform import Platform
+from support import Recorder, background_agent, running_agent, status
+
+DEADLINE = 10
+
+
+def seeded(platform: Platform) -> tuple[str, str, str]:
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    return info.agent_id, info.room_id, info.user_id
+
+
+class Remember:
+    """Records what each turn was told of the last abort, then waits or answers."""
+
+    def __init__(self) -> None:
+        self.told: dict[str, LastAbort | None] = {}
+
+    async def __call__(self, turn: Turn) -> None:
+        self.told[turn.message.content] = turn.last_abort
+        if turn.message.content.startswith("wait"):
+            await trio.sleep_forever()
+        await turn.reply(f"done: {turn.message.content}")
+
+
+@pytest.mark.parametrize("mode", ["interrupt", "stop"])
+async def test_the_reason_of_the_last_interrupt_or_stop_reaches_the_next_turn(
+    platform: Platform, mode: str
+) -> None:
+    agent_id, room, user = seeded(platform)
+    remember = Remember()
+    adapter = Recorder(remember)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter):
+            aborted = platform.post_message(room, user, "wait: a long one")
+            await adapter.wait_for(lambda: len(adapter.calls) == 1)
+            platform.send_control(agent_id, mode, room_id=room, reason="too long, be brief")  # type: ignore[arg-type]
+            await adapter.wait_for(lambda: len(adapter.cancelled) == 1)
+            if mode == "stop":
+                platform.send_control(agent_id, "play", room_id=room)
+                # the stopped message is replayed first: it is told why it was stopped
+                await adapter.wait_for(lambda: len(adapter.calls) == 2)
+                await adapter.wait_for(lambda: len(adapter.cancelled) == 1)
+                platform.send_control(agent_id, "interrupt", room_id=room)
+                await platform.wait_until(lambda: status(platform, aborted) == "processed")
+            after = platform.post_message(room, user, "next")
+            await platform.wait_until(lambda: status(platform, after) == "processed")
+    assert remember.told["wait: a long one"] is None or mode == "stop"
+    if mode == "interrupt":
+        assert remember.told["next"] == LastAbort("interrupt", "too long, be brief", aborted)
+    else:
+        assert remember.told["wait: a long one"] == LastAbort("stop", "too long, be brief", aborted)
+        assert remember.told["next"] == LastAbort("interrupt", None, aborted)
+
+
+async def test_a_signal_with_no_turn_running_leaves_no_last_abort(platform: Platform) -> None:
+    agent_id, room, user = seeded(platform)
+    remember = Remember()
+    adapter = Recorder(remember)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            platform.send_control(agent_id, "interrupt", room_id=room, reason="nothing to stop")
+            await running.agent.wait_until(lambda: running.agent.signals.applied == 1)
+            message = platform.post_message(room, user, "hello")
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert remember.told == {"hello": None}
+
+
+async def test_history_and_participants_come_from_the_platform(platform: Platform) -> None:
+    agent_id, room, user = seeded(platform)
+    seen: dict[str, object] = {}
+
+    async def behaviour(turn: Turn) -> None:
+        history = await turn.history()
+        people = await turn.participants()
+        assert await turn.history() == history  # fetched once per turn
+        seen[turn.message.content] = ([m.content for m in history], {p.id for p in people})
+        await turn.reply(f"done: {turn.message.content}")
+
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(behaviour)):
+            first = platform.post_message(room, user, "first")
+            await platform.wait_until(lambda: status(platform, first) == "processed")
+            second = platform.post_message(room, user, "second")
+            await platform.wait_until(lambda: status(platform, second) == "processed")
+    assert seen["first"] == (["first"], {agent_id, user})
+    assert seen["second"] == (["first", "done: first", "second"], {agent_id, user})
+
+
+class Hooks(Recorder):
+    def __init__(self, *, fail: bool = False, slow: bool = False) -> None:
+        super().__init__()
+        self.infos: list[AgentInfo] = []
+        self.fail = fail
+        self.slow = slow
+
+    async def on_started(self, agent: AgentInfo) -> None:
+        self.infos.append(agent)
+        if self.slow:
+            await trio.sleep_forever()
+        if self.fail:
+            raise RuntimeError("no model configured")
+
+
+async def test_on_started_is_called_once_per_run_with_who_the_agent_is(
+    platform: Platform,
+) -> None:
+    agent_id, room, user = seeded(platform)
+    adapter = Hooks()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter):
+            message = platform.post_message(room, user, "hi")
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert [info.id for info in adapter.infos] == [agent_id]
+    assert adapter.infos[0].name and adapter.infos[0].handle
+
+
+@pytest.mark.parametrize(
+    ("hooks", "error"),
+    [
+        (Hooks(fail=True), "on_started failed: RuntimeError: no model configured"),
+        (Hooks(slow=True), "on_started ran past its 0.2s deadline"),
+    ],
+)
+async def test_a_failing_or_overrunning_on_started_ends_the_run_with_an_adapter_error(
+    platform: Platform, hooks: Hooks, error: str
+) -> None:
+    with trio.fail_after(DEADLINE):
+        async with background_agent(platform, hooks, policy=Policy(hook_deadline=0.2)) as run:
+            await run.finished.wait()
+    assert isinstance(run.error, AdapterError)
+    assert error in str(run.error)
+    assert not run.started.is_set()
+    assert hooks.calls == []  # no room was served
+
+
+async def test_on_room_left_is_bounded_by_the_hook_deadline(platform: Platform) -> None:
+    agent_id, room, _ = seeded(platform)
+    entered = trio.Event()
+
+    class Stuck(Recorder):
+        async def on_room_left(self, room_id: str) -> None:
+            entered.set()
+            await trio.sleep_forever()
+
+    adapter = Stuck()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=Policy(hook_deadline=0.2)) as running:
+            platform.remove_participant(room, agent_id)
+            await entered.wait()
+            await running.agent.wait_until(lambda: room not in running.agent.rooms)
+    assert running.stop_result is not None and running.stop_result.graceful
