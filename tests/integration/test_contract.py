@@ -96,6 +96,10 @@ async def test_history_and_participants_come_from_the_platform(platform: Platfor
             await platform.wait_until(lambda: status(platform, first) == "processed")
             second = platform.post_message(room, user, "second")
             await platform.wait_until(lambda: status(platform, second) == "processed")
+    fetched = [
+        e for e in platform.log() if e.kind == "rest" and (e.path or "").endswith("/context")
+    ]
+    assert len(fetched) == 2  # once per turn, though each turn asked twice
     assert seen["first"] == (["first"], {agent_id, user})
     assert seen["second"] == (["first", "done: first", "second"], {agent_id, user})
 

@@ -37,6 +37,8 @@ class Backend:
         """If set, a start waits for it (a start call still in flight)."""
         self.stop_gate: trio.Event | None = None
         """If set, a stop waits for it (a peer slow to answer; never set = hangs)."""
+        self.stop_delay = 0.0
+        """How long a stop takes to answer (a slow peer)."""
         self.stop_settled: list[float] = []
         self.start_entered = trio.Event()
         self.stop_entered = trio.Event()
@@ -57,6 +59,7 @@ class Backend:
         try:
             if self.stop_gate is not None:
                 await self.stop_gate.wait()
+            await trio.sleep(self.stop_delay)
             if isinstance(self.answer, Exception):
                 raise self.answer
             return self.answer
@@ -266,10 +269,31 @@ async def test_leaving_the_room_waits_until_the_stop_has_settled(platform: Platf
     assert left_at[0] >= backend.stop_settled[0]
 
 
+async def test_a_remote_stop_slower_than_the_cleanup_grace_is_no_overrun(
+    platform: Platform,
+) -> None:
+    """The turn is still settling its remote stop (bounded by its own grace): the
+    watchdog does not report it as ignoring the interrupt."""
+    agent_id, room, user = seeded(platform)
+    backend = Backend()
+    backend.stop_delay = (FAST.cleanup_grace + FAST.backend_stop_grace) / 2
+    adapter = Recorder(remote_turn(backend))
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=FAST) as running:
+            message = platform.post_message(room, user, "slow stop")
+            await backend.wait_for(lambda: backend.started == ["slow stop"])
+            platform.send_control(agent_id, "interrupt", room_id=room)
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert running.stop_result is not None
+    assert running.stop_result.overran == ()
+    assert running.agent.remote_stops.confirmed == 1
+
+
 async def test_the_agents_stop_waits_for_remote_stops(platform: Platform) -> None:
     _, room, user = seeded(platform)
     backend = Backend()
     backend.stop_gate = trio.Event()
+    backend.stop_delay = 2 * FAST.cleanup_grace  # slower than the cleanup grace (of 5 s here)
     adapter = Recorder(remote_turn(backend))
     policy = FAST.replace(shutdown_grace=0.1, backend_stop_grace=5)
     with trio.fail_after(DEADLINE):

@@ -150,3 +150,22 @@ async def test_a_rooms_override_wins_over_the_agents_strategy(platform: Platform
             slow.release.set()
             await platform.wait_until(lambda: status(platform, short) == "processed")
     assert replies(platform, other) == ["done: long", "done: short"]
+
+
+async def test_a_message_during_an_aborted_turns_settling_gets_no_busy_notice(
+    platform: Platform,
+) -> None:
+    agent_id, room, user = seeded(platform)
+    adapter = Recorder(Slow())
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, while_busy=WhileBusy.BUSY):
+            platform.post_message(room, user, "long")
+            await adapter.wait_for(lambda: adapter.calls == ["long"])
+            hold = platform.faults.hold_rest("processed")
+            platform.send_control(agent_id, "interrupt", room_id=room)
+            await hold.arrived.wait()  # the interrupted turn is settling, no longer running
+            late = platform.post_message(room, user, "late")
+            await platform.wait_until(lambda: pushed(platform, [late]))
+            hold.release()
+            await platform.wait_until(lambda: status(platform, late) == "processed")
+    assert replies(platform, room) == ["done: late"]

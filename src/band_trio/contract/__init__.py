@@ -19,6 +19,8 @@ how remote work is owned by the turn.
 from __future__ import annotations
 
 from ._adapter import Adapter as Adapter
+from ._http import ServerSentEvent as ServerSentEvent
+from ._http import server_sent_events as server_sent_events
 from ._http import stream_request as stream_request
 from ._message import AgentInfo as AgentInfo
 from ._message import LastAbort as LastAbort
@@ -47,6 +49,7 @@ __all__ = [
     "Participant",
     "RemoteStop",
     "RemoteWork",
+    "ServerSentEvent",
     "StopAnswer",
     "StopFn",
     "StopOutcome",
@@ -57,5 +60,6 @@ __all__ = [
     "not_run_note",
     "run_command",
     "run_in_thread",
+    "server_sent_events",
     "stream_request",
 ]

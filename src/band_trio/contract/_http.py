@@ -11,7 +11,8 @@ the stream had not ended on its own.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -19,7 +20,7 @@ import httpx2
 from ._remote import StopAnswer, StopOutcome
 from ._turn import Turn
 
-__all__ = ["stream_request"]
+__all__ = ["ServerSentEvent", "server_sent_events", "stream_request"]
 
 
 @asynccontextmanager
@@ -48,3 +49,39 @@ async def stream_request(
     ):
         work.started(response)
         yield response
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSentEvent:
+    """One server-sent event: its `event:` name (`"message"` if none) and its data."""
+
+    event: str
+    data: str
+
+
+async def server_sent_events(response: httpx2.Response) -> AsyncIterator[ServerSentEvent]:
+    """The events of a `text/event-stream` response, as they arrive.
+
+    Comment lines (`: keepalive`) are skipped; multi-line `data:` is joined with
+    newlines; an event is dispatched at its blank line (and at EOF, if the stream
+    ends without one)."""
+    name = ""
+    data: list[str] = []
+    lines = response.aiter_lines()
+    async with aclosing(lines):  # type: ignore[type-var]  # an async generator in fact
+        async for line in lines:
+            if not line:
+                if data:
+                    yield ServerSentEvent(name or "message", "\n".join(data))
+                name, data = "", []
+                continue
+            if line.startswith(":"):
+                continue
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "data":
+                data.append(value)
+            elif field == "event":
+                name = value
+    if data:
+        yield ServerSentEvent(name or "message", "\n".join(data))

@@ -1,0 +1,26 @@
+"""Real local test peers (a2a-sdk 1.3.0, stubllm 0.1.5) run as subprocesses, plus trio helpers.
+
+Import from tests as ``from peers import a2a_peer, stubllm_peer`` (``tests/`` is on sys.path).
+"""
+
+from .fixtures import (
+    A2A_SCRIPT,
+    STUBLLM_FIXTURES,
+    STUBLLM_SCRIPT,
+    Event,
+    Peer,
+    PeerError,
+    a2a_peer,
+    stubllm_peer,
+)
+
+__all__ = [
+    "A2A_SCRIPT",
+    "STUBLLM_FIXTURES",
+    "STUBLLM_SCRIPT",
+    "Event",
+    "Peer",
+    "PeerError",
+    "a2a_peer",
+    "stubllm_peer",
+]

@@ -1,0 +1,318 @@
+"""stubllm 0.1.5 as a local OpenAI-compatible SSE test peer (run as a subprocess, never imported).
+
+    python tests/peers/stubllm_server.py --port 0 --ready-file F --events-file E \
+        [--fixture-file tests/peers/stubllm_fixtures.yaml] [--chunk-delay-ms 50]
+
+It runs stubllm's own FastAPI app (``stubllm.server.create_app``) with uvicorn on 127.0.0.1 and
+records what the server saw to ``--events-file``, one JSON object per line (flushed), each with
+``event``, ``perf`` (time.perf_counter(), comparable across processes on one host) and ``time``:
+
+    request          every HTTP request: req (1, 2, ...), http_method, path, body (the full JSON)
+    match            which fixture answered: req, fixture, call_index (position in a sequence)
+    stream_started   req, fixture
+    chunk            one per SSE frame sent: req, count (frames so far), kind
+                     ("content" | "tool_calls" | "finish" | "done")
+    stream_cancelled the streaming generator was stopped before its end: req, count,
+                     how ("cancelled": CancelledError, the client-disconnect path;
+                          "closed": GeneratorExit from aclose/GC)
+    stream_completed the stream ended normally after [DONE]: req, count
+    disconnect       the ASGI app received http.disconnect: req, path, after_response
+    response_end     the app returned: req, path, status
+
+How the streaming generator is observed: stubllm's ``BaseProvider.make_streaming_response``
+imports ``stubllm.streaming.sse.stream_response`` at call time, so replacing that module
+attribute here wraps every stream without touching site-packages.
+
+Two OpenAI-fidelity fixes are applied to streamed tool calls (``--raw`` turns them off):
+stubllm 0.1.5 gives every tool call ``index: 0`` (a client that merges deltas by index would
+fuse parallel calls) and sends no chunk with ``finish_reason: "tool_calls"``. The wrapper
+numbers the calls 0, 1, ... and sends that finish chunk before ``[DONE]``, as OpenAI does.
+
+``--chunk-delay-ms`` applies to every fixture response that does not set
+``stream_chunk_delay_ms`` itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextvars
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import stubllm.streaming.sse as sse
+import uvicorn
+from stubllm.fixtures.loader import FixtureLoader
+from stubllm.fixtures.models import Fixture, MockResponse
+from stubllm.server import create_app
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_FIXTURES = HERE / "stubllm_fixtures.yaml"
+
+current_req: contextvars.ContextVar[int] = contextvars.ContextVar("current_req", default=0)
+current_fixture: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "current_fixture", default=None
+)
+
+
+class EventLog:
+    """Append-only JSON-lines log; one write + flush per event so readers see whole lines."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("a", encoding="utf-8")
+
+    def emit(self, event: str, **fields: Any) -> None:
+        record = {"event": event, "perf": time.perf_counter(), "time": time.time(), **fields}
+        self._file.write(json.dumps(record, default=str) + "\n")
+        self._file.flush()
+
+
+def load_fixtures(path: Path, chunk_delay_ms: int) -> list[Fixture]:
+    fixtures = FixtureLoader().load_file(path)
+
+    def with_delay(response: MockResponse) -> MockResponse:
+        if "stream_chunk_delay_ms" in response.model_fields_set:
+            return response
+        return response.model_copy(update={"stream_chunk_delay_ms": chunk_delay_ms})
+
+    for fixture in fixtures:
+        fixture.response = with_delay(fixture.response)
+        if fixture.sequence:
+            fixture.sequence = [with_delay(r) for r in fixture.sequence]
+    return fixtures
+
+
+def _kind(chunk: str) -> tuple[str, dict[str, Any] | None]:
+    payload = chunk.strip()
+    if not payload.startswith("data:"):
+        return "other", None
+    data = payload[5:].strip()
+    if data == "[DONE]":
+        return "done", None
+    try:
+        decoded = json.loads(data)
+    except ValueError:
+        return "other", None
+    choices = decoded.get("choices") or [{}]
+    delta = choices[0].get("delta") or {}
+    if delta.get("tool_calls"):
+        return "tool_calls", decoded
+    return "content", decoded
+
+
+def install_stream_wrapper(log: EventLog, *, raw: bool) -> None:
+    original = sse.stream_response
+
+    async def observed(
+        provider: Any, response: MockResponse, model: str, request_id: str
+    ) -> AsyncIterator[str]:
+        req = current_req.get()
+        log.emit("stream_started", req=req, fixture=current_fixture.get())
+        count = 0
+        tool_index = 0
+        source = original(provider, response, model, request_id)
+        finished = False
+        try:
+            async for chunk in source:
+                kind, decoded = _kind(chunk)
+                if not raw and kind == "tool_calls" and decoded is not None:
+                    decoded["choices"][0]["delta"]["tool_calls"][0]["index"] = tool_index
+                    tool_index += 1
+                    chunk = f"data: {json.dumps(decoded)}\n\n"
+                if not raw and kind == "done" and tool_index:
+                    finish = {
+                        "id": request_id,
+                        "object": "chat.completion.chunk",
+                        "created": int(time.time()),
+                        "model": model,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": {},
+                                "finish_reason": "tool_calls",
+                                "logprobs": None,
+                            }
+                        ],
+                    }
+                    yield f"data: {json.dumps(finish)}\n\n"
+                    count += 1
+                    log.emit("chunk", req=req, count=count, kind="finish")
+                yield chunk
+                count += 1
+                log.emit("chunk", req=req, count=count, kind=kind)
+            finished = True
+        except asyncio.CancelledError:
+            log.emit("stream_cancelled", req=req, count=count, how="cancelled")
+            raise
+        except GeneratorExit:
+            log.emit("stream_cancelled", req=req, count=count, how="closed")
+            raise
+        finally:
+            await source.aclose()
+        if finished:
+            log.emit("stream_completed", req=req, count=count)
+
+    sse.stream_response = observed
+
+
+def install_match_recorder(app: Any, log: EventLog) -> None:
+    matcher = app.state.matcher
+    match = matcher.match
+
+    def recorded(**kwargs: Any) -> tuple[Fixture, str]:
+        fixture, name = match(**kwargs)
+        current_fixture.set(name)
+        index = app.state.fixture_call_counts.get(name, 0)
+        log.emit("match", req=current_req.get(), fixture=name, call_index=index)
+        return fixture, name
+
+    matcher.match = recorded
+
+
+class RecordingMiddleware:
+    """Pure ASGI middleware: numbers requests, records bodies, disconnects and completion."""
+
+    def __init__(self, app: Any, log: EventLog) -> None:
+        self.app = app
+        self.log = log
+        self.counter = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.counter += 1
+        req = self.counter
+        current_req.set(req)
+        perf = time.perf_counter()
+        wall = time.time()
+        parts: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            parts.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        raw_body = b"".join(parts)
+        body: Any = None
+        if raw_body:
+            try:
+                body = json.loads(raw_body)
+            except ValueError:
+                body = raw_body.decode("utf-8", "replace")
+        path = scope["path"]
+        self.log.emit(
+            "request",
+            req=req,
+            http_method=scope["method"],
+            path=path,
+            body=body,
+            perf=perf,
+            time=wall,
+        )
+        finished = [False]
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": raw_body, "more_body": False}
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self.log.emit("disconnect", req=req, path=path, after_response=finished[0])
+            return message
+
+        status: list[int] = []
+
+        async def send_wrapper(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                finished[0] = True
+            await send(message)
+
+        try:
+            await self.app(scope, replay, send_wrapper)
+        finally:
+            self.log.emit("response_end", req=req, path=path, status=status[0] if status else None)
+
+
+def write_ready(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+async def main(args: argparse.Namespace) -> None:
+    log = EventLog(Path(args.events_file))
+    install_stream_wrapper(log, raw=args.raw)
+    app = create_app(fixtures=load_fixtures(Path(args.fixture_file), args.chunk_delay_ms))
+    install_match_recorder(app, log)
+
+    # proto=IPPROTO_TCP matters: asyncio/uvloop set TCP_NODELAY on accepted sockets only when
+    # the listening socket says IPPROTO_TCP. With proto 0, Nagle + the client's delayed ACK
+    # add ~40 ms to every small response after the first on a connection. Set it here too.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind(("127.0.0.1", args.port))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        RecordingMiddleware(app, log),
+        host="127.0.0.1",
+        port=port,
+        log_level=args.log_level,
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    handle_exit = server.handle_exit
+
+    def record_signal(sig: int, frame: Any) -> None:
+        log.emit("signal", signum=sig)
+        handle_exit(sig, frame)
+
+    # uvicorn shuts down on SIGTERM (at most 2 s grace), then re-raises the signal.
+    server.handle_exit = record_signal  # type: ignore[method-assign]
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if serving.done():
+            await serving
+            raise SystemExit("uvicorn exited during startup")
+        await asyncio.sleep(0.005)
+    ready = {
+        "port": port,
+        "url": f"http://127.0.0.1:{port}/",
+        "base_url": f"http://127.0.0.1:{port}/v1",
+        "pid": os.getpid(),
+    }
+    log.emit("ready", **ready)
+    write_ready(Path(args.ready_file), ready)
+    await serving
+    log.emit("shutdown")
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--ready-file", required=True)
+    parser.add_argument("--events-file", required=True)
+    parser.add_argument("--fixture-file", default=str(DEFAULT_FIXTURES))
+    parser.add_argument("--chunk-delay-ms", type=int, default=50)
+    parser.add_argument("--raw", action="store_true", help="stream tool calls as stubllm does")
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args()
+    asyncio.run(main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
