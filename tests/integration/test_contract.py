@@ -44,7 +44,7 @@ async def test_the_reason_of_the_last_interrupt_or_stop_reaches_the_next_turn(
     remember = Remember()
     adapter = Recorder(remember)
     with trio.fail_after(DEADLINE):
-        async with running_agent(platform, adapter):
+        async with running_agent(platform, adapter) as running:
             aborted = platform.post_message(room, user, "wait: a long one")
             await adapter.wait_for(lambda: len(adapter.calls) == 1)
             platform.send_control(agent_id, mode, room_id=room, reason="too long, be brief")  # type: ignore[arg-type]
@@ -58,6 +58,7 @@ async def test_the_reason_of_the_last_interrupt_or_stop_reaches_the_next_turn(
                 await platform.wait_until(lambda: status(platform, aborted) == "processed")
             after = platform.post_message(room, user, "next")
             await platform.wait_until(lambda: status(platform, after) == "processed")
+            assert running.agent.rooms[room].last_abort == remember.told["next"]
     assert remember.told["wait: a long one"] is None or mode == "stop"
     if mode == "interrupt":
         assert remember.told["next"] == LastAbort("interrupt", "too long, be brief", aborted)

@@ -114,7 +114,7 @@ async def test_a_burst_during_one_turn_interrupts_once_and_runs_in_order(
     slow = Slow()
     adapter = Recorder(slow)
     with trio.fail_after(DEADLINE):
-        async with running_agent(platform, adapter, while_busy=WhileBusy.INTERRUPT) as handle:
+        async with running_agent(platform, adapter, while_busy=WhileBusy.INTERRUPT):
             platform.post_message(room, user, "long")
             await adapter.wait_for(lambda: adapter.calls == ["long"])
             # hold the interrupted turn's consume mark, so the whole burst lands during it

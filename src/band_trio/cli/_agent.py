@@ -20,8 +20,9 @@ import trio
 from .. import errors
 from ..adapters import DemoAdapter
 from ..contract import Adapter
+from ..policy import WhileBusy
 from ..runtime import Agent
-from ._exits import EXIT_CRASH, EXIT_DISCONNECTED, single
+from ._exits import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, single
 from ._ready import read_ready_file
 
 __all__ = ["add_parser", "load_adapter", "serve_until_signalled"]
@@ -48,6 +49,12 @@ def add_parser(commands: Any) -> None:
         help="take the URLs, agent id and key not given otherwise from a platform's ready file",
     )
     parser.add_argument(
+        "--while-busy",
+        choices=[strategy.value for strategy in WhileBusy],
+        help="what a room does with a message that arrives while a turn runs "
+        "(env BAND_WHILE_BUSY; default enqueue)",
+    )
+    parser.add_argument(
         "--reject-conflict",
         action="store_true",
         help="refuse to start if this agent is already connected (instead of superseding it)",
@@ -70,6 +77,8 @@ def load_adapter(spec: str | None) -> Adapter:
         raise errors.ConfigurationError(f"{spec} is {factory!r}, not a callable")
     try:
         adapter = factory()
+    except errors.ConfigurationError:
+        raise  # the factory's own words are the clearest (a missing BAND_* setting)
     except Exception as exc:
         raise errors.ConfigurationError(f"{spec}() raised {exc!r}") from exc
     if not isinstance(adapter, Adapter):
@@ -95,6 +104,7 @@ def _run(args: argparse.Namespace) -> int:
         api_key=chosen["api_key"] or "",
         rest_url=chosen["rest_url"] or "",
         ws_url=chosen["ws_url"] or "",
+        while_busy=_while_busy(args.while_busy),
         reject_conflict=args.reject_conflict,
     )
     try:
@@ -111,11 +121,25 @@ def _run(args: argparse.Namespace) -> int:
         if isinstance(error, errors.AuthenticationError):
             print(f"band-trio agent: the platform refused the key: {error}", file=sys.stderr)
             return EXIT_DISCONNECTED
+        if isinstance(error, errors.AdapterError):
+            print(f"band-trio agent: {error}", file=sys.stderr)
+            return EXIT_CONFIG
         if isinstance(error, errors.PlatformError):
             print(f"band-trio agent: {error}", file=sys.stderr)
             return EXIT_CRASH
         raise
     return 0
+
+
+def _while_busy(flag: str | None) -> WhileBusy:
+    value = flag or os.environ.get("BAND_WHILE_BUSY") or WhileBusy.ENQUEUE.value
+    try:
+        return WhileBusy(value)
+    except ValueError:
+        choices = ", ".join(strategy.value for strategy in WhileBusy)
+        raise errors.ConfigurationError(
+            f"BAND_WHILE_BUSY must be one of {choices}, got {value!r}"
+        ) from None
 
 
 async def serve_until_signalled(agent: Agent) -> None:

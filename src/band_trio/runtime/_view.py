@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ..contract import LastAbort
 from ._room import Room
 
 __all__ = ["RoomView"]
@@ -42,6 +43,11 @@ class RoomView:
         """The id of the message whose turn is running (until it has settled)."""
         turn = self._room.turn
         return None if turn is None else turn.message.id
+
+    @property
+    def last_abort(self) -> LastAbort | None:
+        """The last interrupt or stop that aborted a turn here (the next turn is told)."""
+        return self._room.last_abort
 
     def attempts(self, message_id: str) -> int:
         """Adapter runs charged to `message_id` in this process (our own aborts give
