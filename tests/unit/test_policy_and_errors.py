@@ -113,4 +113,3 @@ def test_every_policy_field_is_read_by_the_code() -> None:
     for policy in (Policy, PlatformPolicy):
         for field in dataclasses.fields(policy):
             assert field.name in read, f"{policy.__name__}.{field.name} is read nowhere"
-

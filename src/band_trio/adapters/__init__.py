@@ -22,13 +22,17 @@ from ._command import command as command
 from ._demo import DemoAdapter as DemoAdapter
 from ._demo import demo as demo
 from ._openai import OpenAIChatAdapter as OpenAIChatAdapter
+from ._openai import Tool as Tool
 from ._openai import openai_chat as openai_chat
+from ._openai_stream import OpenAIChatError as OpenAIChatError
 
 __all__ = [
     "A2AAdapter",
     "CommandAdapter",
     "DemoAdapter",
     "OpenAIChatAdapter",
+    "OpenAIChatError",
+    "Tool",
     "a2a",
     "command",
     "demo",

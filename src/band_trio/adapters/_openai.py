@@ -1,17 +1,334 @@
-"""(Being written.)"""
+"""An adapter for OpenAI-compatible chat completions servers, streamed, with tools.
+
+    adapter = OpenAIChatAdapter("http://127.0.0.1:8765/v1", "gpt-4o", tools=[weather])
+
+Each turn sends the room's conversation to `POST {base_url}/chat/completions`
+with `"stream": true` and reads the server-sent events as they come; tool
+calls the model asks for are run in order, their results appended, and the
+model asked again (at most `max_rounds` requests per turn); the final text is
+the reply.
+
+How it stops. A chat completion has no cancel call: the client stops it by
+closing the response, and a well-behaved server (uvicorn/Starlette, vLLM)
+cancels its generator when it sees the disconnect (spec/peers.md §3). The
+stream is opened with `stream_request`, so an interrupt or stop — which
+cancels the turn — closes it as the turn's remote stop (`requested`), and a
+tool that is running is cancelled where it awaits.
+
+What the room's history keeps after an abort (semantics §9). The messages of
+an aborted turn stay: the user's message, every complete assistant message,
+the results of the tools that finished, and — for an assistant message cut
+off mid-stream — its tool calls but not its partial text (nobody saw it).
+Nothing is repaired at the moment of the abort, because only the next turn
+knows what the abort was: `Turn.last_abort` gives its kind and reason. So the
+next turn in the room first closes every dangling tool call with
+`close_tool_calls` (`"not run: the turn was interrupted by the user (reason:
+…)"`), which also drops a call cut off before its arguments were complete,
+then adds one system message telling the model its previous answer was
+interrupted or stopped, and why. An abort the signal did not explain (a turn
+deadline, a shutdown) is closed with a neutral note. A stopped message that
+is replayed after play is not added a second time: the note asks the model to
+answer it again. A turn that fails (an error, not an abort) is rolled back:
+the message is marked failed and the model never saw the exchange.
+
+The HTTP client lives for one turn (`httpx2.AsyncClient`, closed shielded on
+the way out, keep-alive across the turn's rounds): an adapter outlives turns
+but has no hook at the agent's end, and a client per turn leaves no socket
+open once the agent stops. The TLS context, the costly part, is made once.
+"""
 
 from __future__ import annotations
 
-from ..contract import Adapter, Turn
+import json
+import os
+import re
+import ssl
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["OpenAIChatAdapter", "openai_chat"]
+import httpx2
+import trio
+
+from ..contract import Adapter, Turn, close_tool_calls, stream_request
+from ..errors import ConfigurationError
+from ._openai_stream import Draft, Msg, OpenAIChatError, check, decode, read_stream
+
+__all__ = ["OpenAIChatAdapter", "OpenAIChatError", "Tool", "openai_chat"]
+
+ToolFn = Callable[[dict[str, Any], Turn], Awaitable[str]]
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_BACKSTOP = httpx2.Timeout(300.0, connect=30.0)
+"""httpx2's own timeouts are a backstop only (a server that stops sending): the turn's
+deadline (`Policy.turn_deadline`) and its signals govern."""
+_CLOSE_GRACE = 1.0
+"""Shielded time to close the client's connections after a cancel (local work)."""
+_UNEXPLAINED = "not run: the turn was cut off before this tool call finished"
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A function the model may call.
+
+    `run` gets the call's arguments, parsed (a dict), and the turn (for the turn's
+    helpers: `run_command`, `run_in_thread`, `turn.remote`), and returns the text
+    the model reads as the result. It runs inside the turn: an abort cancels it
+    where it awaits. An exception it raises becomes an `error: ...` result
+    (the model can recover from a failed tool); it does not fail the turn."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    """The arguments' JSON schema (`{"type": "object", "properties": {...}}`)."""
+    run: ToolFn
+
+    def spec(self) -> Msg:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+
+@dataclass(slots=True)
+class _Room:
+    messages: list[Msg] = field(default_factory=list)
+    cut: str | None = None
+    """The message whose turn was aborted, until the model has been told."""
 
 
 class OpenAIChatAdapter(Adapter):
+    """Answers each message with an OpenAI-compatible chat completion (see the module)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        system: str | None = None,
+        tools: Sequence[Tool] = (),
+        max_history: int = 50,
+        max_rounds: int = 8,
+        post_tool_events: bool = True,
+    ) -> None:
+        if not re.match(r"^https?://[^/\s]+", base_url):
+            raise ConfigurationError(
+                f"base URL must be http(s)://host[:port]/..., not {base_url!r}"
+            )
+        if not model.strip():
+            raise ConfigurationError("model must not be blank")
+        if max_history < 2 or max_rounds < 1:
+            raise ConfigurationError("max_history must be at least 2 and max_rounds at least 1")
+        names = [tool.name for tool in tools]
+        bad = [name for name in names if not _TOOL_NAME.match(name)]
+        if bad or len(set(names)) != len(names):
+            raise ConfigurationError(f"tool names must be unique and match [A-Za-z0-9_-]: {names}")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.system = system
+        self.tools = {tool.name: tool for tool in tools}
+        self.max_history = max_history
+        self.max_rounds = max_rounds
+        self.post_tool_events = post_tool_events
+        self._headers = {"accept": "text/event-stream"}
+        if api_key:
+            self._headers["authorization"] = f"Bearer {api_key}"
+        self._rooms: dict[str, _Room] = {}
+        self._tls: ssl.SSLContext | None = None
+
+    def history(self, room_id: str) -> list[Msg]:
+        """A copy of the conversation kept for a room (without the system prompt)."""
+        room = self._rooms.get(room_id)
+        return [dict(m) for m in room.messages] if room else []
+
+    async def on_room_left(self, room_id: str) -> None:
+        self._rooms.pop(room_id, None)
+
     async def on_turn(self, turn: Turn) -> None:
-        raise NotImplementedError
+        room = self._rooms.setdefault(turn.room_id, _Room())
+        replay = _settle_abort(room, turn)
+        base = len(room.messages)
+        if not replay:
+            room.messages.append({"role": "user", "content": turn.message.content})
+        try:
+            answer = await self._converse(turn, room.messages)
+            await turn.reply(answer)
+        except Exception:
+            del room.messages[base:]  # failed, not aborted: as if the exchange never happened
+            raise
+        except BaseException:
+            room.cut = turn.message.id  # closed by the next turn, which knows why
+            raise
+        finally:
+            room.messages[:] = _trim(room.messages, self.max_history)
+
+    # -- one turn -------------------------------------------------------------
+
+    async def _converse(self, turn: Turn, messages: list[Msg]) -> str:
+        """Ask the model, run the tools it asks for, ask again; return its final text."""
+        if self._tls is None:
+            self._tls = httpx2.create_ssl_context()
+        client = httpx2.AsyncClient(headers=self._headers, timeout=_BACKSTOP, verify=self._tls)
+        try:
+            for _ in range(self.max_rounds):
+                answer = await self._complete(turn, client, messages)
+                calls = answer.get("tool_calls")
+                if not calls:
+                    text = answer.get("content") or ""
+                    if not text.strip():
+                        raise OpenAIChatError("the model's answer was empty")
+                    return str(text)
+                for call in calls:
+                    result = await self._run_tool(turn, call)
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        finally:
+            with trio.move_on_after(_CLOSE_GRACE, shield=True):
+                await client.aclose()
+        raise OpenAIChatError(f"the model still asked for tools after {self.max_rounds} requests")
+
+    def _request(self, messages: list[Msg]) -> Msg:
+        prompt = [{"role": "system", "content": self.system}] if self.system else []
+        body: Msg = {"model": self.model, "messages": prompt + messages, "stream": True}
+        if self.tools:
+            body["tools"] = [tool.spec() for tool in self.tools.values()]
+        return body
+
+    async def _complete(self, turn: Turn, client: httpx2.AsyncClient, messages: list[Msg]) -> Msg:
+        """One streamed completion; its assistant message is appended to `messages`.
+
+        Cut off by an abort, what arrived so far is appended (tool calls only)."""
+        draft = Draft()
+        try:
+            async with stream_request(
+                turn, client, "POST", self.url, json=self._request(messages), name="chat completion"
+            ) as response:
+                await check(response)
+                if "text/event-stream" in response.headers.get("content-type", ""):
+                    await read_stream(response, draft)
+                else:  # a server that ignored "stream": one JSON answer
+                    draft.whole(decode(await response.aread()))
+        except httpx2.HTTPError as exc:
+            raise OpenAIChatError(f"chat completions request failed: {exc!r}") from exc
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                partial = draft.message(cut=True)
+                if partial is not None:
+                    messages.append(partial)
+            raise
+        if not draft.ended:
+            raise OpenAIChatError("the stream ended before the answer was finished")
+        answer = draft.message(cut=False)
+        assert answer is not None
+        messages.append(answer)
+        return answer
+
+    async def _run_tool(self, turn: Turn, call: Msg) -> str:
+        function = call["function"]
+        name = function["name"]
+        tool = self.tools.get(name)
+        try:
+            arguments = json.loads(function["arguments"] or "{}")
+        except ValueError as exc:
+            return f"error: the arguments are not valid JSON ({exc})"
+        if tool is None:
+            return f"error: there is no tool named {name!r}"
+        if not isinstance(arguments, dict):
+            return "error: the arguments must be a JSON object"
+        if self.post_tool_events:
+            await turn.send_event(
+                f"{name}({function['arguments']})",
+                message_type="tool_call",
+                metadata={"tool_call_id": call["id"], "name": name, "arguments": arguments},
+            )
+        try:
+            result = str(await tool.run(arguments, turn))
+        except Exception as exc:  # the model reads it and can try something else
+            result = f"error: {type(exc).__name__}: {exc}"
+        if self.post_tool_events:
+            await turn.send_event(
+                result or "(empty)",
+                message_type="tool_result",
+                metadata={"tool_call_id": call["id"], "name": name},
+            )
+        return result
+
+
+# -- the conversation -----------------------------------------------------------------
+
+
+def _settle_abort(room: _Room, turn: Turn) -> bool:
+    """If this room's last turn was aborted, make its history valid and tell the model.
+
+    Returns True if this turn replays the aborted message (a stop, then play): its
+    user message is in the history already."""
+    cut, room.cut = room.cut, None
+    if cut is None:
+        return False
+    replay = cut == turn.message.id
+    abort = turn.last_abort
+    if abort is not None and abort.message_id == cut:
+        closed = close_tool_calls(room.messages, abort.kind, abort.reason)
+        verb = "interrupted" if abort.kind == "interrupt" else "stopped"
+        why = " ".join((abort.reason or "").split())
+        note = f"Your previous answer was {verb} by the user" + (f" (reason: {why})" if why else "")
+    else:  # not a signal the runtime told us about: a turn deadline, a shutdown
+        closed = close_tool_calls(room.messages, "interrupt", note=_UNEXPLAINED)
+        note = "Your previous answer was cut off"
+    note += " before it was posted, so nobody saw it."
+    if closed != room.messages:
+        note += " Tool calls whose result says 'not run' did not run."
+    if replay:
+        note += " The room has resumed: answer the message again."
+    room.messages[:] = closed
+    room.messages.append({"role": "system", "content": note})
+    return replay
+
+
+def _trim(messages: list[Msg], limit: int) -> list[Msg]:
+    """The last `limit` messages or fewer, starting at a user message so that no tool
+    result loses its call. The latest exchange is kept whole even if it is longer."""
+    if len(messages) <= limit:
+        return messages
+    starts = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    fitting = [i for i in starts if len(messages) - i <= limit]
+    if fitting:
+        return messages[fitting[0] :]
+    return messages[starts[-1] :] if starts else messages[-limit:]
+
+
+# -- configuration --------------------------------------------------------------------
 
 
 def openai_chat() -> OpenAIChatAdapter:
-    """The adapter configured from the environment (for `--adapter band_trio.adapters:openai_chat`)."""
-    raise NotImplementedError
+    """The adapter configured from the environment (for `--adapter band_trio.adapters:openai_chat`).
+
+    `BAND_OPENAI_BASE_URL` (required, e.g. `http://127.0.0.1:8765/v1`),
+    `BAND_OPENAI_MODEL` (default `gpt-4o`), `BAND_OPENAI_API_KEY`,
+    `BAND_OPENAI_SYSTEM` (a system prompt) and `BAND_OPENAI_MAX_HISTORY` (messages
+    kept per room, default 50). No tools: those are given in code."""
+    env = {
+        key: value.strip() for key, value in os.environ.items() if key.startswith("BAND_OPENAI_")
+    }
+    base_url = env.get("BAND_OPENAI_BASE_URL")
+    if not base_url:
+        raise ConfigurationError("BAND_OPENAI_BASE_URL is not set (e.g. http://127.0.0.1:8765/v1)")
+    history = env.get("BAND_OPENAI_MAX_HISTORY") or "50"
+    if not history.isdigit() or int(history) < 2:
+        raise ConfigurationError(
+            f"BAND_OPENAI_MAX_HISTORY must be a whole number ≥ 2, not {history!r}"
+        )
+    try:
+        return OpenAIChatAdapter(
+            base_url,
+            env.get("BAND_OPENAI_MODEL") or "gpt-4o",
+            api_key=env.get("BAND_OPENAI_API_KEY") or None,
+            system=os.environ.get("BAND_OPENAI_SYSTEM") or None,
+            max_history=int(history),
+        )
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"BAND_OPENAI_BASE_URL: {exc}") from None
