@@ -18,6 +18,7 @@ from __future__ import annotations
 from ._a2a import A2AAdapter as A2AAdapter
 from ._a2a import a2a as a2a
 from ._command import CommandAdapter as CommandAdapter
+from ._command import CommandFailedError as CommandFailedError
 from ._command import command as command
 from ._demo import DemoAdapter as DemoAdapter
 from ._demo import demo as demo
@@ -29,6 +30,7 @@ from ._openai_stream import OpenAIChatError as OpenAIChatError
 __all__ = [
     "A2AAdapter",
     "CommandAdapter",
+    "CommandFailedError",
     "DemoAdapter",
     "OpenAIChatAdapter",
     "OpenAIChatError",

@@ -26,6 +26,7 @@ from ._message import AgentInfo as AgentInfo
 from ._message import LastAbort as LastAbort
 from ._message import Message as Message
 from ._message import Participant as Participant
+from ._process import DEFAULT_OUTPUT_LIMIT as DEFAULT_OUTPUT_LIMIT
 from ._process import CommandResult as CommandResult
 from ._process import run_command as run_command
 from ._remote import RemoteStop as RemoteStop
@@ -41,6 +42,7 @@ from ._turn import Turn as Turn
 from ._turn import TurnPort as TurnPort
 
 __all__ = [
+    "DEFAULT_OUTPUT_LIMIT",
     "Adapter",
     "AgentInfo",
     "CommandResult",

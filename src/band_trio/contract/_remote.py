@@ -176,10 +176,14 @@ class TurnControl:
 class RemoteWork(Generic[H]):
     """Remote work of one turn and how to stop it; use as `async with turn.remote(...)`."""
 
-    def __init__(self, control: TurnControl, stop: StopFn[H], name: str) -> None:
+    def __init__(
+        self, control: TurnControl, stop: StopFn[H], name: str, grace: float | None = None
+    ) -> None:
         self._control = control
         self._stop = stop
         self.name = name
+        self.grace = control.stop_grace if grace is None else grace
+        """The stop's deadline: `Policy.backend_stop_grace` unless the work has its own."""
         self._handle: H | None = None
         self._has_handle = False
         self._finished = False
@@ -267,7 +271,7 @@ class RemoteWork(Generic[H]):
         detail = ""
         control._enter()
         try:
-            with trio.CancelScope(shield=True, deadline=sent + control.stop_grace) as scope:
+            with trio.CancelScope(shield=True, deadline=sent + self.grace) as scope:
                 try:
                     result = await self._stop(self._handle)  # type: ignore[arg-type]
                 except Exception as error:  # the peer refused, or could not be reached
@@ -278,7 +282,7 @@ class RemoteWork(Generic[H]):
                     outcome = StopOutcome.REQUESTED if result is None else result
             if scope.cancelled_caught:
                 outcome = StopOutcome.UNCONFIRMED
-                detail = f"no answer within {control.stop_grace:.1f}s"
+                detail = f"no answer within {self.grace:.1f}s"
         finally:
             control._leave()
         self._note(outcome, detail, waited, trio.current_time() - sent)

@@ -69,6 +69,16 @@ class Turn:
         return self._control.deadline
 
     @property
+    def stop_grace(self) -> float:
+        """`Policy.backend_stop_grace`: how long one remote stop may take."""
+        return self._control.stop_grace
+
+    @property
+    def kill_grace(self) -> float:
+        """`Policy.subprocess_kill_grace`: SIGTERM to SIGKILL for a process group."""
+        return self._control.kill_grace
+
+    @property
     def remote_stops(self) -> tuple[RemoteStop, ...]:
         """The remote stops this turn sent so far, with their outcomes."""
         return tuple(self._control.stops)
@@ -118,7 +128,9 @@ class Turn:
 
     # -- work elsewhere -------------------------------------------------------
 
-    def remote(self, stop: StopFn[H], *, name: str = "remote work") -> RemoteWork[H]:
+    def remote(
+        self, stop: StopFn[H], *, name: str = "remote work", grace: float | None = None
+    ) -> RemoteWork[H]:
         """Register remote work and how to stop it; use as `async with`.
 
             async with turn.remote(stop=cancel_task, name="a2a task") as work:
@@ -131,6 +143,8 @@ class Turn:
         `Policy.backend_stop_grace`, if the block is left by a cancel or an error
         (or after the turn was aborted) while the work is started and not
         finished. The turn ends — and the room's next turn starts — only once it
-        has settled. See `band_trio.contract` for the rules.
+        has settled. `grace` replaces the stop's deadline for work whose stop has a
+        known length of its own (a process group: its kill grace, plus reaping). See
+        `band_trio.contract` for the rules.
         """
-        return RemoteWork(self._control, stop, name)
+        return RemoteWork(self._control, stop, name, grace)
