@@ -7,6 +7,7 @@ traceback reaches the user, and the process exits by itself.
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import trio
 from test_commands import agent_env, process, read_until
@@ -127,3 +128,60 @@ async def test_kill_9_mid_turn_then_a_restart_answers_it_once(platform: Platform
             assert await again.wait() == 0
     assert agent_replies(platform, info.room_id) == []  # never answered twice, nor half
     assert status(platform, message) == "processing"  # still owed: a later run answers it
+
+
+async def test_a_second_sigterm_mid_command_ends_the_whole_process_tree(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """`band-trio agent --adapter band_trio.adapters:command`, a command with
+    grandchildren running: SIGTERM (graceful: the turn may finish) and SIGTERM again
+    (now) → the agent exits, every process of the tree is gone, the message is left
+    `processing` for a later run, and a restart answers it once."""
+    info = platform.info
+    assert info.room_id and info.user_id
+    pids = tmp_path / "pids"
+    script = tmp_path / "think.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ -e "{tmp_path}/quick" ]; then echo answered; exit 0; fi\n'
+        f'sleep 30 & echo $! >> "{pids}"\n'
+        f'sleep 30 & echo $! >> "{pids}"\n'
+        f'echo $$ >> "{pids}"\n'
+        "wait\n"
+    )
+    script.chmod(0o755)
+    env = {**agent_env(platform), "BAND_COMMAND": str(script)}
+    adapter = ["--adapter", "band_trio.adapters:command"]
+    with trio.fail_after(DEADLINE):
+        async with process("agent", *adapter, env=env) as proc:
+            await platform.wait_until(lambda: info.agent_id in platform.connected_agents())
+            message = platform.post_message(info.room_id, info.user_id, "think")
+            while len(tree := _pids(pids)) < 3:  # another process's file: nothing to await
+                await trio.sleep(0.01)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.stderr is not None
+            await read_until(proc.stderr, b"stopping")
+            proc.send_signal(signal.SIGTERM)
+            assert await proc.wait() == 0
+            assert b"Traceback" not in await stderr_of(proc)
+        assert [pid for pid in tree if _alive(pid)] == []
+        assert status(platform, message) == "processing"
+        (tmp_path / "quick").touch()
+        async with process("agent", *adapter, env=env) as again:
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+            again.send_signal(signal.SIGTERM)
+            assert await again.wait() == 0
+    assert agent_replies(platform, info.room_id) == ["answered"]
+
+
+def _pids(path: Path) -> list[int]:
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"

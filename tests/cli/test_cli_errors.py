@@ -7,6 +7,7 @@ traceback, and each must exit by itself.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -132,3 +133,38 @@ async def test_the_agent_reads_its_settings_from_a_ready_file(
 def test_the_cli_module_runs_as_a_script() -> None:
     done = subprocess.run([sys.executable, "-m", "band_trio", "--help"], capture_output=True)
     assert done.returncode == 0 and b"band-trio" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "says"),
+    [
+        ({}, ["--adapter", "band_trio.adapters:openai_chat"], "BAND_OPENAI_BASE_URL is not set"),
+        (
+            {"BAND_OPENAI_BASE_URL": "ftp://x"},
+            ["--adapter", "band_trio.adapters:openai_chat"],
+            "BAND_OPENAI_BASE_URL",
+        ),
+        ({}, ["--adapter", "band_trio.adapters:a2a"], "BAND_A2A_URL"),
+        ({}, ["--adapter", "band_trio.adapters:command"], "BAND_COMMAND"),
+        (
+            {"BAND_COMMAND": "no-such-program-anywhere --flag"},
+            ["--adapter", "band_trio.adapters:command"],
+            "no-such-program-anywhere",
+        ),
+        ({"BAND_WHILE_BUSY": "sometimes"}, [], "BAND_WHILE_BUSY must be one of"),
+    ],
+)
+async def test_a_reference_adapter_without_its_settings_is_one_line_and_exit_2(
+    env: dict[str, str], args: list[str], says: str
+) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("BAND_")}
+    with trio.fail_after(30):
+        done = await trio.run_process(
+            [*BAND_TRIO, *AGENT, "--ws-url", "ws://127.0.0.1:9/", *args],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            env={**clean, **env},
+        )
+    assert done.returncode == EXIT_CONFIG, done.stderr
+    assert says in one_line(done)
