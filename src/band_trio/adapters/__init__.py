@@ -16,6 +16,10 @@ See docs/reference/adapters.md for their settings and how each one stops its pee
 from __future__ import annotations
 
 from ._a2a import A2AAdapter as A2AAdapter
+from ._a2a import A2AError as A2AError
+from ._a2a import A2AProtocolError as A2AProtocolError
+from ._a2a import A2ARpcError as A2ARpcError
+from ._a2a import A2ATaskError as A2ATaskError
 from ._a2a import a2a as a2a
 from ._command import CommandAdapter as CommandAdapter
 from ._command import CommandFailedError as CommandFailedError
@@ -29,6 +33,10 @@ from ._openai_stream import OpenAIChatError as OpenAIChatError
 
 __all__ = [
     "A2AAdapter",
+    "A2AError",
+    "A2AProtocolError",
+    "A2ARpcError",
+    "A2ATaskError",
     "CommandAdapter",
     "CommandFailedError",
     "DemoAdapter",

@@ -1,17 +1,359 @@
-"""(Being written.)"""
+"""An adapter for A2A agents: each message becomes an A2A task, stopped with `CancelTask`.
+
+    adapter = A2AAdapter("http://127.0.0.1:9999/")     # the JSON-RPC endpoint
+
+Each turn sends the message to the peer and posts what it answers: the text
+of the task's artifacts (chunks joined as they stream, `append` honoured),
+else its final status message. Protocol 1.0 (a2a-sdk 1.x) is spoken, with the
+`A2A-Version: 1.0` header; a peer that answers -32601 (method not found) or
+-32009 (version not supported) is spoken to in 0.3 from then on.
+
+Streaming (the agent card says `capabilities.streaming`, or it is forced):
+`SendStreamingMessage`, whose first event carries the task id. Not streaming:
+`SendMessage` with `returnImmediately` (0.3: `blocking: false`), so the task
+id is known at once, then `GetTask` every `poll_interval` until the task ends
+— a stop before the answer still cancels the task. A stream that ends (or is
+lost) before the task did is followed the same way.
+
+How it stops. Closing a stream does not stop an A2A task (spec/peers.md
+§1.5): the stop is `CancelTask`, the turn's remote stop. The start — the
+request and its first event, which reveals the task id — runs in
+`work.starting()`, so an interrupt that lands meanwhile lets it finish and
+the task is cancelled as soon as its id is known. A task that ended on its
+own (a terminal state seen) is never cancelled. The outcomes are in
+`_a2a_rpc`: `confirmed` when the peer answers with the task canceled.
+
+What each end means for the message: `COMPLETED` posts the answer;
+`FAILED`, `REJECTED` (or a task the peer canceled itself) raise
+`A2ATaskError`, so the message is marked failed; `INPUT_REQUIRED` and
+`AUTH_REQUIRED` post the agent's question and end the turn, and the room's
+next message continues that task (`taskId`), once. A plain message answer
+(no task) is posted; there is nothing to cancel.
+
+Per room the A2A `contextId` is kept across turns, so the peer sees one
+conversation; `on_room_left` drops it. After an interrupt or stop, the room's
+next request says so in `message.metadata.bandTrio.previousAnswer` (kind and
+reason, semantics §9): the peer's own history holds the canceled task.
+
+One `httpx2.AsyncClient` per turn, closed (shielded, bounded) when the turn
+ends, so no socket outlives it. `CancelTask` never queues behind the stream:
+the stream holds its connection, so the stop gets another one.
+"""
 
 from __future__ import annotations
 
-from ..contract import Adapter, Turn
+import logging
+import os
+import re
+import ssl
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["A2AAdapter", "a2a"]
+import httpx2
+import trio
+
+from ..contract import Adapter, RemoteWork, Turn
+from ..errors import ConfigurationError
+from ._a2a_rpc import EventStream, Rpc
+from ._a2a_wire import (
+    INTERRUPTED,
+    METHOD_NOT_FOUND,
+    TERMINAL,
+    V03,
+    V1,
+    VERSION_NOT_SUPPORTED,
+    A2AError,
+    A2AProtocolError,
+    A2ARpcError,
+    A2ATaskError,
+    Answer,
+    Dialect,
+    decode,
+    event_of,
+)
+
+__all__ = ["A2AAdapter", "A2AError", "A2AProtocolError", "A2ARpcError", "A2ATaskError", "a2a"]
+
+log = logging.getLogger("band_trio.adapters.a2a")
+
+T = TypeVar("T")
+Ask = Callable[[Dialect], dict[str, Any]]
+"""Builds the `params` of the turn's send request in a dialect."""
+
+_BACKSTOP = httpx2.Timeout(300.0, connect=30.0)
+"""httpx2's own timeouts are a backstop only: the turn's deadline and signals govern."""
+_CLOSE_GRACE = 1.0
+_CARD_DEADLINE = 5.0
+"""How long the agent card may take (auto streaming); then streaming is assumed."""
+_DRAIN_GRACE = 1.0
+"""After the terminal event, how long the peer may take to end the stream before the
+response is closed anyway."""
+_CHECK_GRACE = 1.0
+"""After an error frame, how long a `GetTask` may take to tell whether the task ended."""
+_REFUSES_1_0 = frozenset({METHOD_NOT_FOUND, VERSION_NOT_SUPPORTED})
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+@dataclass(slots=True)
+class _Room:
+    context_id: str | None = None
+    open_task: str | None = None
+    """A task waiting for the user's input: the next message continues it."""
+    told_abort: str | None = None
+    """The aborted message the peer was last told about."""
 
 
 class A2AAdapter(Adapter):
+    """Answers each message with an A2A task (see the module).
+
+    `streaming`: None reads the agent card. `protocol`: None speaks 1.0 and falls
+    back to 0.3 if the peer refuses it; "1.0" or "0.3" speaks only that.
+    `poll_interval`: seconds between `GetTask` polls (non-streaming peers, and a
+    non-terminal `CancelTask` answer). `headers` go with every request
+    (`Authorization`, for instance)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        streaming: bool | None = None,
+        protocol: Literal["1.0", "0.3"] | None = None,
+        poll_interval: float = 0.2,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not re.match(r"^https?://[^/\s]+", url):
+            raise ConfigurationError(f"the A2A URL must be http(s)://host[:port]/..., not {url!r}")
+        if protocol not in (None, "1.0", "0.3"):
+            raise ConfigurationError(f"the A2A protocol is 1.0 or 0.3, not {protocol!r}")
+        if not 0 < poll_interval <= 60:
+            raise ConfigurationError(f"poll_interval must be in (0, 60] s, not {poll_interval!r}")
+        self.url = url
+        parts = urlsplit(url)
+        self.card_url = urlunsplit((parts.scheme, parts.netloc, CARD_PATH, "", ""))
+        self.streaming = streaming
+        """Whether the peer is streamed to; None until the agent card was read."""
+        self.poll_interval = poll_interval
+        self.headers = dict(headers or {})
+        self.dialect = V03 if protocol == "0.3" else V1
+        """The protocol spoken: fixed by `protocol`, or by the first answer of the peer."""
+        self._may_fall_back = protocol is None
+        self._rooms: dict[str, _Room] = {}
+        self._tls: ssl.SSLContext | None = None
+
+    def context_id(self, room_id: str) -> str | None:
+        """The A2A context a room's conversation continues in (None before its first task)."""
+        room = self._rooms.get(room_id)
+        return room.context_id if room else None
+
+    async def on_room_left(self, room_id: str) -> None:
+        self._rooms.pop(room_id, None)
+
     async def on_turn(self, turn: Turn) -> None:
-        raise NotImplementedError
+        room = self._rooms.setdefault(turn.room_id, _Room())
+        ask = self._ask(turn, room)
+        answer = Answer()
+        try:
+            async with self._client() as client:
+                rpc = Rpc(client, self.url, self.dialect, poll_interval=self.poll_interval)
+                if await self._streams(client):
+                    await self._streamed(turn, rpc, ask, answer)
+                else:
+                    await self._polled(turn, rpc, ask, answer)
+        finally:  # the context exists on the peer whatever became of this turn
+            room.context_id = answer.context_id or room.context_id
+        await turn.reply(_outcome(answer, room))
+
+    # -- one turn -------------------------------------------------------------
+
+    def _ask(self, turn: Turn, room: _Room) -> Ask:
+        message_id = str(uuid.uuid4())
+        task_id, room.open_task = room.open_task, None
+        metadata: dict[str, Any] | None = None
+        abort = turn.last_abort
+        if abort is not None and abort.message_id != room.told_abort:
+            room.told_abort = abort.message_id
+            told = {"aborted": abort.kind, "messageId": abort.message_id, "reason": abort.reason}
+            metadata = {"bandTrio": {"previousAnswer": {k: v for k, v in told.items() if v}}}
+        text, context_id = turn.message.content, room.context_id
+
+        def ask(dialect: Dialect) -> dict[str, Any]:
+            message = dialect.message(
+                text, message_id, context_id=context_id, task_id=task_id, metadata=metadata
+            )
+            return {"message": message}
+
+        return ask
+
+    async def _streamed(self, turn: Turn, rpc: Rpc, ask: Ask, answer: Answer) -> None:
+        stream: EventStream | None = None
+        try:
+            async with turn.remote(stop=rpc.cancel, name="a2a task") as work:
+                with work.starting():  # until the first event names the task
+                    stream = await self._start(rpc, lambda: rpc.open_stream(ask(rpc.dialect)))
+                    first = await stream.next()
+                    if first is None:
+                        raise A2AProtocolError("the A2A stream ended before its first event")
+                    answer.add(first)
+                    if answer.task_id is not None:
+                        work.started(answer.task_id)
+                await self._follow(stream, rpc, answer, work)
+        finally:  # after the stop (peers.md §1.8: close the stream last)
+            if stream is not None:
+                await stream.aclose()
+
+    async def _follow(
+        self, stream: EventStream, rpc: Rpc, answer: Answer, work: RemoteWork[str]
+    ) -> None:
+        """Read the stream until the task is over; if it ends first, poll the task."""
+        while not answer.over:
+            try:
+                event = await stream.next()
+            except A2ARpcError:  # an error frame: if the task ended with it, nothing to stop
+                await self._check_ended(rpc, answer, work)
+                raise
+            if event is None:
+                if answer.task_id is None:
+                    raise A2AProtocolError("the A2A stream ended before naming a task")
+                log.info("the A2A stream ended before task %s did: polling it", answer.task_id)
+                await self._poll(rpc, answer)
+                break
+            answer.add(event)
+        work.finished()
+        with trio.move_on_after(_DRAIN_GRACE), suppress(A2AError):  # let the peer end it
+            while await stream.next() is not None:
+                pass
+
+    async def _polled(self, turn: Turn, rpc: Rpc, ask: Ask, answer: Answer) -> None:
+        def send() -> Awaitable[dict[str, Any]]:
+            params = {**ask(rpc.dialect), "configuration": rpc.dialect.non_blocking}
+            return rpc.call(rpc.dialect.send, params)
+
+        async with turn.remote(stop=rpc.cancel, name="a2a task") as work:
+            with work.starting():  # returnImmediately: the answer names the task at once
+                answer.add(event_of(await self._start(rpc, send)))
+                if answer.task_id is not None:
+                    work.started(answer.task_id)
+            await self._poll(rpc, answer)
+            work.finished()
+
+    async def _poll(self, rpc: Rpc, answer: Answer) -> None:
+        while not answer.over:
+            assert answer.task_id is not None
+            await trio.sleep(self.poll_interval)
+            answer.add(await rpc.get(answer.task_id))
+
+    async def _check_ended(self, rpc: Rpc, answer: Answer, work: RemoteWork[str]) -> None:
+        """After an error frame: a task that ended with it (FAILED) needs no stop."""
+        task_id = answer.task_id
+        with trio.move_on_after(_CHECK_GRACE), suppress(A2AError):
+            while task_id is not None and answer.state not in TERMINAL:
+                answer.add(await rpc.get(task_id))
+                if answer.state not in TERMINAL:
+                    await trio.sleep(self.poll_interval)
+        if answer.state in TERMINAL:
+            work.finished()
+
+    async def _start(self, rpc: Rpc, attempt: Callable[[], Awaitable[T]]) -> T:
+        """The turn's first request; a peer that refuses 1.0 is spoken to in 0.3 from now on."""
+        try:
+            result = await attempt()
+        except A2ARpcError as error:
+            if not (self._may_fall_back and error.code in _REFUSES_1_0):
+                raise
+            log.info("%s refused A2A 1.0 (%s): speaking 0.3 from now on", self.url, error)
+            self.dialect = rpc.dialect = V03
+            result = await attempt()
+        self._may_fall_back = False
+        return result
+
+    # -- the peer -------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncIterator[httpx2.AsyncClient]:
+        if self._tls is None:
+            self._tls = httpx2.create_ssl_context()
+        client = httpx2.AsyncClient(headers=self.headers, timeout=_BACKSTOP, verify=self._tls)
+        try:
+            yield client
+        finally:
+            with trio.move_on_after(_CLOSE_GRACE, shield=True):
+                await client.aclose()
+
+    async def _streams(self, client: httpx2.AsyncClient) -> bool:
+        """Whether to stream: as set, else as the agent card says (read once)."""
+        if self.streaming is None:
+            card: object = None
+            with trio.move_on_after(_CARD_DEADLINE):
+                try:
+                    response = await client.get(self.card_url)
+                    card = decode(response.content, "the agent card")
+                except (httpx2.HTTPError, A2AError) as exc:
+                    log.info("no agent card at %s (%r): streaming", self.card_url, exc)
+            self.streaming = streaming_in_card(card)
+        return self.streaming
+
+
+def streaming_in_card(card: object) -> bool:
+    """`capabilities.streaming` of an agent card; True if the card does not say."""
+    capabilities = card.get("capabilities") if isinstance(card, dict) else None
+    streaming = capabilities.get("streaming") if isinstance(capabilities, dict) else None
+    return streaming if isinstance(streaming, bool) else True
+
+
+def _outcome(answer: Answer, room: _Room) -> str:
+    """The text to post, or the error that fails the message."""
+    text = answer.text()
+    if answer.reply is not None or answer.state == "completed":
+        if not text:
+            raise A2AError("the A2A agent answered without any text")
+        return text
+    if answer.state in INTERRUPTED:
+        room.open_task = answer.task_id
+        return text or f"(the agent is waiting: {answer.state})"
+    reason = f": {text}" if text else ""
+    raise A2ATaskError(f"the A2A task {answer.task_id} ended {answer.state}{reason}")
+
+
+# -- configuration --------------------------------------------------------------------
+
+_STREAMING: dict[str, bool | None] = {"auto": None, "yes": True, "no": False}
+_PROTOCOLS: dict[str, Literal["1.0", "0.3"] | None] = {"auto": None, "1.0": "1.0", "0.3": "0.3"}
 
 
 def a2a() -> A2AAdapter:
-    """The adapter configured from the environment (for `--adapter band_trio.adapters:a2a`)."""
-    raise NotImplementedError
+    """The adapter configured from the environment (for `--adapter band_trio.adapters:a2a`).
+
+    `BAND_A2A_URL` (required: the JSON-RPC endpoint, e.g. `http://127.0.0.1:9999/`),
+    `BAND_A2A_STREAMING` (`auto`, the default, reads the agent card; `yes`; `no`),
+    `BAND_A2A_PROTOCOL` (`1.0` or `0.3` to speak only that; unset or `auto`: 1.0,
+    falling back to 0.3), `BAND_A2A_POLL_INTERVAL` (seconds, default 0.2)."""
+    env = {k: v.strip() for k, v in os.environ.items() if k.startswith("BAND_A2A_")}
+    url = env.get("BAND_A2A_URL")
+    if not url:
+        raise ConfigurationError("BAND_A2A_URL is not set (e.g. http://127.0.0.1:9999/)")
+    streaming = env.get("BAND_A2A_STREAMING") or "auto"
+    if streaming.lower() not in _STREAMING:
+        raise ConfigurationError(f"BAND_A2A_STREAMING must be auto, yes or no, not {streaming!r}")
+    protocol = env.get("BAND_A2A_PROTOCOL") or "auto"
+    if protocol not in _PROTOCOLS:
+        raise ConfigurationError(f"BAND_A2A_PROTOCOL must be 1.0, 0.3 or auto, not {protocol!r}")
+    poll = env.get("BAND_A2A_POLL_INTERVAL") or "0.2"
+    try:
+        interval = float(poll)
+    except ValueError:
+        interval = -1.0
+    if not 0 < interval <= 60:
+        raise ConfigurationError(f"BAND_A2A_POLL_INTERVAL must be seconds in (0, 60], not {poll!r}")
+    try:
+        return A2AAdapter(
+            url,
+            streaming=_STREAMING[streaming.lower()],
+            protocol=_PROTOCOLS[protocol],
+            poll_interval=interval,
+        )
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"BAND_A2A_URL: {exc}") from None

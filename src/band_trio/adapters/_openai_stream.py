@@ -147,7 +147,7 @@ async def read_stream(response: httpx2.Response, draft: Draft) -> None:
     """Feed the stream's events to `draft` until `[DONE]` (or the end of the body)."""
     events = server_sent_events(response)
     with trio.CancelScope() as drain:
-        async with aclosing(events):  # type: ignore[type-var]  # an async generator
+        async with aclosing(events):
             async for event in events:
                 if draft.done:
                     continue  # after [DONE]: let the body end, so the server sees no abort

@@ -10,7 +10,7 @@ the stream had not ended on its own.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -59,9 +59,12 @@ class ServerSentEvent:
     data: str
 
 
-async def server_sent_events(response: httpx2.Response) -> AsyncIterator[ServerSentEvent]:
+async def server_sent_events(
+    response: httpx2.Response,
+) -> AsyncGenerator[ServerSentEvent, None]:
     """The events of a `text/event-stream` response, as they arrive.
 
+    An async generator: a caller that stops early closes it (`contextlib.aclosing`).
     Comment lines (`: keepalive`) are skipped; multi-line `data:` is joined with
     newlines; an event is dispatched at its blank line (and at EOF, if the stream
     ends without one)."""

@@ -67,7 +67,9 @@ StopFn = Callable[[H], Awaitable[StopAnswer]]
 """Stops the remote work named by its handle. Returns `CONFIRMED` if it saw the
 peer reach a terminal state, `REQUESTED` (or None) if the peer only accepted it,
 optionally with a detail (`(outcome, "why")`); raising makes the stop
-`UNCONFIRMED` with the error as its detail."""
+`UNCONFIRMED` with the error as its detail. It runs shielded, under its deadline
+(`trio.current_effective_deadline()` inside it): a stop that polls for the peer's
+terminal state can spend what is left of it."""
 
 
 @dataclass(frozen=True, slots=True)
