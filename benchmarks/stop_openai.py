@@ -132,14 +132,14 @@ async def main(trials: int) -> dict[str, list[float]]:
             message = platform.post_message(room, user, f"[slow] stop {trial}")
             req = await streaming(peer, since)
             sent, cancelled = await signal(platform, peer, "stop", room, req)
-            unwound = adapter.cancelled_at.pop(message)
+            await agent.wait_until(lambda: agent.rooms[room].running is None)
+            unwound = adapter.cancelled_at.pop(message)  # stamped before the turn ended
             add(
                 "stop: control frame → stubllm sees the disconnect",
                 cancelled["disconnect_perf"] - sent,
             )
             add("stop: control frame → stubllm generator cancelled", cancelled["perf"] - sent)
             add("stop: control frame → adapter's turn unwound", unwound - sent)
-            await agent.wait_until(lambda: agent.rooms[room].running is None)
             since = peer.mark()
             platform.send_control(agent_id, "play", room_id=room)
             req = await streaming(peer, since, chunks=1)  # the stopped message, replayed
