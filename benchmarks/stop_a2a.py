@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +33,9 @@ from typing import Any
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _stopwatch import control_frame_after, table
 
 from band_trio import Agent, Turn
 from band_trio.adapters import A2AAdapter
@@ -57,13 +59,6 @@ class Recorded(A2AAdapter):
             await super().on_turn(turn)
         finally:
             self.stops.setdefault(turn.message.id, []).extend(turn.remote_stops)
-
-
-def control_frame_after(platform: Platform, since: int) -> float | None:
-    for entry in platform.log(since):
-        if entry.kind == "ws_out" and entry.frame and '"agent.control"' in entry.frame:
-            return entry.t
-    return None
 
 
 async def streaming(peer: Peer, since: int, chunks: int = 2) -> str:
@@ -167,19 +162,6 @@ async def main(trials: int) -> dict[str, list[float]]:
                     await bench.stops(agent, adapter, label, trials)
                 await agent.stop()
     return bench.rows
-
-
-def table(rows: dict[str, list[float]]) -> str:
-    lines = [
-        "| interval | n | median ms | min | max |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, samples in rows.items():
-        ms = [s * 1000 for s in samples]
-        lines.append(
-            f"| {name} | {len(ms)} | {statistics.median(ms):.2f} | {min(ms):.2f} | {max(ms):.2f} |"
-        )
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

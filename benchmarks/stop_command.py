@@ -26,6 +26,10 @@ from pathlib import Path
 
 import trio
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _stopwatch import control_frame_after
+
 from band_trio import Agent, CommandAdapter, Policy
 from band_trio.platform import Platform, open_platform
 
@@ -60,13 +64,6 @@ left = [
 ]
 print(f"gone {gone!r} {len(left)}", flush=True)
 """
-
-
-def control_frame_after(platform: Platform, since: int) -> float | None:
-    for entry in platform.log(since):
-        if entry.kind == "ws_out" and entry.frame and "agent.control" in entry.frame:
-            return entry.t
-    return None
 
 
 def written_pids(path: Path) -> list[int]:

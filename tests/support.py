@@ -67,6 +67,13 @@ async def running_agent(
     assert handle.tasks.living == set(), f"tasks outlived the agent: {handle.tasks.living}"
 
 
+def seeded(platform: Platform) -> tuple[str, str, str]:
+    """The seeded agent's, room's and user's ids."""
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    return info.agent_id, info.room_id, info.user_id
+
+
 def rooms_with_the_agent(platform: Platform, count: int) -> list[str]:
     """The seeded room and `count - 1` new ones, each with the seeded user and agent."""
     info = platform.info

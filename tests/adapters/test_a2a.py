@@ -44,7 +44,7 @@ from band_trio.contract import RemoteStop
 from band_trio.errors import ConfigurationError
 from band_trio.platform import Platform
 from peers import Peer, a2a_peer
-from support import client_sockets, replies, rooms_with_the_agent, running_agent, status
+from support import client_sockets, replies, rooms_with_the_agent, running_agent, seeded, status
 
 DEADLINE = 20
 FAST = Policy(backend_stop_grace=0.5)
@@ -80,12 +80,6 @@ class Observed(A2AAdapter):
     async def wait_for(self, predicate: Callable[[], bool]) -> None:
         while not predicate():
             await self._changed.wait()
-
-
-def seeded(platform: Platform) -> tuple[str, str, str]:
-    info = platform.info
-    assert info.agent_id and info.room_id and info.user_id
-    return info.agent_id, info.room_id, info.user_id
 
 
 def processed(platform: Platform, message: str) -> Callable[[], bool]:

@@ -24,7 +24,7 @@ from band_trio.contract import LastAbort, RemoteStop, close_tool_calls, not_run_
 from band_trio.errors import ConfigurationError
 from band_trio.platform import Platform
 from peers import Peer, stubllm_peer
-from support import client_sockets, replies, rooms_with_the_agent, running_agent, status
+from support import client_sockets, replies, rooms_with_the_agent, running_agent, seeded, status
 
 DEADLINE = 20
 SLOW = " ".join(f"w{i:02d}" for i in range(80))  # the "[slow]" fixture's answer
@@ -108,12 +108,6 @@ def posted_events(platform: Platform) -> list[dict[str, Any]]:
 
 def processed(platform: Platform, message: str) -> Callable[[], bool]:
     return lambda: status(platform, message) == "processed"
-
-
-def seeded(platform: Platform) -> tuple[str, str, str]:
-    info = platform.info
-    assert info.agent_id and info.room_id and info.user_id
-    return info.agent_id, info.room_id, info.user_id
 
 
 # -- answers ------------------------------------------------------------------------

@@ -12,15 +12,9 @@ import trio
 
 from band_trio import AdapterError, AgentInfo, LastAbort, Policy, Turn
 from band_trio.platform import Platform
-from support import Recorder, background_agent, running_agent, status
+from support import Recorder, background_agent, running_agent, seeded, status
 
 DEADLINE = 10
-
-
-def seeded(platform: Platform) -> tuple[str, str, str]:
-    info = platform.info
-    assert info.agent_id and info.room_id and info.user_id
-    return info.agent_id, info.room_id, info.user_id
 
 
 class Remember:

@@ -20,7 +20,7 @@ from band_trio import Policy, StopOutcome, Turn, run_in_thread
 from band_trio.contract import StopAnswer
 from band_trio.platform import Platform
 from band_trio.testing import Behaviour
-from support import Recorder, replies, running_agent, status
+from support import Recorder, replies, running_agent, seeded, status
 
 DEADLINE = 10
 FAST = Policy(backend_stop_grace=0.5, cleanup_grace=0.3, shutdown_grace=0.2)
@@ -91,12 +91,6 @@ def remote_turn(backend: Backend, *, finish: bool = False) -> Behaviour:
         await turn.reply(f"done: {turn.message.content}")
 
     return behaviour
-
-
-def seeded(platform: Platform) -> tuple[str, str, str]:
-    info = platform.info
-    assert info.agent_id and info.room_id and info.user_id
-    return info.agent_id, info.room_id, info.user_id
 
 
 async def test_the_remote_stop_is_sent_at_most_once_per_turn(platform: Platform) -> None:

@@ -12,16 +12,10 @@ import trio
 
 from band_trio import BusyPolicy, StopOutcome, Turn, WhileBusy
 from band_trio.platform import Platform
-from support import Recorder, replies, running_agent, status
+from support import Recorder, replies, running_agent, seeded, status
 
 DEADLINE = 10
 BUSY_NOTICE = BusyPolicy().notice
-
-
-def seeded(platform: Platform) -> tuple[str, str, str]:
-    info = platform.info
-    assert info.agent_id and info.room_id and info.user_id
-    return info.agent_id, info.room_id, info.user_id
 
 
 class Slow:
