@@ -6,6 +6,8 @@
 
 Set-up creates `.venv` next to this file and installs the package with its test
 extras; it is skipped while `pyproject.toml` is unchanged since the last install.
+`test` also installs OpenCode (npm `opencode-ai`, a test peer) into `.tools/opencode`
+and passes its binary to the tests as `BAND_TRIO_OPENCODE`; that needs npm.
 Only the standard library is used here, so it runs on any Python >= 3.11.
 """
 
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
+import shutil
 import subprocess
 import sys
 import venv
@@ -23,6 +27,8 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".band-trio-installed"
+OPENCODE_VERSION = "1.18.33"
+OPENCODE_DIR = ROOT / ".tools" / "opencode"
 
 
 def _run(*cmd: str | os.PathLike[str]) -> None:
@@ -43,6 +49,55 @@ def ensure_venv() -> None:
     STAMP.write_text(want)
 
 
+def _opencode_candidates() -> list[Path]:
+    """The OpenCode binaries npm put under `.tools/opencode`, best first.
+
+    npm's install-scripts policy skips `opencode-ai`'s postinstall (which would pick
+    and link one), but the optional dependency for this os/cpu, `opencode-<os>-<arch>`,
+    ships the binary itself; `-baseline` (no AVX2) and `-musl` builds are the others."""
+    system = {"linux": "linux", "darwin": "darwin", "win32": "windows"}.get(sys.platform, "")
+    machine = platform.machine().lower()
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine)
+    musl = system == "linux" and platform.libc_ver()[0] != "glibc"
+    exe = "opencode.exe" if system == "windows" else "opencode"
+    names = [f"opencode-{system}-{arch}{suffix}" for suffix in ("", "-baseline")]
+    names = [f"{name}-musl" for name in names] if musl else names
+    found = [OPENCODE_DIR / "node_modules" / name / "bin" / exe for name in names]
+    return [binary for binary in found if binary.is_file()]
+
+
+def ensure_opencode() -> Path:
+    """Install `opencode-ai@OPENCODE_VERSION` with npm into `.tools/opencode` once.
+
+    The OpenCode adapter's tests need the real server, so a missing npm or a failed
+    install ends `dev.py` with a message: they are never skipped for want of it. The
+    stamp holds the version and the binary that answered `--version` with it (the
+    AVX2 build dies on a CPU without AVX2; the baseline build is then used)."""
+    stamp = OPENCODE_DIR / ".band-trio-installed"
+    if stamp.is_file():
+        version, _, chosen = stamp.read_text().partition("\n")
+        if version == OPENCODE_VERSION and Path(chosen).is_file():
+            return Path(chosen)
+    npm = shutil.which("npm")
+    if npm is None:
+        sys.exit(f"dev.py: npm is needed to install opencode-ai@{OPENCODE_VERSION} (test peer)")
+    stamp.unlink(missing_ok=True)
+    spec = f"opencode-ai@{OPENCODE_VERSION}"
+    try:
+        OPENCODE_DIR.mkdir(parents=True, exist_ok=True)
+        _run(npm, "install", "--no-audit", "--no-fund", "--prefix", OPENCODE_DIR, spec)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        sys.exit(f"dev.py: installing {spec} into {OPENCODE_DIR} failed: {exc}")
+    answers = []
+    for binary in _opencode_candidates():
+        said = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
+        if said.stdout.strip() == OPENCODE_VERSION:
+            stamp.write_text(f"{OPENCODE_VERSION}\n{binary}")
+            return binary
+        answers.append(f"{binary}: rc={said.returncode} {(said.stdout + said.stderr)[-200:]!r}")
+    sys.exit(f"dev.py: {spec} installed, but no binary of it runs here: {answers or 'none found'}")
+
+
 def cmd_demo(args: list[str]) -> None:
     _run(BIN / "band-trio", "demo", *args)
 
@@ -53,6 +108,7 @@ def cmd_test(args: list[str]) -> None:
     _run(PY, "-m", "ruff", "format", "--check", *code)
     _run(PY, "-m", "mypy")
     _run(BIN / "lint-imports")
+    os.environ["BAND_TRIO_OPENCODE"] = str(ensure_opencode())
     _run(PY, "-m", "pytest", *args)
 
 

@@ -9,6 +9,7 @@ band_trio.adapters:NAME`, configured from the environment:
 | `openai_chat` | `OpenAIChatAdapter` | an OpenAI-compatible chat completions server |
 | `a2a`         | `A2AAdapter`        | an A2A agent (protocol 1.0 JSON-RPC, 0.3 fallback) |
 | `command`     | `CommandAdapter`    | a command run per message, in its own process group |
+| `opencode`    | `OpenCodeAdapter`   | an `opencode serve` agent server (one session per room) |
 
 See docs/reference/adapters.md for their settings and how each one stops its peer.
 """
@@ -30,6 +31,9 @@ from ._openai import OpenAIChatAdapter as OpenAIChatAdapter
 from ._openai import Tool as Tool
 from ._openai import openai_chat as openai_chat
 from ._openai_stream import OpenAIChatError as OpenAIChatError
+from ._opencode import OpenCodeAdapter as OpenCodeAdapter
+from ._opencode import OpenCodeError as OpenCodeError
+from ._opencode import opencode as opencode
 
 __all__ = [
     "A2AAdapter",
@@ -42,9 +46,12 @@ __all__ = [
     "DemoAdapter",
     "OpenAIChatAdapter",
     "OpenAIChatError",
+    "OpenCodeAdapter",
+    "OpenCodeError",
     "Tool",
     "a2a",
     "command",
     "demo",
     "openai_chat",
+    "opencode",
 ]

@@ -1,0 +1,180 @@
+"""OpenCode's event stream (`GET /event`) for one session, and a prompt's run read from it.
+
+Why a task of its own reads the stream. A cancel that lands inside a read of
+the response breaks the connection (httpcore closes it), and the turn's stop
+needs the stream after the cancel: it waits there for the abort to take
+effect. So `subscribe` starts a task that reads the socket — shielded once the
+server said `server.connected`, so that only the end of the subscription's
+block stops it — and hands the session's events over an unbounded memory
+channel, where a cancelled receive loses nothing. OpenCode sends a
+`server.heartbeat` every 10 s and many events of other sessions and of its own
+(`plugin.added`, `catalog.updated`); only the session's are kept.
+
+What a run looks like (1.18.33, observed): `message.updated` of the user's
+message and its part, `session.status` `busy`, `message.updated` of an
+assistant message, its `text` part announced by `message.part.updated` (empty),
+its pieces in `message.part.delta` (`field: "text"`), the whole text again in
+a last `message.part.updated`, `step-finish`, then `session.status` `idle` and
+`session.idle`. A failing model call shows as `session.status` `retry`
+(`attempt`, `message`, `next`) with backoff, for minutes; an abort as
+`session.error` `MessageAbortedError`, then idle.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
+from typing import Any
+
+import httpx2
+import trio
+
+from ..contract import server_sent_events
+from ..errors import BandTrioError
+
+__all__ = ["Answer", "Event", "Events", "OpenCodeError", "run_ended", "subscribe"]
+
+Event = dict[str, Any]
+
+
+class OpenCodeError(BandTrioError):
+    """OpenCode refused a request, failed the prompt, or its event stream broke."""
+
+
+class Events:
+    """The events of one session, in order, from the turn's `GET /event` subscription."""
+
+    def __init__(self, session: str) -> None:
+        self.session = session
+        self.scope = trio.CancelScope()
+        self.send, self._receive = trio.open_memory_channel[Event](math.inf)
+        self.error = "the server ended it"
+
+    async def next(self) -> Event:
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            raise OpenCodeError(f"OpenCode's event stream ended: {self.error}") from None
+
+
+@asynccontextmanager
+async def subscribe(
+    client: httpx2.AsyncClient, session: str, params: dict[str, str]
+) -> AsyncIterator[Events]:
+    """`GET /event` read by a task of its own; subscribed (`server.connected`) on entry."""
+    events = Events(session)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(_pump, client, events, params)
+            try:
+                yield events
+            finally:
+                events.scope.cancel()
+    except BaseExceptionGroup as group:  # the body's own error: the pump raises none once started
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+
+
+async def _pump(
+    client: httpx2.AsyncClient,
+    events: Events,
+    params: dict[str, str],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    subscribed = False
+    with events.scope, events.send:
+        try:
+            async with client.stream("GET", "/event", params=params) as response:
+                if response.status_code != 200:
+                    raise OpenCodeError(f"GET /event answered {response.status_code}")
+                frames = server_sent_events(response)
+                async with aclosing(frames):
+                    async for frame in frames:
+                        event = json.loads(frame.data)
+                        if (event.get("properties") or {}).get("sessionID") == events.session:
+                            events.send.send_nowait(event)
+                        elif event.get("type") == "server.connected" and not subscribed:
+                            subscribed = True
+                            events.scope.shield = True  # from now on only our block's end stops it
+                            task_status.started()
+        except (httpx2.HTTPError, OpenCodeError, ValueError, AttributeError) as exc:
+            if not subscribed:
+                raise OpenCodeError(f"subscribing to OpenCode's events failed: {exc!r}") from exc
+            events.error = f"{type(exc).__name__}: {exc}"[:300]
+        if not subscribed:
+            raise OpenCodeError("OpenCode's event stream ended before it was subscribed")
+
+
+class Answer:
+    """The run of one prompt, assembled from its session's events."""
+
+    def __init__(self, max_retries: int) -> None:
+        self.max_retries = max_retries
+        self.running = False
+        """A `busy` status was seen: an `idle` now means this run ended."""
+        self.done = False
+        self.failure: str | None = None
+        self.assistant: set[str] = set()
+        self.parts: dict[str, list[str]] = {}
+        """Text parts of the assistant's messages, in the order they began."""
+
+    def add(self, event: Event) -> None:
+        """Take one event of the session; raises if OpenCode keeps retrying the model."""
+        kind = event.get("type")
+        props = event.get("properties") or {}
+        if kind == "session.status":
+            status = props.get("status") or {}
+            state = status.get("type")
+            self.running = self.running or state == "busy"
+            self.done = self.done or (state == "idle" and self.running)
+            if state == "retry" and int(status.get("attempt") or 0) > self.max_retries:
+                raise OpenCodeError(
+                    f"the model failed {status.get('attempt')} times and OpenCode keeps"
+                    f" retrying: {status.get('message')}"
+                )
+        elif kind == "session.idle":
+            self.done = self.done or self.running
+        elif kind == "session.error":
+            error = props.get("error") or {}
+            name = error.get("name") or "an error"
+            detail = (error.get("data") or {}).get("message")
+            if name == "MessageAbortedError":
+                name += " (the session was aborted outside this agent)"
+            self.failure = f"OpenCode failed the prompt: {name}" + (f": {detail}" if detail else "")
+            self.done = True
+        elif kind == "message.updated":
+            info = props.get("info") or {}
+            ended = info.get("error") or (info.get("time") or {}).get("completed")
+            # a message of this run is announced unfinished once busy; an aborted run's
+            # last updates (its message now with an error) may still trail in: not ours
+            if info.get("role") == "assistant" and self.running and not ended:
+                self.assistant.add(str(info.get("id")))
+        elif kind == "message.part.updated":
+            part = props.get("part") or {}
+            if part.get("type") == "text" and part.get("messageID") in self.assistant:
+                self.parts[str(part.get("id"))] = [str(part.get("text") or "")]
+        elif kind == "message.part.delta" and props.get("field") == "text":
+            chunks = self.parts.get(str(props.get("partID")))
+            if chunks is not None:
+                chunks.append(str(props.get("delta") or ""))
+
+    def text(self) -> str:
+        texts = ("".join(chunks).strip() for chunks in self.parts.values())
+        return "\n\n".join(text for text in texts if text)
+
+
+def run_ended(event: Event) -> str | None:
+    """What ended the session's run, if `event` says it ended (any error, or idle)."""
+    props = event.get("properties") or {}
+    kind = event.get("type")
+    if kind == "session.error":
+        return f"session.error {(props.get('error') or {}).get('name')}"
+    if kind == "session.idle" or (
+        kind == "session.status" and (props.get("status") or {}).get("type") == "idle"
+    ):
+        return "session idle"
+    return None

@@ -1,0 +1,266 @@
+"""OpenCode 1.18.33 (`opencode serve`) as a local test peer, with stubllm as its model.
+
+    from peers import stubllm_peer
+    from peers.opencode import opencode_peer
+
+    async def test_something() -> None:
+        async with stubllm_peer() as llm, opencode_peer(llm.base_url) as peer:
+            ...  # talk to peer.url: POST /session, /session/{id}/prompt_async, GET /event
+
+The binary is the one `python3 dev.py test` installs with npm into `.tools/opencode` (it
+passes the path as ``BAND_TRIO_OPENCODE``; without it the install stamp there is read). A
+missing binary is a `PeerError` naming the fix: the OpenCode tests fail, they never skip.
+
+Each peer is a fresh server on 127.0.0.1 in a temporary directory of its own: ``HOME``,
+``XDG_CONFIG_HOME``, ``XDG_DATA_HOME`` (its sqlite database and ``log/``), ``XDG_CACHE_HOME``,
+``XDG_STATE_HOME`` and the project directory it runs in, all under it, and a minimal
+environment (nothing of the caller's API keys). Its global ``opencode.json`` names one
+provider, ``stub`` (``@ai-sdk/openai-compatible``, which the binary bundles: nothing is
+fetched for it), whose ``baseURL`` is the stubllm peer, and ``"model": "stub/<model>"``.
+
+Offline on purpose. At every start OpenCode installs ``@opencode-ai/plugin`` into each config
+directory in the background (64 MB from the npm registry, through an in-process npm Arborist),
+unless the directory already has a ``node_modules`` and a ``package-lock.json`` whose root
+lists it (or is not writable, which does not hold for root). The config directory is seeded
+with exactly that (an empty ``node_modules``), so the install is skipped; the package is only
+needed by plugins in the config directory, and there are none (``--pure``). As a guard,
+``npm_config_registry`` points at a closed loopback port, so a future version that installs
+anyway fails at once (a warning in OpenCode's log) instead of reaching the network.
+``OPENCODE_DISABLE_MODELS_FETCH`` keeps it off models.dev; autoupdate, share, LSP downloads
+and the Claude Code compatibility paths are disabled too.
+
+The port: ``--port 0`` means "4096, else any free port" in OpenCode, so the address is read
+from its ``opencode server listening on http://...`` line, never guessed. It is ready once
+``GET /global/health`` answers and ``GET /config/providers`` (which boots the project
+instance, about 1 s the first time) lists ``stub``. On exit it gets SIGTERM by its pid, SIGKILL
+after ``stop_timeout``, is reaped, and its process group (it runs in a session of its own) and
+its port are checked to be gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+
+import httpx2
+import trio
+
+from .fixtures import POLL_INTERVAL, PeerError, _stop
+
+REPO = Path(__file__).resolve().parents[2]
+VERSION = "1.18.33"
+STAMP = REPO / ".tools" / "opencode" / ".band-trio-installed"
+LISTENING = re.compile(rb"opencode server listening on (http://127\.0\.0\.1:(\d+))")
+
+
+def opencode_binary() -> Path:
+    """The OpenCode binary: ``BAND_TRIO_OPENCODE``, else the one dev.py's stamp names."""
+    named = os.environ.get("BAND_TRIO_OPENCODE")
+    if not named and STAMP.is_file():
+        version, _, named = STAMP.read_text().partition("\n")
+        if version != VERSION:
+            named = ""
+    if named and Path(named).is_file():
+        return Path(named)
+    raise PeerError(
+        f"OpenCode {VERSION} is not installed (BAND_TRIO_OPENCODE={named or 'unset'}): run"
+        f" `python3 dev.py test`, which installs opencode-ai@{VERSION} with npm into"
+        " .tools/opencode, or set BAND_TRIO_OPENCODE to an opencode binary"
+    )
+
+
+class OpenCodePeer:
+    """A running ``opencode serve``: its address, its directories and its output."""
+
+    def __init__(self, process: trio.Process, root: Path, password: str | None) -> None:
+        self.process = process
+        self.root = root
+        self.password = password
+        self.url = ""
+        """``http://127.0.0.1:N`` (no trailing slash), once it listens."""
+        self.project = root / "project"
+        """The directory the server runs in (sessions' ``directory``)."""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    @property
+    def auth(self) -> tuple[str, str] | None:
+        """Basic auth for its API (username ``opencode``), if it was given a password."""
+        return ("opencode", self.password) if self.password else None
+
+    def output(self) -> str:
+        """What it printed (stdout and stderr)."""
+        text = ""
+        for name in ("stdout", "stderr"):
+            with suppress(FileNotFoundError):
+                text += (self.root / name).read_text("utf-8", "replace")
+        return text
+
+    def log(self) -> str:
+        """OpenCode's own log file(s) (``XDG_DATA_HOME/opencode/log``)."""
+        logs = sorted((self.root / "data" / "opencode" / "log").glob("*.log"))
+        return "".join(p.read_text("utf-8", "replace") for p in logs)
+
+    def diagnostics(self) -> str:
+        return f"\n--- output ---\n{self.output()[-3000:]}\n--- log ---\n{self.log()[-3000:]}"
+
+
+def _layout(root: Path, llm_base_url: str, model: str) -> dict[str, str]:
+    """Create the isolated directories and the config; return the server's environment."""
+    dirs = {name: root / name for name in ("home", "config", "data", "cache", "state", "project")}
+    for path in dirs.values():
+        path.mkdir(parents=True)
+    config = dirs["config"] / "opencode"
+    (config / "node_modules").mkdir(parents=True)  # with the lock below: no plugin install
+    lock = {"packages": {"": {"dependencies": {"@opencode-ai/plugin": VERSION}}}}
+    (config / "package-lock.json").write_text(json.dumps(lock))
+    settings = {
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": False,
+        "share": "disabled",
+        "provider": {
+            "stub": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "stubllm",
+                "options": {"baseURL": llm_base_url, "apiKey": "sk-stub"},
+                "models": {model: {"name": model}},
+            }
+        },
+        "model": f"stub/{model}",
+    }
+    (config / "opencode.json").write_text(json.dumps(settings, indent=1))
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "HOME": str(dirs["home"]),
+        "XDG_CONFIG_HOME": str(dirs["config"]),
+        "XDG_DATA_HOME": str(dirs["data"]),
+        "XDG_CACHE_HOME": str(dirs["cache"]),
+        "XDG_STATE_HOME": str(dirs["state"]),
+        "OPENCODE_DISABLE_MODELS_FETCH": "true",
+        "OPENCODE_DISABLE_AUTOUPDATE": "true",
+        "OPENCODE_DISABLE_SHARE": "true",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "true",
+        "OPENCODE_DISABLE_CLAUDE_CODE": "true",
+        "npm_config_registry": "http://127.0.0.1:9/",  # a closed port: never the network
+    }
+
+
+async def _wait_ready(peer: OpenCodePeer, limit: float) -> None:
+    """Read the address it prints, then wait until its API answers with `stub` loaded."""
+    stdout = peer.root / "stdout"
+    try:
+        with trio.fail_after(limit):
+            while not peer.url:
+                if peer.process.poll() is not None:
+                    raise PeerError(
+                        f"opencode exited during startup (rc={peer.process.returncode})"
+                        f"{peer.diagnostics()}"
+                    )
+                found = LISTENING.search(stdout.read_bytes()) if stdout.exists() else None
+                if found:
+                    peer.url = found.group(1).decode()
+                else:
+                    await trio.sleep(POLL_INTERVAL)
+            async with httpx2.AsyncClient(base_url=peer.url, auth=peer.auth) as client:
+                health = (await client.get("/global/health")).json()
+                if health.get("version") != VERSION:
+                    raise PeerError(f"opencode at {peer.url} is {health}, not {VERSION}")
+                providers = (await client.get("/config/providers")).json()
+    except trio.TooSlowError:
+        raise PeerError(f"opencode not ready within {limit} s{peer.diagnostics()}") from None
+    except httpx2.HTTPError as exc:
+        raise PeerError(
+            f"opencode at {peer.url} does not answer: {exc!r}{peer.diagnostics()}"
+        ) from exc
+    ids = [p.get("id") for p in providers.get("providers", [])]
+    if "stub" not in ids:
+        raise PeerError(f"opencode did not load the stub provider: {ids}{peer.diagnostics()}")
+
+
+def _left_behind(pgid: int) -> list[int]:
+    """Processes still in the server's process group (Linux: read from /proc)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                found.append(int(stat.parent.name))
+    return found or [pgid]
+
+
+async def _port_open(port: int) -> bool:
+    try:
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+    except OSError:
+        return False
+    await stream.aclose()
+    return True
+
+
+@asynccontextmanager
+async def opencode_peer(
+    llm_base_url: str,
+    *,
+    model: str = "gpt-4o",
+    password: str | None = None,
+    start_timeout: float = 60.0,
+    stop_timeout: float = 5.0,
+) -> AsyncIterator[OpenCodePeer]:
+    """``opencode serve`` on 127.0.0.1 with the provider ``stub`` = ``llm_base_url``.
+
+    ``model`` is the model id it asks stubllm for (the adapter's ``stub/<model>``);
+    ``password`` turns on its basic auth (``OPENCODE_SERVER_PASSWORD``, user ``opencode``).
+    Raises `PeerError` (with its output and log) if it cannot be started."""
+    binary = opencode_binary()
+    root = Path(tempfile.mkdtemp(prefix="band-trio-opencode-"))
+    try:
+        env = _layout(root, llm_base_url, model)
+        if password:
+            env["OPENCODE_SERVER_PASSWORD"] = password
+        argv = [str(binary), "serve", "--hostname", "127.0.0.1", "--port", "0", "--pure"]
+        with (root / "stdout").open("wb") as out, (root / "stderr").open("wb") as err:
+            process = await trio.lowlevel.open_process(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=root / "project",
+                start_new_session=True,  # its own group: signalled by its pid, checked after
+            )
+        peer = OpenCodePeer(process, root, password)
+        try:
+            await _wait_ready(peer, start_timeout)
+            yield peer
+        finally:
+            with trio.CancelScope(shield=True):
+                await _stop(process, stop_timeout)
+            stray = _left_behind(process.pid)
+            for pid in stray:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            if stray:
+                raise PeerError(f"opencode left processes behind: {stray}{peer.diagnostics()}")
+            if peer.url and await _port_open(peer.port):
+                raise PeerError(f"opencode's port {peer.port} still accepts connections")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
