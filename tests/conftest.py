@@ -9,6 +9,8 @@ import trio
 
 from band_trio.platform import Platform, open_platform
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 async def platform() -> AsyncIterator[Platform]:

@@ -1,4 +1,4 @@
-"""The `band-trio` command: `platform`, `agent`, `demo` and `ctl`.
+"""The `band-trio` command: `platform`, `agent`, `demo`, `ctl` and `conformance`.
 
 Exit statuses: 0 success; 1 an unexpected error (a crash); 2 bad usage or
 configuration; 3 the platform ended the agent's session for good (terminal
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import errors
-from . import _agent, _ctl, _demo, _platform
+from . import _agent, _conformance, _ctl, _demo, _platform
 from ._exits import EXIT_CONFIG as EXIT_CONFIG
 from ._exits import EXIT_CRASH as EXIT_CRASH
 from ._exits import EXIT_DISCONNECTED as EXIT_DISCONNECTED
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     _agent.add_parser(commands)
     _demo.add_parser(commands)
     _ctl.add_parser(commands)
+    _conformance.add_parser(commands)
     return parser
 
 

@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import trio
 
@@ -122,9 +122,10 @@ class TurnControl:
         self.abort_kind: str | None = None
         self.abort_reason: str | None = None
         self.stops: list[RemoteStop] = []
-        self.opened = 0
-        """How many remote works this turn registered."""
+        self.works: list[RemoteWork[Any]] = []
+        """The remote works this turn registered, in order."""
         self._starts: set[trio.CancelScope] = set()
+        self._changed = trio.Event()
         self._busy = 0
         self._quiet = trio.Event()
         self._quiet.set()
@@ -133,6 +134,14 @@ class TurnControl:
     def busy(self) -> bool:
         """Whether a start is shielded or a stop is being sent right now (each bounded)."""
         return self._busy > 0
+
+    async def wait_changed(self) -> None:
+        """Return at the next change of a remote work: started, finished, stopped."""
+        await self._changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
 
     async def wait_quiet(self) -> None:
         """Return once no start is shielded and no stop is being sent."""
@@ -160,6 +169,7 @@ class TurnControl:
 
     def _record(self, stop: RemoteStop) -> None:
         self.stops.append(stop)
+        self._notify()
         level = logging.WARNING if stop.outcome is StopOutcome.UNCONFIRMED else logging.INFO
         log.log(
             level,
@@ -237,16 +247,18 @@ class RemoteWork(Generic[H]):
             raise RuntimeError(f"{self.name}: started() was already called")
         self._handle = handle
         self._has_handle = True
+        self._control._notify()
 
     def finished(self) -> None:
         """The remote work reached its end (the peer said so): a later abort sends nothing."""
         self._finished = True
+        self._control._notify()
 
     async def __aenter__(self) -> RemoteWork[H]:
         if self._entered:
             raise RuntimeError(f"{self.name}: a RemoteWork is entered once")
         self._entered = True
-        self._control.opened += 1
+        self._control.works.append(self)
         return self
 
     async def __aexit__(

@@ -79,6 +79,17 @@ class Turn:
         return self._control.kill_grace
 
     @property
+    def remote_works(self) -> tuple[RemoteWork[Any], ...]:
+        """The remote works this turn registered so far (`is_started`, `is_finished`,
+        `stop_result`): what a test or the conformance kit looks at."""
+        return tuple(self._control.works)
+
+    async def wait_remote_change(self) -> None:
+        """Return at the next change of this turn's remote work (started, finished,
+        stopped); for tests and the conformance kit, which set the deadline."""
+        await self._control.wait_changed()
+
+    @property
     def remote_stops(self) -> tuple[RemoteStop, ...]:
         """The remote stops this turn sent so far, with their outcomes."""
         return tuple(self._control.stops)

@@ -1,0 +1,81 @@
+"""`band-trio conformance MODULE:FACTORY`: run every probe of the kit against an adapter.
+
+Prints each probe as it finishes, then a table; `--json FILE` writes the
+results too. Exits 0 only when no probe failed (a probe that does not apply
+is not a failure), 1 when one did, 2 for an adapter that cannot be built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from .. import errors
+from ..testing import PROBES, ProbeResult, Subject, run_probes, table
+from ._agent import load_adapter
+from ._exits import EXIT_CRASH, EXIT_OK
+
+__all__ = ["add_parser"]
+
+_MARK = {"passed": "pass", "failed": "FAIL", "not applicable": "n/a"}
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "conformance",
+        help="run the conformance kit's probes against an adapter",
+        description="Does the adapter stop when the room's users say so? Each probe runs "
+        "the adapter on the embedded platform over real sockets.",
+    )
+    parser.add_argument("adapter", metavar="MODULE:FACTORY", help="a callable returning an Adapter")
+    parser.add_argument(
+        "--long",
+        default=Subject.__dataclass_fields__["long_prompt"].default,
+        metavar="TEXT",
+        help="a message that keeps the adapter at work until aborted (default: %(default)r)",
+    )
+    parser.add_argument(
+        "--quick",
+        default=Subject.__dataclass_fields__["quick_prompt"].default,
+        metavar="TEXT",
+        help="a message the adapter answers quickly (default: %(default)r)",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results here")
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.json is not None and not args.json.parent.is_dir():
+        raise errors.ConfigurationError(f"--json: no folder {args.json.parent}")
+    load_adapter(args.adapter)  # a factory that cannot be built is one line, before any probe
+    subject = Subject(
+        lambda: load_adapter(args.adapter), long_prompt=args.long, quick_prompt=args.quick
+    )
+    print(f"band-trio conformance: {args.adapter}, {len(PROBES)} probes", flush=True)
+    results = trio.run(partial(run_probes, subject, progress=_progress))
+    print()
+    print(table(results))
+    if args.json is not None:
+        args.json.write_text(json.dumps([_as_dict(r) for r in results], indent=2) + "\n")
+    failed = [r for r in results if not r.passed]
+    print(f"\n{len(results) - len(failed)} of {len(results)} probes passed or do not apply")
+    return EXIT_OK if not failed else EXIT_CRASH
+
+
+def _progress(result: ProbeResult) -> None:
+    print(f"  {_MARK[result.outcome]:<4}  {result.name}", flush=True)
+
+
+def _as_dict(result: ProbeResult) -> dict[str, object]:
+    return {
+        "probe": result.name,
+        "outcome": result.outcome,
+        "passed": result.passed,
+        "latency_s": result.latency,
+        "observed": result.observed,
+    }

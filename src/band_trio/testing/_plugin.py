@@ -1,0 +1,88 @@
+"""The pytest plugin band-trio installs (entry point `pytest11`): fixtures for adapter authors.
+
+    async def test_my_adapter_conforms(band_conformance):
+        await band_conformance(MyAdapter, long_prompt="write a long essay")
+
+The fixtures are trio fixtures (the author's suite runs pytest-trio):
+
+* `band_platform` — the embedded platform on loopback, seeded with one agent,
+  one user and one room;
+* `band_agent` — `async with band_agent(adapter) as agent:` runs an agent for
+  `adapter` on `band_platform` (connected, rooms joined), stopped on exit;
+* `band_conformance` — `await band_conformance(factory, long_prompt=..., ...)`
+  runs every probe of the kit and fails the test with the table if one failed;
+  it returns the results.
+
+Nothing here runs unless a test asks for these fixtures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import pytest
+
+from ..contract import Adapter
+from ..platform import Platform, open_platform
+from ..runtime import Agent
+from ._kit import Subject
+from ._probes import run_probes
+from ._report import table
+
+__all__ = ["band_agent", "band_conformance", "band_platform"]
+
+Conformance = Callable[..., Awaitable[list[Any]]]
+
+
+@pytest.fixture
+async def band_platform() -> AsyncIterator[Platform]:
+    """The embedded platform on 127.0.0.1, seeded (one agent, one user, one room)."""
+    async with open_platform(seed=True) as platform:
+        yield platform
+
+
+@pytest.fixture
+def band_agent(
+    band_platform: Platform,
+) -> Callable[..., AbstractAsyncContextManager[Agent]]:
+    """`async with band_agent(adapter, policy=...) as agent:` — the seeded agent running
+    `adapter` on `band_platform`, connected; stopped gracefully on exit."""
+
+    @asynccontextmanager
+    async def running(adapter: Adapter, **options: Any) -> AsyncIterator[Agent]:
+        import trio
+
+        info = band_platform.info
+        assert info.agent_id and info.api_key
+        agent = Agent(
+            adapter,
+            agent_id=info.agent_id,
+            api_key=info.api_key,
+            rest_url=info.rest_url,
+            ws_url=info.ws_url,
+            **options,
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(agent.run)
+            try:
+                yield agent
+            finally:
+                await agent.stop()
+
+    return running
+
+
+@pytest.fixture
+def band_conformance() -> Conformance:
+    """`await band_conformance(factory, long_prompt=..., quick_prompt=...)`: every probe
+    against the adapter `factory()` builds; the test fails with the table if one fails."""
+
+    async def check(factory: Callable[[], Adapter], **subject: Any) -> list[Any]:
+        results = await run_probes(Subject(factory, **subject))
+        if not all(result.passed for result in results):
+            pytest.fail(f"the adapter failed the conformance kit:\n{table(results)}")
+        return results
+
+    return check
