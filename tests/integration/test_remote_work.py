@@ -418,3 +418,29 @@ async def test_the_turn_deadline_fails_the_message_and_stops_its_remote_work(
             await platform.wait_until(lambda: status(platform, message) == "failed")
     assert [handle for handle, _ in backend.stops] == ["task-slow"]
     assert adapter.cancelled == ["slow"]
+
+
+async def test_a_start_cut_off_is_the_stop_for_work_that_closes_on_cancel(
+    platform: Platform,
+) -> None:
+    """An HTTP stream's request is not shielded: the cancel closes its connection, and
+    that is recorded as the stop (`requested`), never as nothing."""
+    agent_id, room, user = seeded(platform)
+    backend = Backend()
+    backend.start_gate = trio.Event()  # the response never comes
+
+    async def behaviour(turn: Turn) -> None:
+        async with turn.remote(stop=backend.stop, name="stream", closes_on_cancel=True) as work:
+            work.started(await backend.start(turn.message.content))  # not shielded
+
+    adapter = Recorder(behaviour)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=FAST) as running:
+            message = platform.post_message(room, user, "stream")
+            await backend.start_entered.wait()
+            platform.send_control(agent_id, "interrupt", room_id=room)
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+            stop = running.agent.remote_stops.recent[-1]
+    assert backend.stops == []  # no handle, so no stop call: the close was the stop
+    assert stop.outcome is StopOutcome.REQUESTED
+    assert "closing the connection" in stop.detail

@@ -37,14 +37,16 @@ async def stream_request(
 
     Leaving the block normally means the stream is done; leaving it by a cancel or
     an error closes the response (the connection is dropped, not returned to the
-    pool half-read)."""
+    pool half-read). The request itself is not shielded: a cancel before the
+    response's headers closes the connection, which stops the server as well
+    (recorded as a `requested` stop)."""
 
     async def stop(response: httpx2.Response) -> StopAnswer:
         await response.aclose()
         return StopOutcome.REQUESTED, "response closed"
 
     async with (
-        turn.remote(stop=stop, name=name) as work,
+        turn.remote(stop=stop, name=name, closes_on_cancel=True) as work,
         client.stream(method, url, **options) as response,
     ):
         work.started(response)

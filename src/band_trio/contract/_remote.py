@@ -189,11 +189,20 @@ class RemoteWork(Generic[H]):
     """Remote work of one turn and how to stop it; use as `async with turn.remote(...)`."""
 
     def __init__(
-        self, control: TurnControl, stop: StopFn[H], name: str, grace: float | None = None
+        self,
+        control: TurnControl,
+        stop: StopFn[H],
+        name: str,
+        grace: float | None = None,
+        *,
+        closes_on_cancel: bool = False,
     ) -> None:
         self._control = control
         self._stop = stop
         self.name = name
+        self.closes_on_cancel = closes_on_cancel
+        """Cancelling the start call stops the work (an HTTP stream: the connection
+        closes): a start cut off before its handle is then a stop, `requested`."""
         self.grace = control.stop_grace if grace is None else grace
         """The stop's deadline: `Policy.backend_stop_grace` unless the work has its own."""
         self._handle: H | None = None
@@ -201,12 +210,19 @@ class RemoteWork(Generic[H]):
         self._finished = False
         self._entered = False
         self._start_cut = False
+        self.started_at: float | None = None
+        """When (trio clock) the handle was revealed."""
         self.stop_result: RemoteStop | None = None
         """How its stop ended, once one was sent (or found impossible)."""
 
     @property
     def handle(self) -> H | None:
         return self._handle
+
+    @property
+    def aborted_at(self) -> float | None:
+        """When (trio clock) the turn was aborted, if it was."""
+        return self._control.aborted_at
 
     @property
     def is_started(self) -> bool:
@@ -247,6 +263,7 @@ class RemoteWork(Generic[H]):
             raise RuntimeError(f"{self.name}: started() was already called")
         self._handle = handle
         self._has_handle = True
+        self.started_at = trio.current_time()
         self._control._notify()
 
     def finished(self) -> None:
@@ -259,6 +276,7 @@ class RemoteWork(Generic[H]):
             raise RuntimeError(f"{self.name}: a RemoteWork is entered once")
         self._entered = True
         self._control.works.append(self)
+        self._control._notify()
         return self
 
     async def __aexit__(
@@ -274,6 +292,9 @@ class RemoteWork(Generic[H]):
             return
         if self._has_handle and not self._finished:
             await self._send_stop()
+        elif not self._has_handle and self.closes_on_cancel:
+            cut = "the start was cut off before its answer: closing the connection stopped it"
+            self._note(StopOutcome.REQUESTED, cut, 0, 0)
         elif not self._has_handle and self._start_cut:
             self._note(StopOutcome.UNCONFIRMED, "the start call revealed no handle in time", 0, 0)
 

@@ -140,7 +140,12 @@ class Turn:
     # -- work elsewhere -------------------------------------------------------
 
     def remote(
-        self, stop: StopFn[H], *, name: str = "remote work", grace: float | None = None
+        self,
+        stop: StopFn[H],
+        *,
+        name: str = "remote work",
+        grace: float | None = None,
+        closes_on_cancel: bool = False,
     ) -> RemoteWork[H]:
         """Register remote work and how to stop it; use as `async with`.
 
@@ -155,7 +160,10 @@ class Turn:
         (or after the turn was aborted) while the work is started and not
         finished. The turn ends — and the room's next turn starts — only once it
         has settled. `grace` replaces the stop's deadline for work whose stop has a
-        known length of its own (a process group: its kill grace, plus reaping). See
+        known length of its own (a process group: its kill grace, plus reaping).
+        `closes_on_cancel`: cancelling the start call is itself the stop (an HTTP
+        stream whose server stops when the connection closes), so the start is not
+        shielded and a start cut off is recorded as a `requested` stop. See
         `band_trio.contract` for the rules.
         """
-        return RemoteWork(self._control, stop, name, grace)
+        return RemoteWork(self._control, stop, name, grace, closes_on_cancel=closes_on_cancel)

@@ -24,6 +24,7 @@ from ._observed import Observed as Observed
 from ._observed import TurnRecord as TurnRecord
 from ._probes import PROBES as PROBES
 from ._probes import Probe as Probe
+from ._probes import history_after_tool_abort as history_after_tool_abort
 from ._probes import interrupt_mid_work as interrupt_mid_work
 from ._probes import leave_waits as leave_waits
 from ._probes import next_turn_waits as next_turn_waits
@@ -32,8 +33,10 @@ from ._probes import nothing_left as nothing_left
 from ._probes import reason_reaches_next_turn as reason_reaches_next_turn
 from ._probes import remote_stop_once as remote_stop_once
 from ._probes import run_probes as run_probes
+from ._probes import stop_before_handle as stop_before_handle
 from ._probes import stop_then_play as stop_then_play
 from ._probes import swallowed_cancel as swallowed_cancel
+from ._probes import transcript_problems as transcript_problems
 from ._recorder import Behaviour as Behaviour
 from ._recorder import RecordingAdapter as RecordingAdapter
 from ._report import table as table
@@ -55,6 +58,7 @@ __all__ = [
     "TaskTracker",
     "TurnRecord",
     "client_sockets",
+    "history_after_tool_abort",
     "interrupt_mid_work",
     "leave_waits",
     "next_turn_waits",
@@ -65,7 +69,9 @@ __all__ = [
     "remote_stop_once",
     "run_chaos",
     "run_probes",
+    "stop_before_handle",
     "stop_then_play",
     "swallowed_cancel",
     "table",
+    "transcript_problems",
 ]

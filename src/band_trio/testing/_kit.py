@@ -15,10 +15,10 @@ another's room.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import trio
 
@@ -49,6 +49,12 @@ class Subject:
     least): the probes interrupt, stop and leave in the middle of it."""
     quick_prompt: str = "hello"
     """A message the adapter answers quickly."""
+    tool_prompt: str | None = None
+    """For a tool-calling adapter: a message that makes the model call tools (the
+    adapter must post a `tool_call` event when it runs one)."""
+    transcript: Callable[[Adapter, str], Sequence[Mapping[str, Any]]] | None = None
+    """For a tool-calling adapter: the conversation it keeps for a room, as OpenAI-style
+    messages (`transcript(adapter, room_id)`), checked after an abort mid tool-calls."""
     policy: Policy = KIT_POLICY
     settle: float = 0.3
     """How long a turn that registers no remote work is left to work before a probe
@@ -126,6 +132,17 @@ class Kit:
             and entry.method == "POST"
             and (entry.status or 0) < 300
             and (entry.path or "").endswith(("/messages", "/events"))
+        ]
+
+    def event_bodies(self) -> list[str]:
+        """The bodies of the agent's accepted event posts (`POST .../events`), as logged."""
+        return [
+            entry.body or ""
+            for entry in self.platform.log()
+            if entry.kind == "rest"
+            and entry.method == "POST"
+            and (entry.status or 0) < 300
+            and (entry.path or "").endswith("/events")
         ]
 
     async def until(self, predicate: Callable[[], bool], what: str) -> None:

@@ -10,8 +10,9 @@ deliberately broken adapter in band-trio's own tests that it fails on.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import wraps
+from typing import Any
 
 import trio
 
@@ -134,6 +135,51 @@ async def remote_stop_once(kit: Kit) -> ProbeResult:
     return _passed(f"one stop per started work ({outcomes})", took)
 
 
+@_probe("stop before the remote handle exists")
+async def stop_before_handle(kit: Kit) -> ProbeResult:
+    """An interrupt that lands while the start call is still in flight: what the start
+    created is stopped once its handle is known, never orphaned."""
+    tries = 5
+    for _ in range(tries):
+        result = await _interrupt_the_start(kit)
+        if result is not None:
+            return result
+    return _not_applicable(f"in {tries} tries the start call always finished before a signal")
+
+
+async def _interrupt_the_start(kit: Kit) -> ProbeResult | None:
+    """One try: interrupt as soon as the turn registers remote work. None if the start
+    finished before the signal landed (the race was lost: try again)."""
+    message = kit.post(kit.subject.long_prompt)
+    await kit.until(lambda: bool(kit.adapter.of(message)), "the adapter was never entered")
+    record = kit.adapter.of(message)[-1]
+    with trio.move_on_after(kit.subject.settle):
+        while not record.turn.remote_works and record.running:
+            await record.turn.wait_remote_change()
+    works = record.turn.remote_works
+    early = bool(works) and not works[0].is_started  # the start call is in flight
+    kit.signal("interrupt")
+    await kit.until(lambda: not record.running, "the turn did not end after interrupt")
+    await kit.until(lambda: kit.status(message) == "processed", "the message was not consumed")
+    if not works:
+        return _not_applicable("the adapter registered no remote work (turn.remote)")
+    work = works[0]
+    started, aborted = work.started_at, work.aborted_at
+    if not early or (started is not None and aborted is not None and started <= aborted):
+        return None
+    if work.stop_result is None:
+        raise ProbeFailed(
+            "the interrupt landed during the start call and no stop was sent: what the "
+            "start created is orphaned (start inside `with work.starting():`)"
+        )
+    if work.stop_result.handle == "-":
+        if not work.closes_on_cancel:
+            raise ProbeFailed(f"the start call was cut off: {work.stop_result.detail}")
+        return _passed("the start was cut off, closing its connection: that is its stop")
+    waited = work.stop_result.waited
+    return _passed(f"the stop went out {_ms(waited)} after the abort, with the handle", waited)
+
+
 @_probe("a stop after the remote work finished sends nothing")
 async def nothing_after_finish(kit: Kit) -> ProbeResult:
     """The reply of a quick turn is held; the remote work is over; an interrupt then
@@ -226,6 +272,64 @@ async def nothing_left(kit: Kit) -> ProbeResult:
     kit.signal("interrupt")
     await kit.until(lambda: kit.status(message) == "processed", "the message was not consumed")
     return _passed("no task, socket or child process left")
+
+
+@_probe("history valid after an abort mid tool-calls")
+async def history_after_tool_abort(kit: Kit) -> ProbeResult:
+    """Interrupted while its tools run, the adapter's transcript stays valid: every tool
+    call has exactly one result, right after the message that asked for it."""
+    subject = kit.subject
+    if subject.tool_prompt is None or subject.transcript is None:
+        return _not_applicable(
+            "no `tool_prompt` and `transcript` given (not a tool-calling adapter)"
+        )
+    message = kit.post(subject.tool_prompt)
+    await kit.until(
+        lambda: any("tool_call" in body for body in kit.event_bodies()),
+        "no `tool_call` event was posted for the tool prompt",
+    )
+    kit.signal("interrupt", reason="conformance kit: not that tool")
+    await kit.until(lambda: kit.status(message) == "processed", "the message was not consumed")
+    after = kit.post(subject.quick_prompt)
+    await kit.until(lambda: kit.status(after) in ("processed", "failed"), "no answer after")
+    transcript = subject.transcript(kit.adapter.inner, kit.room_id)
+    if problems := transcript_problems(transcript):
+        raise ProbeFailed("; ".join(problems))
+    calls = sum(len(m.get("tool_calls") or []) for m in transcript)
+    return _passed(f"{calls} tool call(s) in the transcript, each with one result")
+
+
+def transcript_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What makes an OpenAI-style message list invalid for the next request: a tool call
+    without exactly one result right after its message, or a result with no call."""
+    problems = []
+    for i, message in enumerate(messages):
+        if message.get("role") == "tool" and (i == 0 or _asker(messages, i) is None):
+            problems.append(f"message {i}: a tool result with no tool call before it")
+        calls = message.get("tool_calls") or []
+        if message.get("role") != "assistant" or not calls:
+            continue
+        results = []
+        for later in messages[i + 1 :]:
+            if later.get("role") != "tool":
+                break
+            results.append(later.get("tool_call_id"))
+        for call in calls:
+            count = results.count(call.get("id"))
+            if count != 1:
+                problems.append(f"tool call {call.get('id')!r}: {count} results")
+    return problems
+
+
+def _asker(messages: Sequence[Mapping[str, Any]], index: int) -> int | None:
+    """The assistant message a tool result at `index` answers (through other results)."""
+    for j in range(index - 1, -1, -1):
+        role = messages[j].get("role")
+        if role == "assistant" and messages[j].get("tool_calls"):
+            return j
+        if role != "tool":
+            return None
+    return None
 
 
 @_probe("the reason of the last interrupt reaches the next turn")
