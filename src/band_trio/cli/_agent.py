@@ -63,12 +63,16 @@ def add_parser(commands: Any) -> None:
 
 
 def load_adapter(spec: str | None) -> Adapter:
-    """Build the adapter named by `MODULE:FACTORY` (the demo adapter if None)."""
+    """Build the adapter named by `MODULE:FACTORY` (the demo adapter if None); MODULE
+    is imported from the current folder or the installed packages."""
     if spec is None:
         return DemoAdapter()
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise errors.ConfigurationError(f"--adapter must be MODULE:FACTORY, got {spec!r}")
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:  # a console script's path lacks it
+        sys.path.insert(0, here)  # MODULE may be a file in the current folder
     try:
         factory = getattr(importlib.import_module(module_name), attr)
     except Exception as exc:  # ImportError, AttributeError, or the module's own error
