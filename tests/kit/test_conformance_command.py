@@ -10,7 +10,7 @@ from pathlib import Path
 
 import trio
 
-BAND_TRIO = [sys.executable, "-m", "band_trio"]
+BAND_TRIO = [str(Path(sys.executable).with_name("band-trio"))]  # the console script
 
 SWALLOWER = """
 import trio
@@ -28,7 +28,7 @@ class Swallower(Adapter):
 
 
 async def conformance(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # MODULE from the cwd
     with trio.fail_after(120):
         return await trio.run_process(
             [*BAND_TRIO, "conformance", *args],
