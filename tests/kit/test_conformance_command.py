@@ -6,9 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import trio
+
+from peers import a2a_peer, stubllm_peer
+from peers.opencode import opencode_peer
 
 BAND_TRIO = [str(Path(sys.executable).with_name("band-trio"))]  # the console script
 
@@ -27,8 +31,11 @@ class Swallower(Adapter):
 """
 
 
-async def conformance(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # MODULE from the cwd
+async def conformance(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    inherited = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # MODULE: the cwd
+    env = {**inherited, **(env or {})}
     with trio.fail_after(120):
         return await trio.run_process(
             [*BAND_TRIO, "conformance", *args],
@@ -67,3 +74,45 @@ async def test_a_factory_that_cannot_be_built_is_one_line_and_exit_2(tmp_path: P
     assert done.returncode == 2
     lines = [line for line in done.stderr.decode().splitlines() if line.strip()]
     assert len(lines) == 1 and "cannot load adapter" in lines[0]
+
+
+COMMAND_SCRIPT = 'read line; case "$line" in long*) sleep 30 & wait;; esac; echo "said: $line"'
+
+
+async def test_every_reference_adapter_passes_the_command_against_its_real_peer(
+    tmp_path: Path,
+) -> None:
+    """`band-trio conformance band_trio.adapters:NAME`, configured from the environment
+    as a user would, against each adapter's real peer: exit 0, nothing failed."""
+    async with (
+        stubllm_peer(chunk_delay_ms=50) as llm,
+        a2a_peer() as a2a,
+        opencode_peer(llm.base_url) as opencode,
+    ):
+        runs = {
+            "openai_chat": ({"BAND_OPENAI_BASE_URL": llm.base_url}, "[slow] go on", "[quick] hi"),
+            "a2a": ({"BAND_A2A_URL": a2a.url}, "mode=normal chunks=400 delay=0.05", "mode=quick"),
+            "command": ({"BAND_COMMAND": f"sh -c '{COMMAND_SCRIPT}'"}, "long", "quick"),
+            "opencode": (
+                {"BAND_OPENCODE_URL": opencode.url, "BAND_OPENCODE_MODEL": "stub/gpt-4o"},
+                "[slow] go on",
+                "[quick] hi",
+            ),
+        }
+        for name, (env, long, quick) in runs.items():
+            out = tmp_path / f"{name}.json"
+            began = time.perf_counter()
+            done = await conformance(
+                f"band_trio.adapters:{name}",
+                *("--long", long, "--quick", quick, "--json", str(out)),
+                cwd=tmp_path,
+                env=env,
+            )
+            took = time.perf_counter() - began
+            text = done.stdout.decode()
+            assert done.returncode == 0, f"{name}:\n{text}\n{done.stderr.decode()}"
+            assert took <= 30, f"{name}: the kit's full run took {took:.1f}s"  # the issue's bound
+            outcomes = {r["probe"]: r["outcome"] for r in json.loads(out.read_text())}
+            assert "failed" not in outcomes.values(), (name, outcomes)
+            if name != "openai_chat":  # no tool prompt given here: that probe is n/a
+                assert outcomes["remote stop sent once per abort"] == "passed", (name, text)
