@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 import trio
 
 from peers import a2a_peer, stubllm_peer
@@ -17,6 +21,7 @@ from peers.opencode import opencode_peer
 BAND_TRIO = [str(Path(sys.executable).with_name("band-trio"))]  # the console script
 
 SWALLOWER = """
+import pytest
 import trio
 from band_trio import Adapter, Turn
 
@@ -116,3 +121,45 @@ async def test_every_reference_adapter_passes_the_command_against_its_real_peer(
             assert "failed" not in outcomes.values(), (name, outcomes)
             if name != "openai_chat":  # no tool prompt given here: that probe is n/a
                 assert outcomes["remote stop sent once per abort"] == "passed", (name, text)
+
+
+BROKEN = """
+import sys
+sys.path.insert(0, {kit!r})
+from broken import (LeavesChild, PostsAfterCancel, Remote, RemoteLeftOpen, ShortRemoteBlock,
+                    SwallowsCancel, SwallowsLeave, UnshieldedStart)
+
+def posts_after_cancel(): return PostsAfterCancel()
+def short_remote_block(): return ShortRemoteBlock(Remote())
+def unshielded_start(): return UnshieldedStart(Remote(start_takes=0.05))
+def remote_left_open(): return RemoteLeftOpen(Remote())
+def swallows_leave(): return SwallowsLeave()
+def swallows_cancel(): return SwallowsCancel()
+def leaves_child(): return LeavesChild()
+"""
+
+
+@pytest.mark.parametrize(
+    ("factory", "probe"),
+    [
+        ("posts_after_cancel", "interrupt mid-work"),
+        ("short_remote_block", "remote stop sent once per abort"),
+        ("unshielded_start", "stop before the remote handle exists"),
+        ("remote_left_open", "a stop after the remote work finished sends nothing"),
+        ("swallows_leave", "leaving the room waits for the stop"),
+        ("swallows_cancel", "a swallowed cancellation is reported"),
+        ("leaves_child", "nothing left after the agent stops"),
+    ],
+)
+async def test_the_command_fails_each_broken_adapter_naming_its_probe(
+    tmp_path: Path, factory: str, probe: str
+) -> None:
+    (tmp_path / "mine.py").write_text(BROKEN.format(kit=str(Path(__file__).parent)))
+    done = await conformance(f"mine:{factory}", cwd=tmp_path)
+    text = done.stdout.decode()
+    for pid in re.findall(r"child process left running: pid (\d+)", text):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)  # what the broken adapter left: ours to stop
+    assert done.returncode == 1, text
+    assert f"| {probe} | failed |" in text, text
+    assert b"Traceback" not in done.stderr

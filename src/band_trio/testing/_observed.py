@@ -85,11 +85,9 @@ class Observed(Adapter):
         self._end(record, "returned")
 
     async def on_room_left(self, room_id: str) -> None:
-        try:
-            await self.inner.on_room_left(room_id)
-        finally:
-            self.left.append(RoomLeft(room_id, time.perf_counter()))
-            self._notify()
+        self.left.append(RoomLeft(room_id, time.perf_counter()))  # when it was called
+        self._notify()
+        await self.inner.on_room_left(room_id)
 
     # -- observation ----------------------------------------------------------
 

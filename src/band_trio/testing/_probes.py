@@ -250,13 +250,14 @@ async def swallowed_cancel(kit: Kit) -> ProbeResult:
     record = await kit.at_work(message)
     kit.signal("stop")
     grace = kit.subject.policy.cleanup_grace
-    with trio.move_on_after(grace * 2 + kit.subject.policy.backend_stop_grace):
+    patience = grace * 2 + kit.subject.policy.backend_stop_grace
+    with trio.move_on_after(patience):
         await kit.adapter.wait_for(lambda: not record.running)
+    if record.running:  # checked first: a turn still at work cannot settle
+        raise ProbeFailed(f"the adapter ignored the stop and is still at work after {patience:g}s")
     await kit.until(lambda: kit.agent.rooms[kit.room_id].running is None, "the turn never settled")
     if kit.status(message) != "processing":
         raise ProbeFailed(f"a stopped turn's message became {kit.status(message)!r}")
-    if record.running:
-        raise ProbeFailed("the adapter ignored the stop and is still at work")
     if record.ending != "cancelled":
         raise ProbeFailed(f"the adapter swallowed the cancellation: its turn {record.ending}")
     return _passed("the cancel went through; the message stays processing")

@@ -1,0 +1,105 @@
+"""Every reference adapter passes every probe of the conformance kit that applies to it,
+against its real peer: stubllm for the OpenAI chat adapter, the a2a-sdk server for
+the A2A adapter, a real `sh` process tree for the command adapter.
+
+Each test prints the kit's table and how long the whole run took (`pytest -s` shows
+it); a failure shows the table. A probe that does not apply is listed per adapter:
+a remote probe turning "not applicable" on an adapter with remote work would be a
+silent miss, so it fails the test too.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import trio
+
+from band_trio.adapters import A2AAdapter, CommandAdapter, DemoAdapter, OpenAIChatAdapter, Tool
+from band_trio.contract import Adapter, Turn
+from band_trio.testing import ProbeResult, Subject, run_probes
+from band_trio.testing._report import table
+from peers import a2a_peer, stubllm_peer
+
+WHOLE_RUN = 30.0
+"""The longest a whole run of the kit may take for one adapter (the issue's target)."""
+
+NO_REMOTE = {
+    "remote stop sent once per abort",
+    "stop before the remote handle exists",
+    "a stop after the remote work finished sends nothing",
+}
+NO_TOOLS = {"history valid after an abort mid tool-calls"}
+RACE = {"stop before the remote handle exists"}
+"""Not applicable when the start call always answered before the signal landed."""
+
+SHELL = 'read line; case "$line" in long*) sleep 30 & wait;; esac; echo "said: $line"'
+
+
+async def conforms(label: str, subject: Subject, may_not_apply: set[str]) -> list[ProbeResult]:
+    started = time.perf_counter()
+    with trio.fail_after(WHOLE_RUN * 3):  # a hung run fails, with room to measure a slow one
+        results = await run_probes(subject)
+    took = time.perf_counter() - started
+    report = f"{label}: the whole run took {took:.1f} s\n{table(results)}"
+    print(f"\n{report}")
+    assert all(result.passed for result in results), f"a probe failed:\n{report}"
+    not_applicable = {r.name for r in results if r.outcome == "not applicable"}
+    assert not_applicable <= may_not_apply, f"did not apply: {not_applicable}\n{report}"
+    assert took <= WHOLE_RUN, report
+    return results
+
+
+async def test_the_demo_adapter_conforms() -> None:
+    await conforms("DemoAdapter", Subject(DemoAdapter), NO_REMOTE | NO_TOOLS)
+
+
+async def lookup_until_cancelled(arguments: dict[str, Any], turn: Turn) -> str:
+    """The `lookup` tool stubllm's `[tool]` fixture calls: it works until aborted."""
+    await trio.sleep(30)
+    return "sunny"
+
+
+LOOKUP = Tool(
+    "lookup", "Look something up.", {"type": "object", "properties": {}}, lookup_until_cancelled
+)
+
+
+def openai_history(adapter: Adapter, room_id: str) -> list[dict[str, Any]]:
+    assert isinstance(adapter, OpenAIChatAdapter)
+    return adapter.history(room_id)
+
+
+async def test_the_openai_chat_adapter_conforms_against_stubllm() -> None:
+    async with stubllm_peer() as peer:
+
+        def factory() -> OpenAIChatAdapter:
+            return OpenAIChatAdapter(peer.base_url, "gpt-4o-mini", tools=[LOOKUP])
+
+        subject = Subject(
+            factory,
+            long_prompt="[slow] tell me a long story",
+            quick_prompt="[quick] say hi",
+            tool_prompt="[tool] what is the weather?",
+            transcript=openai_history,
+        )
+        await conforms("OpenAIChatAdapter + stubllm", subject, RACE)
+        assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
+
+
+async def test_the_a2a_adapter_conforms_against_the_a2a_sdk_server() -> None:
+    async with a2a_peer() as peer:
+        subject = Subject(
+            lambda: A2AAdapter(peer.url),
+            long_prompt="mode=normal chunks=400 delay=0.05",
+            quick_prompt="mode=quick",
+        )
+        await conforms("A2AAdapter + a2a-sdk", subject, RACE | NO_TOOLS)
+        assert peer.events("cancel_request"), "the aborted tasks were cancelled on the peer"
+
+
+async def test_the_command_adapter_conforms_with_a_process_tree() -> None:
+    subject = Subject(
+        lambda: CommandAdapter(["sh", "-c", SHELL]), long_prompt="long", quick_prompt="quick"
+    )
+    await conforms("CommandAdapter + sh", subject, RACE | NO_TOOLS)
