@@ -126,8 +126,9 @@ async def test_every_reference_adapter_passes_the_command_against_its_real_peer(
 BROKEN = """
 import sys
 sys.path.insert(0, {kit!r})
-from broken import (LeavesChild, PostsAfterCancel, Remote, RemoteLeftOpen, ShortRemoteBlock,
-                    SwallowsCancel, SwallowsLeave, UnshieldedStart)
+from broken import (DanglingToolCall, LeavesChild, PostsAfterCancel, Remote, RemoteLeftOpen,
+                    ShortRemoteBlock, SwallowsCancel, SwallowsLeave, UnshieldedStart,
+                    transcript_of)
 
 def posts_after_cancel(): return PostsAfterCancel()
 def short_remote_block(): return ShortRemoteBlock(Remote())
@@ -136,6 +137,7 @@ def remote_left_open(): return RemoteLeftOpen(Remote())
 def swallows_leave(): return SwallowsLeave()
 def swallows_cancel(): return SwallowsCancel()
 def leaves_child(): return LeavesChild()
+def dangling_tool_call(): return DanglingToolCall()
 """
 
 
@@ -149,13 +151,15 @@ def leaves_child(): return LeavesChild()
         ("swallows_leave", "leaving the room waits for the stop"),
         ("swallows_cancel", "a swallowed cancellation is reported"),
         ("leaves_child", "nothing left after the agent stops"),
+        ("dangling_tool_call", "history valid after an abort mid tool-calls"),
     ],
 )
 async def test_the_command_fails_each_broken_adapter_naming_its_probe(
     tmp_path: Path, factory: str, probe: str
 ) -> None:
     (tmp_path / "mine.py").write_text(BROKEN.format(kit=str(Path(__file__).parent)))
-    done = await conformance(f"mine:{factory}", cwd=tmp_path)
+    tools = ["--tool", "use the tool sleep=30", "--transcript", "mine:transcript_of"]
+    done = await conformance(f"mine:{factory}", *(tools if "tool" in factory else ()), cwd=tmp_path)
     text = done.stdout.decode()
     for pid in re.findall(r"child process left running: pid (\d+)", text):
         with contextlib.suppress(ProcessLookupError):

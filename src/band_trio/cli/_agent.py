@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,23 +63,37 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=_run)
 
 
-def load_adapter(spec: str | None) -> Adapter:
-    """Build the adapter named by `MODULE:FACTORY` (the demo adapter if None); MODULE
-    is imported from the current folder or the installed packages."""
-    if spec is None:
-        return DemoAdapter()
+def load_callable(spec: str, what: str = "") -> Callable[..., Any]:
+    """The callable named by `MODULE:NAME`; MODULE is imported from the current folder
+    or the installed packages. A clear `ConfigurationError` otherwise."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise errors.ConfigurationError(f"--adapter must be MODULE:FACTORY, got {spec!r}")
+        raise errors.ConfigurationError(f"expected MODULE:NAME, got {spec!r}")
     here = os.getcwd()
     if here not in sys.path and "" not in sys.path:  # a console script's path lacks it
         sys.path.insert(0, here)  # MODULE may be a file in the current folder
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
+        found = getattr(importlib.import_module(module_name), attr)
     except Exception as exc:  # ImportError, AttributeError, or the module's own error
-        raise errors.ConfigurationError(f"cannot load adapter {spec!r}: {exc!r}") from exc
-    if not callable(factory):
-        raise errors.ConfigurationError(f"{spec} is {factory!r}, not a callable")
+        named = f"{what} {spec!r}" if what else repr(spec)
+        raise errors.ConfigurationError(f"cannot load {named}: {exc!r}") from exc
+    if not callable(found):
+        raise errors.ConfigurationError(f"{spec} is {found!r}, not a callable")
+    return found  # type: ignore[no-any-return]
+
+
+def load_adapter(spec: str | None) -> Adapter:
+    """Build the adapter named by `MODULE:FACTORY` (the demo adapter if None)."""
+    if spec is None:
+        return DemoAdapter()
+    if ":" not in spec:
+        raise errors.ConfigurationError(f"--adapter must be MODULE:FACTORY, got {spec!r}")
+    try:
+        factory = load_callable(spec)
+    except errors.ConfigurationError as exc:
+        raise errors.ConfigurationError(
+            str(exc).replace("cannot load ", "cannot load adapter ")
+        ) from None
     try:
         adapter = factory()
     except errors.ConfigurationError:

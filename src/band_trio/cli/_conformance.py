@@ -17,7 +17,7 @@ import trio
 
 from .. import errors
 from ..testing import PROBES, ProbeResult, Subject, run_probes, table
-from ._agent import load_adapter
+from ._agent import load_adapter, load_callable
 from ._exits import EXIT_CRASH, EXIT_OK
 
 __all__ = ["add_parser"]
@@ -45,6 +45,16 @@ def add_parser(commands: Any) -> None:
         metavar="TEXT",
         help="a message the adapter answers quickly (default: %(default)r)",
     )
+    parser.add_argument(
+        "--tool",
+        metavar="TEXT",
+        help="for a tool-calling adapter: a message that makes the model call tools",
+    )
+    parser.add_argument(
+        "--transcript",
+        metavar="MODULE:FUNC",
+        help="with --tool: FUNC(adapter, room_id) returns the OpenAI-style messages it keeps",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results here")
     parser.set_defaults(run=_run)
 
@@ -53,8 +63,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.json is not None and not args.json.parent.is_dir():
         raise errors.ConfigurationError(f"--json: no folder {args.json.parent}")
     load_adapter(args.adapter)  # a factory that cannot be built is one line, before any probe
+    if (args.tool is None) != (args.transcript is None):
+        raise errors.ConfigurationError("--tool and --transcript go together")
+    transcript = None if args.transcript is None else load_callable(args.transcript)
     subject = Subject(
-        lambda: load_adapter(args.adapter), long_prompt=args.long, quick_prompt=args.quick
+        lambda: load_adapter(args.adapter),
+        long_prompt=args.long,
+        quick_prompt=args.quick,
+        tool_prompt=args.tool,
+        transcript=transcript,
     )
     print(f"band-trio conformance: {args.adapter}, {len(PROBES)} probes", flush=True)
     results = trio.run(partial(run_probes, subject, progress=_progress))
