@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -39,6 +38,9 @@ import httpx2
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _stopwatch import control_frame_after, table
 
 from band_trio import Agent
 from band_trio.adapters._opencode import OpenCodeAdapter
@@ -77,13 +79,6 @@ class Stamped(OpenCodeAdapter):
         while len(self.stamps) <= index or "settled" not in self.stamps[index]:
             await self._settled.wait()
         return self.stamps[index]
-
-
-def control_frame_after(platform: Platform, since: int) -> float | None:
-    for entry in platform.log(since):
-        if entry.kind == "ws_out" and entry.frame and '"agent.control"' in entry.frame:
-            return entry.t
-    return None
 
 
 async def streaming(llm: Peer, since: int, chunks: int = 3) -> int:
@@ -165,16 +160,6 @@ async def main(trials: int) -> dict[str, list[float]]:
         await agent.stop()
         nursery.cancel_scope.cancel()
     return rows
-
-
-def table(rows: dict[str, list[float]]) -> str:
-    lines = ["| interval | n | median ms | min | max |", "|---|---:|---:|---:|---:|"]
-    for name, samples in rows.items():
-        ms = [s * 1000 for s in samples]
-        lines.append(
-            f"| {name} | {len(ms)} | {statistics.median(ms):.2f} | {min(ms):.2f} | {max(ms):.2f} |"
-        )
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":
