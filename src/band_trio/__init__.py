@@ -34,6 +34,7 @@ from .errors import DisconnectReason as DisconnectReason
 from .errors import ExecutionStoppedError as ExecutionStoppedError
 from .errors import JoinError as JoinError
 from .errors import NotFoundError as NotFoundError
+from .errors import PeerProtocolError as PeerProtocolError
 from .errors import PlatformError as PlatformError
 from .errors import PlatformProtocolError as PlatformProtocolError
 from .errors import PlatformResponseError as PlatformResponseError
@@ -148,6 +149,7 @@ __all__ = [
     "OpenAIChatAdapter",
     "Overrun",
     "Participant",
+    "PeerProtocolError",
     "PlatformError",
     "PlatformPolicy",
     "PlatformProtocolError",

@@ -41,6 +41,11 @@ class AdapterError(BandTrioError):
     ran past its deadline."""
 
 
+class PeerProtocolError(BandTrioError):
+    """An adapter's peer (an LLM server, an A2A agent) sent something unusable: an
+    event too large to hold, a frame that is not what its protocol says."""
+
+
 class PlatformError(BandTrioError):
     """A call to the platform did not succeed."""
 

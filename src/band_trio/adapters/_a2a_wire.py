@@ -25,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BandTrioError
+from ..contract import MAX_ANSWER_CHARS
+from ..errors import BandTrioError, PeerProtocolError
 
 __all__ = [
     "INTERRUPTED",
@@ -361,6 +362,8 @@ class Answer:
     """The text of a plain message answer (no task)."""
     artifacts: dict[str, list[str]] = field(default_factory=dict)
     final: bool = False
+    _size: int = 0
+    """Characters held in `artifacts` (bounded by `MAX_ANSWER_CHARS`)."""
 
     @property
     def over(self) -> bool:
@@ -380,6 +383,7 @@ class Answer:
             self.status_text = event.status_text or self.status_text
             self.agent_text = event.agent_text
             self.artifacts = {key: [text] for key, text in event.artifacts}
+            self._size = sum(len(text) for _, text in event.artifacts)
         elif isinstance(event, StatusUpdate):
             self.task_id, self.state = self.task_id or event.task_id, event.state
             self.status_text = event.text or self.status_text
@@ -388,8 +392,12 @@ class Answer:
             self.task_id = self.task_id or event.task_id
             chunks = self.artifacts.setdefault(event.artifact_id, [])
             if not event.append:
+                self._size -= sum(map(len, chunks))
                 chunks.clear()
             chunks.append(event.text)
+            self._size += len(event.text)
+            if self._size > MAX_ANSWER_CHARS:
+                raise PeerProtocolError(f"the agent's answer ran past {MAX_ANSWER_CHARS} chars")
 
     def text(self) -> str:
         """The answer to post: the artifacts' text, else the status message, else the

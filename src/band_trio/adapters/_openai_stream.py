@@ -16,8 +16,8 @@ from typing import Any
 import httpx2
 import trio
 
-from ..contract import server_sent_events
-from ..errors import BandTrioError
+from ..contract import MAX_ANSWER_CHARS, server_sent_events
+from ..errors import BandTrioError, PeerProtocolError
 
 __all__ = ["Draft", "Msg", "OpenAIChatError", "check", "decode", "read_stream"]
 
@@ -69,6 +69,7 @@ class Draft:
         self.at: dict[int, _Call] = {}
         self.finish: str | None = None
         self.done = False
+        self.size = 0
 
     @property
     def ended(self) -> bool:
@@ -83,10 +84,16 @@ class Draft:
             delta = choice.get("delta") or {}
             if isinstance(delta.get("content"), str):
                 self.content.append(delta["content"])
+                self._grew(len(delta["content"]))
             for fragment in delta.get("tool_calls") or []:
                 self._fragment(fragment)
             if choice.get("finish_reason"):
                 self.finish = str(choice["finish_reason"])
+
+    def _grew(self, by: int) -> None:
+        self.size += by
+        if self.size > MAX_ANSWER_CHARS:
+            raise PeerProtocolError(f"the model's answer ran past {MAX_ANSWER_CHARS} characters")
 
     def _fragment(self, fragment: Msg) -> None:
         index = fragment.get("index", len(self.calls))
@@ -102,6 +109,7 @@ class Draft:
         arguments = function.get("arguments")
         if isinstance(arguments, str):
             call.arguments.append(arguments)
+            self._grew(len(arguments))
         elif arguments is not None:  # a server that sends the arguments as an object
             call.arguments.append(json.dumps(arguments))
 

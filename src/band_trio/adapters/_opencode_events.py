@@ -31,8 +31,8 @@ from typing import Any
 import httpx2
 import trio
 
-from ..contract import server_sent_events
-from ..errors import BandTrioError
+from ..contract import MAX_ANSWER_CHARS, server_sent_events
+from ..errors import BandTrioError, PeerProtocolError
 
 __all__ = ["Answer", "Event", "Events", "OpenCodeError", "run_ended", "subscribe"]
 
@@ -121,6 +121,8 @@ class Answer:
         self.assistant: set[str] = set()
         self.parts: dict[str, list[str]] = {}
         """Text parts of the assistant's messages, in the order they began."""
+        self._size = 0
+        """Characters held in `parts` (bounded by `MAX_ANSWER_CHARS`)."""
 
     def add(self, event: Event) -> None:
         """Take one event of the session; raises if OpenCode keeps retrying the model."""
@@ -156,11 +158,18 @@ class Answer:
         elif kind == "message.part.updated":
             part = props.get("part") or {}
             if part.get("type") == "text" and part.get("messageID") in self.assistant:
-                self.parts[str(part.get("id"))] = [str(part.get("text") or "")]
+                replaced = self.parts.get(str(part.get("id")), [])
+                text = str(part.get("text") or "")
+                self._size += len(text) - sum(map(len, replaced))
+                self.parts[str(part.get("id"))] = [text]
         elif kind == "message.part.delta" and props.get("field") == "text":
             chunks = self.parts.get(str(props.get("partID")))
             if chunks is not None:
-                chunks.append(str(props.get("delta") or ""))
+                delta = str(props.get("delta") or "")
+                chunks.append(delta)
+                self._size += len(delta)
+        if self._size > MAX_ANSWER_CHARS:
+            raise PeerProtocolError(f"OpenCode's answer ran past {MAX_ANSWER_CHARS} characters")
 
     def text(self) -> str:
         texts = ("".join(chunks).strip() for chunks in self.parts.values())

@@ -19,9 +19,11 @@ how remote work is owned by the turn.
 from __future__ import annotations
 
 from ._adapter import Adapter as Adapter
+from ._http import MAX_EVENT_BYTES as MAX_EVENT_BYTES
 from ._http import ServerSentEvent as ServerSentEvent
 from ._http import server_sent_events as server_sent_events
 from ._http import stream_request as stream_request
+from ._message import MAX_ANSWER_CHARS as MAX_ANSWER_CHARS
 from ._message import AgentInfo as AgentInfo
 from ._message import LastAbort as LastAbort
 from ._message import Message as Message
@@ -43,6 +45,8 @@ from ._turn import TurnPort as TurnPort
 
 __all__ = [
     "DEFAULT_OUTPUT_LIMIT",
+    "MAX_ANSWER_CHARS",
+    "MAX_EVENT_BYTES",
     "Adapter",
     "AgentInfo",
     "CommandResult",

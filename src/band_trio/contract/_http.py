@@ -17,10 +17,11 @@ from typing import Any
 
 import httpx2
 
+from ..errors import PeerProtocolError
 from ._remote import StopAnswer, StopOutcome
 from ._turn import Turn
 
-__all__ = ["ServerSentEvent", "server_sent_events", "stream_request"]
+__all__ = ["MAX_EVENT_BYTES", "ServerSentEvent", "server_sent_events", "stream_request"]
 
 
 @asynccontextmanager
@@ -61,25 +62,34 @@ class ServerSentEvent:
     data: str
 
 
+MAX_EVENT_BYTES = 1024 * 1024
+"""The largest server-sent event `server_sent_events` accepts (its lines together)."""
+
+
 async def server_sent_events(
-    response: httpx2.Response,
+    response: httpx2.Response, *, max_event: int = MAX_EVENT_BYTES
 ) -> AsyncGenerator[ServerSentEvent, None]:
     """The events of a `text/event-stream` response, as they arrive.
 
     An async generator: a caller that stops early closes it (`contextlib.aclosing`).
     Comment lines (`: keepalive`) are skipped; multi-line `data:` is joined with
     newlines; an event is dispatched at its blank line (and at EOF, if the stream
-    ends without one)."""
+    ends without one). Memory stays bounded: an event (or a line with no end) over
+    `max_event` bytes raises `PeerProtocolError`, whatever the peer sends."""
     name = ""
     data: list[str] = []
-    lines = response.aiter_lines()
-    async with aclosing(lines):  # type: ignore[type-var]  # an async generator in fact
+    size = 0
+    lines = _lines(response, max_event)
+    async with aclosing(lines):
         async for line in lines:
             if not line:
                 if data:
                     yield ServerSentEvent(name or "message", "\n".join(data))
-                name, data = "", []
+                name, data, size = "", [], 0
                 continue
+            size += len(line)
+            if size > max_event:
+                raise PeerProtocolError(f"a server-sent event over {max_event} bytes")
             if line.startswith(":"):
                 continue
             field, _, value = line.partition(":")
@@ -90,3 +100,23 @@ async def server_sent_events(
                 name = value
     if data:
         yield ServerSentEvent(name or "message", "\n".join(data))
+
+
+async def _lines(response: httpx2.Response, limit: int) -> AsyncGenerator[str, None]:
+    """The body's lines (`\n`, `\r\n` or `\r` ended), none longer than `limit` bytes."""
+    pending = b""
+    chunks = response.aiter_bytes()
+    async with aclosing(chunks):
+        async for chunk in chunks:
+            pending += chunk
+            held = b"\r" if pending.endswith(b"\r") else b""  # maybe half of a \r\n
+            if held:
+                pending = pending[:-1]
+            *complete, pending = pending.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+            pending += held
+            if len(pending) > limit:
+                raise PeerProtocolError(f"a line of a server-sent event stream over {limit} bytes")
+            for line in complete:
+                yield line.decode("utf-8", "replace")
+    if pending:
+        yield pending.rstrip(b"\r").decode("utf-8", "replace")

@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["AgentInfo", "LastAbort", "Message", "Participant"]
+__all__ = ["MAX_ANSWER_CHARS", "AgentInfo", "LastAbort", "Message", "Participant"]
+
+MAX_ANSWER_CHARS = 1_000_000
+"""The most text an adapter gathers from its peer for one answer: a peer that streams
+on without end fails the turn (`PeerProtocolError`) instead of growing the agent's
+memory (the platform takes at most 8 MiB in one post anyway)."""
 
 
 @dataclass(frozen=True, slots=True)
