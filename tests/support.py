@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -171,3 +173,40 @@ async def background_agent(
     finally:
         trio.lowlevel.remove_instrument(handle.tasks)
     assert handle.tasks.living == set(), f"tasks outlived the agent: {handle.tasks.living}"
+
+
+class PidPipe:
+    """A named pipe a script writes pids to (`echo $! >> "$PIPE"`), read as they come.
+
+    Another process's writes can be awaited this way, with no polling: the pipe is
+    read through a trio stream, and the test keeps a writer end open itself so the
+    reader never sees an end of file between the script's writes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pids: list[int] = []
+        self._buffer = b""
+        os.mkfifo(path)
+        self._stream = trio.lowlevel.FdStream(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+        self._writer = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+
+    async def wait(self, count: int) -> list[int]:
+        """The pids written so far, once there are at least `count` (caller's deadline)."""
+        while len(self.pids) < count:
+            chunk = await self._stream.receive_some()
+            *lines, self._buffer = (self._buffer + chunk).split(b"\n")
+            self.pids += [int(line) for line in lines if line.strip()]
+        return list(self.pids)
+
+    async def aclose(self) -> None:
+        os.close(self._writer)
+        await self._stream.aclose()
+
+
+@asynccontextmanager
+async def pid_pipe(path: Path) -> AsyncIterator[PidPipe]:
+    pipe = PidPipe(path)
+    try:
+        yield pipe
+    finally:
+        await pipe.aclose()

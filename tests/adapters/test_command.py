@@ -19,7 +19,7 @@ import trio
 from band_trio import CommandAdapter, ConfigurationError, Policy, StopOutcome
 from band_trio.adapters import command
 from band_trio.platform import Platform
-from support import replies, running_agent, status
+from support import pid_pipe, replies, running_agent, status
 
 DEADLINE = 10
 
@@ -69,18 +69,6 @@ def alive(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
 
 
-def read_pids(path: Path) -> list[int]:
-    return [int(line) for line in path.read_text().split()] if path.exists() else []
-
-
-async def pids_written(path: Path, count: int) -> list[int]:
-    """The pids a run wrote, once there are `count` (another process's write cannot be
-    awaited: poll, under the caller's deadline)."""
-    while len(pids := read_pids(path)) < count:
-        await trio.sleep(0.005)
-    return pids
-
-
 async def test_the_command_answers_with_its_stdout(
     platform: Platform, answer: CommandAdapter
 ) -> None:
@@ -117,9 +105,9 @@ async def test_an_interrupt_ends_the_whole_tree_and_consumes_the_message(
     info = platform.info
     assert info.agent_id and info.room_id and info.user_id
     with trio.fail_after(DEADLINE):
-        async with running_agent(platform, answer) as running:
+        async with running_agent(platform, answer) as running, pid_pipe(tmp_path / "pids") as pipe:
             message = platform.post_message(info.room_id, info.user_id, "hang in there")
-            pids = await pids_written(tmp_path / "pids", 3)
+            pids = await pipe.wait(3)
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
             await platform.wait_until(lambda: status(platform, message) == "processed")
             await running.agent.wait_until(lambda: running.agent.remote_stops.sent == 1)
@@ -140,9 +128,9 @@ async def test_stop_ends_the_tree_keeps_the_message_and_play_answers_it(
     info = platform.info
     assert info.agent_id and info.room_id and info.user_id
     with trio.fail_after(DEADLINE):
-        async with running_agent(platform, answer) as running:
+        async with running_agent(platform, answer) as running, pid_pipe(tmp_path / "pids") as pipe:
             message = platform.post_message(info.room_id, info.user_id, "hang on")
-            pids = await pids_written(tmp_path / "pids", 3)
+            pids = await pipe.wait(3)
             platform.send_control(info.agent_id, "stop", room_id=info.room_id)
             await running.agent.wait_until(lambda: running.agent.remote_stops.sent == 1)
             assert not any(alive(pid) for pid in pids)
@@ -160,9 +148,12 @@ async def test_a_command_ignoring_sigterm_is_killed_after_the_policy_grace(
     assert info.agent_id and info.room_id and info.user_id
     policy = Policy(subprocess_kill_grace=0.3)
     with trio.fail_after(DEADLINE):
-        async with running_agent(platform, answer, policy=policy) as running:
+        async with (
+            running_agent(platform, answer, policy=policy) as running,
+            pid_pipe(tmp_path / "pids") as pipe,
+        ):
             message = platform.post_message(info.room_id, info.user_id, "stubborn")
-            pids = await pids_written(tmp_path / "pids", 2)
+            pids = await pipe.wait(2)
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
             await platform.wait_until(lambda: status(platform, message) == "processed")
             await running.agent.wait_until(lambda: running.agent.remote_stops.sent == 1)

@@ -13,7 +13,7 @@ import trio
 from test_commands import agent_env, process, read_until
 
 from band_trio.platform import Platform
-from support import claims, rooms_with_the_agent, status
+from support import claims, pid_pipe, rooms_with_the_agent, status
 
 DEADLINE = 30
 
@@ -153,11 +153,10 @@ async def test_a_second_sigterm_mid_command_ends_the_whole_process_tree(
     env = {**agent_env(platform), "BAND_COMMAND": str(script)}
     adapter = ["--adapter", "band_trio.adapters:command"]
     with trio.fail_after(DEADLINE):
-        async with process("agent", *adapter, env=env) as proc:
+        async with process("agent", *adapter, env=env) as proc, pid_pipe(pids) as pipe:
             await platform.wait_until(lambda: info.agent_id in platform.connected_agents())
             message = platform.post_message(info.room_id, info.user_id, "think")
-            while len(tree := _pids(pids)) < 3:  # another process's file: nothing to await
-                await trio.sleep(0.01)
+            tree = await pipe.wait(3)
             proc.send_signal(signal.SIGTERM)
             assert proc.stderr is not None
             await read_until(proc.stderr, b"stopping")
@@ -172,10 +171,6 @@ async def test_a_second_sigterm_mid_command_ends_the_whole_process_tree(
             again.send_signal(signal.SIGTERM)
             assert await again.wait() == 0
     assert agent_replies(platform, info.room_id) == ["answered"]
-
-
-def _pids(path: Path) -> list[int]:
-    return [int(line) for line in path.read_text().split()] if path.exists() else []
 
 
 def _alive(pid: int) -> bool:

@@ -28,6 +28,7 @@ from band_trio.contract import (
     TurnControl,
     run_command,
 )
+from support import pid_pipe
 
 DEADLINE = 10
 GRACE = 0.3
@@ -84,14 +85,6 @@ def live_members(pgid: int) -> list[int]:
 
 def read_pids(path: Path) -> list[int]:
     return [int(line) for line in path.read_text().split()] if path.exists() else []
-
-
-async def pids_written(path: Path, count: int) -> list[int]:
-    """The pids a script wrote to `path`, once it wrote `count` of them (nothing to await
-    for another process's write: poll, under the caller's deadline)."""
-    while len(pids := read_pids(path)) < count:
-        await trio.sleep(0.005)
-    return pids
 
 
 async def abort_when(turn: Turn, control: TurnControl, argv: list[str], ready: Any) -> None:
@@ -172,11 +165,13 @@ async def test_a_cancel_ends_every_process_of_the_tree(tmp_path: Path) -> None:
     argv = tree('sleep 30 & echo $! >> "$0"\nsleep 30 & echo $! >> "$0"', pids)
     written: list[int] = []
 
-    async def ready() -> None:
-        written.extend(await pids_written(pids, 3))
-
     with trio.fail_after(DEADLINE):
-        await abort_when(turn, control, argv, ready)
+        async with pid_pipe(pids) as pipe:
+
+            async def ready() -> None:
+                written.extend(await pipe.wait(3))
+
+            await abort_when(turn, control, argv, ready)
     leader = written[-1]
     assert all(alive(pid) is False for pid in written), [(p, stat_fields(p)) for p in written]
     assert live_members(leader) == []
@@ -196,11 +191,13 @@ async def test_a_tree_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: P
     argv = tree("trap '' TERM\n" + 'sleep 30 & echo $! >> "$0"\nsleep 30 & echo $! >> "$0"', pids)
     written: list[int] = []
 
-    async def ready() -> None:
-        written.extend(await pids_written(pids, 3))
-
     with trio.fail_after(DEADLINE):
-        await abort_when(turn, control, argv, ready)
+        async with pid_pipe(pids) as pipe:
+
+            async def ready() -> None:
+                written.extend(await pipe.wait(3))
+
+            await abort_when(turn, control, argv, ready)
     assert not any(alive(pid) for pid in written)
     assert live_members(written[-1]) == []
     [stop] = turn.remote_stops
@@ -219,11 +216,13 @@ async def test_the_kill_grace_holds_even_when_longer_than_the_backend_stop_grace
     argv = tree("trap '' TERM\n" + 'sleep 30 & echo $! >> "$0"', pids)
     written: list[int] = []
 
-    async def ready() -> None:
-        written.extend(await pids_written(pids, 2))
-
     with trio.fail_after(DEADLINE):
-        await abort_when(turn, control, argv, ready)
+        async with pid_pipe(pids) as pipe:
+
+            async def ready() -> None:
+                written.extend(await pipe.wait(2))
+
+            await abort_when(turn, control, argv, ready)
     assert not any(alive(pid) for pid in written)
     [stop] = turn.remote_stops
     assert stop.detail == "SIGKILLed: SIGTERM ignored for 0.30 s"
@@ -235,15 +234,14 @@ async def test_the_stop_is_sent_once_however_often_the_turn_is_cancelled(tmp_pat
     # the leader counts its SIGTERMs and lives on (its `sleep` children die of theirs)
     script = f'trap "echo TERM >> {terms}" TERM\necho $$ > "$0"\nwhile :; do sleep 5 & wait; done'
     written: list[int] = []
-    with trio.fail_after(DEADLINE):
-        with trio.CancelScope() as scope:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(run_command, turn, ["sh", "-c", script, str(pids)])
-                written.extend(await pids_written(pids, 1))
-                control.aborted("interrupt", None)
-                scope.cancel()
-                control.aborted("stop", None)  # a second signal changes nothing
-                scope.cancel()
+    with trio.fail_after(DEADLINE), trio.CancelScope() as scope:
+        async with pid_pipe(pids) as pipe, trio.open_nursery() as nursery:
+            nursery.start_soon(run_command, turn, ["sh", "-c", script, str(pids)])
+            written.extend(await pipe.wait(1))
+            control.aborted("interrupt", None)
+            scope.cancel()
+            control.aborted("stop", None)  # a second signal changes nothing
+            scope.cancel()
     assert terms.read_text().split() == ["TERM"]
     assert len(turn.remote_stops) == 1 and live_members(written[0]) == []
     assert turn.remote_stops[0].detail.startswith("SIGKILLed")
@@ -288,7 +286,7 @@ async def test_output_held_by_a_process_that_left_the_group_is_given_up(
     try:
         with trio.fail_after(DEADLINE), caplog.at_level(logging.WARNING, "band_trio.process"):
             result = await run_command(turn, ["sh", "-c", script])
-            [escaped] = await pids_written(pids, 1)
+        [escaped] = read_pids(pids)  # written before the leader exited
         assert result.stdout == b"started\n" and result.returncode == 0
         assert "outlived the group" in caplog.text
     finally:  # a new session is out of the group's reach: clean up after the limit
