@@ -186,7 +186,7 @@ class Room:
         Raises only on a bug; the owner restarts the loop then (state is kept).
         """
         self._pass = None
-        async with trio.open_nursery() as nursery:  # abort watchdogs
+        async with trio.open_nursery() as nursery:  # abort watchdogs, busy notices
             self._nursery = nursery
             try:
                 while True:

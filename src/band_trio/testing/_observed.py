@@ -101,10 +101,6 @@ class Observed(Adapter):
         while not predicate():
             await self._changed.wait()
 
-    def changed(self) -> None:
-        """Wake the waiters (the kit calls it when it learns something new)."""
-        self._notify()
-
     def _end(self, record: TurnRecord, ending: Ending, error: str | None = None) -> None:
         record.ended = time.perf_counter()
         record.ending = ending
