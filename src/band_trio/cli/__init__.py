@@ -1,4 +1,4 @@
-"""The `band-trio` command: `platform`, `agent`, `demo`, `ctl` and `conformance`.
+"""The `band-trio` command: `platform`, `agent`, `demo`, `ctl`, `conformance` and `bench`.
 
 Exit statuses: 0 success; 1 an unexpected error (a crash); 2 bad usage or
 configuration; 3 the platform ended the agent's session for good (terminal
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import errors
-from . import _agent, _conformance, _ctl, _demo, _platform
+from . import _agent, _bench, _conformance, _ctl, _demo, _platform
 from ._exits import EXIT_CONFIG as EXIT_CONFIG
 from ._exits import EXIT_CRASH as EXIT_CRASH
 from ._exits import EXIT_DISCONNECTED as EXIT_DISCONNECTED
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     _demo.add_parser(commands)
     _ctl.add_parser(commands)
     _conformance.add_parser(commands)
+    _bench.add_parser(commands)
     return parser
 
 

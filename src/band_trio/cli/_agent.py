@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import math
 import os
 import signal
 import sys
@@ -21,7 +22,7 @@ import trio
 from .. import errors
 from ..adapters import DemoAdapter
 from ..contract import Adapter
-from ..policy import WhileBusy
+from ..policy import Policy, WhileBusy
 from ..runtime import Agent
 from ._exits import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, single
 from ._ready import read_ready_file
@@ -54,6 +55,12 @@ def add_parser(commands: Any) -> None:
         choices=[strategy.value for strategy in WhileBusy],
         help="what a room does with a message that arrives while a turn runs "
         "(env BAND_WHILE_BUSY; default enqueue)",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        metavar="SECONDS",
+        help="how long running turns may finish after SIGTERM before they are cancelled "
+        "(env BAND_SHUTDOWN_GRACE; default 30)",
     )
     parser.add_argument(
         "--reject-conflict",
@@ -123,6 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         api_key=chosen["api_key"] or "",
         rest_url=chosen["rest_url"] or "",
         ws_url=chosen["ws_url"] or "",
+        policy=Policy(shutdown_grace=_shutdown_grace(args.shutdown_grace)),
         while_busy=_while_busy(args.while_busy),
         reject_conflict=args.reject_conflict,
     )
@@ -148,6 +156,21 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_CRASH
         raise
     return 0
+
+
+def _shutdown_grace(flag: str | None) -> float:
+    value = flag or os.environ.get("BAND_SHUTDOWN_GRACE")
+    if value is None:
+        return Policy().shutdown_grace
+    try:
+        grace = float(value)
+    except ValueError:
+        grace = math.nan
+    if not 0 <= grace < math.inf:
+        raise errors.ConfigurationError(
+            f"--shutdown-grace (BAND_SHUTDOWN_GRACE) must be seconds >= 0, got {value!r}"
+        )
+    return grace
 
 
 def _while_busy(flag: str | None) -> WhileBusy:

@@ -1,0 +1,104 @@
+"""What every scenario shares: the platform, its watch, the series, the clock rules.
+
+`Bench` is handed down to each scenario by the run (`_run`); it owns the
+series of every metric, so a scenario only says what it measured. Every wait
+has a deadline: a trial whose observation does not come in time counts as a
+failure of that metric, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from ..platform import Platform
+from ._progress import Progress
+from ._results import Series
+from ._watch import LogWatch
+
+__all__ = ["Bench", "Options", "timed"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """How much to run; `quick()` and `full()` are the two presets."""
+
+    trials: int
+    rooms: tuple[int, ...]
+    idle_rooms: tuple[int, ...]
+    floor_samples: int
+    remote_trials: int
+    load_rate: float = 25.0
+    """Busy messages a second, per agent under test, spread over its busy rooms."""
+    settle: float = 0.05
+    """How long a turn runs before it is signalled (pacing, not a wait for an event)."""
+    deadline: float = 10.0
+    """How long one observation may take before the trial counts as a failure."""
+    startup_deadline: float = 120.0
+    peer: bool = False
+
+    @classmethod
+    def quick(cls, *, peer: bool = False) -> Options:
+        return cls(
+            trials=8,
+            rooms=(1, 100),
+            idle_rooms=(),
+            floor_samples=100,
+            remote_trials=5,
+            startup_deadline=60.0,
+            peer=peer,
+        )
+
+    @classmethod
+    def full(cls, *, peer: bool = False) -> Options:
+        return cls(
+            trials=40,
+            rooms=(1, 100, 1000),
+            idle_rooms=(10_000,),
+            floor_samples=400,
+            remote_trials=20,
+            peer=peer,
+        )
+
+
+@dataclass(eq=False)
+class Bench:
+    platform: Platform
+    watch: LogWatch
+    user_id: str
+    options: Options
+    progress: Progress
+    series: dict[tuple[str, str, int, str], Series] = field(default_factory=dict)
+    leaked: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
+
+    def metric(
+        self, runtime: str, scenario: str, rooms: int, metric: str, floor: str | None = None
+    ) -> Series:
+        key = (runtime, scenario, rooms, metric)
+        if key not in self.series:
+            self.series[key] = Series(runtime, scenario, rooms, metric, floor)
+        return self.series[key]
+
+    def post(self, room: str, text: str) -> str:
+        return self.platform.post_message(room, self.user_id, text)
+
+
+async def timed(deadline: float, wait: Callable[[], Awaitable[float]]) -> float | None:
+    """The stamp `wait()` returns, or None if it did not come within `deadline`."""
+    with trio.move_on_after(deadline):
+        return await wait()
+    return None
+
+
+def since(stamp: float | None, start: float | None) -> float | None:
+    """`stamp - start`, or None when either is missing."""
+    if stamp is None or start is None:
+        return None
+    return stamp - start
+
+
+def now() -> float:
+    return time.perf_counter()

@@ -1,0 +1,95 @@
+"""What the benchmark driver and the agents under test say to each other.
+
+The driver asks through message text, the agents answer with observation
+lines on stdout: one JSON object per line, `{"e": kind, "m": message id,
+"t": perf_counter}` (plus `"n"` for a task count). `time.perf_counter()` is
+CLOCK_MONOTONIC on Linux, so stamps taken in the agent's process compare
+directly with the platform's own log stamps in the driver's process.
+
+This module is imported by both subjects, one of which is asyncio: it uses
+the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+
+__all__ = [
+    "BUSY",
+    "CMD",
+    "HOLD",
+    "TASKS",
+    "Command",
+    "Observation",
+    "command_script",
+    "observe",
+    "parse_command",
+    "parse_observation",
+]
+
+HOLD = "bench hold"
+"""Park until cancelled: the turn every signal trial aborts."""
+BUSY = "bench busy"
+"""`bench busy UNTIL`: work until `perf_counter() >= UNTIL`, then reply `ok`."""
+TASKS = "bench tasks"
+"""Report how many tasks the agent's event loop holds, then reply `ok`."""
+CMD = "bench cmd"
+"""`bench cmd FIFO`: run a process group whose pids are written to FIFO; park."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    kind: str
+    argument: str = ""
+
+
+def parse_command(text: str) -> Command | None:
+    """The benchmark command in a message's text, or None for anything else."""
+    for kind in (HOLD, BUSY, TASKS, CMD):
+        if text == kind or text.startswith(kind + " "):
+            return Command(kind, text[len(kind) :].strip())
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    kind: str
+    message_id: str
+    t: float
+    n: int | None = None
+
+
+def observe(kind: str, message_id: str, n: int | None = None) -> None:
+    """Stamp first, then write one line to stdout (a pipe the driver drains)."""
+    t = time.perf_counter()
+    line: dict[str, object] = {"e": kind, "m": message_id, "t": t}
+    if n is not None:
+        line["n"] = n
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
+def parse_observation(line: str) -> Observation | None:
+    """One observation line, or None if the line is not one (the driver counts those)."""
+    try:
+        raw = json.loads(line)
+        n = raw.get("n")
+        return Observation(
+            str(raw["e"]), str(raw["m"]), float(raw["t"]), int(n) if n is not None else None
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def command_script(fifo: str) -> list[str]:
+    """The process group both runtimes start for `bench cmd`: a shell and a child,
+    their pids written to `fifo`, then both parked until a signal ends them."""
+    script = f'sleep 3600 & echo "$$ $!" > {_quote(fifo)}; wait'
+    return ["/bin/sh", "-c", script]
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"

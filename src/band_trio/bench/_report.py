@@ -1,0 +1,145 @@
+"""The terminal table and the `--json` file."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+from typing import Any
+
+from ._results import Row
+from ._run import Report
+
+__all__ = ["ratios", "table", "write_json"]
+
+
+def _ms(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.2f}" if abs(value) >= 1 else f"{value:.3f}"
+
+
+def table(report: Report) -> str:
+    """Every row, grouped by scenario and size, then the ratios band-sdk / band-trio."""
+    head = (
+        "| runtime | scenario | rooms | metric | n | fail | p50 | p90 | p99 | max "
+        "| floor | own p50 | leaked |"
+    )
+    lines = [head, "|" + "---|" * 4 + "---:|" * 9]
+    rows = sorted(report.rows, key=lambda r: (_order(r.scenario), r.rooms, r.metric, r.runtime))
+    for r in rows:
+        floor = f"{_ms(r.floor_p50_ms)} ({r.floor})" if r.floor else "-"
+        leaked = "-" if r.leaked_tasks is None else str(r.leaked_tasks)
+        lines.append(
+            f"| {r.runtime} | {r.scenario} | {r.rooms} | {r.metric} | {r.n} | {r.failures} | "
+            f"{_ms(r.p50_ms)} | {_ms(r.p90_ms)} | {_ms(r.p99_ms)} | {_ms(r.max_ms)} | "
+            f"{floor} | {_ms(r.own_p50_ms)} | {leaked} |"
+        )
+    compared = ratios(report.rows)
+    if compared:
+        lines += [
+            "",
+            "| scenario | rooms | metric | band-trio own | band-sdk own "
+            "| ratio (own) | ratio (total) |",
+        ]
+        lines.append("|---|---:|---|---:|---:|---:|---:|")
+        for c in compared:
+            lines.append(
+                f"| {c['scenario']} | {c['rooms']} | {c['metric']} | {_ms(c['trio_own_ms'])} | "
+                f"{_ms(c['sdk_own_ms'])} | {_ratio(c['own_ratio'])} | {_ratio(c['total_ratio'])} |"
+            )
+    return "\n".join(lines)
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:.1f}x"
+
+
+_SCENARIO_ORDER = (
+    "floor",
+    "interrupt",
+    "agent interrupt",
+    "stop",
+    "play",
+    "remote stop",
+    "start-up",
+    "teardown",
+)
+
+
+def _order(scenario: str) -> int:
+    for i, prefix in enumerate(_SCENARIO_ORDER):
+        if scenario.startswith(prefix):
+            return i
+    return len(_SCENARIO_ORDER)
+
+
+def ratios(rows: tuple[Row, ...]) -> list[dict[str, Any]]:
+    """band-sdk / band-trio for every metric both ran: of the own part and of the total."""
+    by_key = {(r.runtime, r.scenario, r.rooms, r.metric): r for r in rows}
+    out = []
+    for (runtime, scenario, rooms, metric), trio_row in sorted(
+        by_key.items(), key=lambda kv: (_order(kv[0][1]), kv[0][2], kv[0][3])
+    ):
+        if runtime != "band-trio":
+            continue
+        sdk_row = by_key.get(("band-sdk", scenario, rooms, metric))
+        if sdk_row is None:
+            continue
+        out.append(
+            {
+                "scenario": scenario,
+                "rooms": rooms,
+                "metric": metric,
+                "trio_own_ms": _own(trio_row),
+                "sdk_own_ms": _own(sdk_row),
+                "own_ratio": _div(_own(sdk_row), _own(trio_row)),
+                "total_ratio": _div(sdk_row.p50_ms, trio_row.p50_ms),
+            }
+        )
+    return out
+
+
+def _own(row: Row) -> float:
+    return row.own_p50_ms if row.own_p50_ms is not None else row.p50_ms
+
+
+def _div(a: float, b: float) -> float | None:
+    if math.isnan(a) or math.isnan(b) or b <= 0:
+        return None
+    return a / b
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+    }
+
+
+def write_json(report: Report, path: str) -> None:
+    data = {
+        "machine": machine(),
+        "quick": report.options.trials < 20,
+        "options": {
+            "trials": report.options.trials,
+            "rooms": list(report.options.rooms),
+            "idle_rooms": list(report.options.idle_rooms),
+            "peer": report.options.peer,
+            "load_rate": report.options.load_rate,
+        },
+        "seconds": report.seconds,
+        "floors_ms": report.floors_ms,
+        "log_entries_lost": report.log_entries_lost,
+        "results": [r.as_json() for r in report.rows],
+        "ratios": ratios(report.rows),
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")

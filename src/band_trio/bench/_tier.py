@@ -1,0 +1,211 @@
+"""One agent under test with N rooms: start it, load it, check it, end it.
+
+A tier is one runtime's agent identity, a participant of N fresh rooms with
+the benchmark's user: the first room is the *target* (every signal trial runs
+there), the others are the *busy* rooms the load keeps working. Starting a
+tier is the start-up scenario (launched → connected → every room joined →
+every room synced); ending it is the teardown scenario (SIGTERM → exit, with
+the rooms idle or busy). Between the two, the leak check asks the agent for
+its live task count once idle after start-up and once idle again after the
+load, and records the difference.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from functools import partial
+
+import trio
+
+from ._bench import Bench, since, timed
+from ._protocol import BUSY, TASKS
+from ._subject import Identity, Runtime, Subject, spawn
+
+__all__ = ["Tier", "create_identity", "load", "open_tier"]
+
+QUIET = 3.0
+"""How long a task count above the baseline may take to come back down before the
+difference is reported as leaked."""
+
+TEARDOWN_TAIL = 1.0
+"""In the busy teardown every busy turn still has this long to run after SIGTERM."""
+
+
+@dataclass(eq=False)
+class Tier:
+    bench: Bench
+    subject: Subject
+    baseline_tasks: int | None = None
+    posted: list[str] = field(default_factory=list)
+    """Busy messages posted (to check they all settle)."""
+
+    @property
+    def identity(self) -> Identity:
+        return self.subject.identity
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.subject.runtime
+
+    @property
+    def target(self) -> str:
+        return self.identity.rooms[0]
+
+    @property
+    def busy(self) -> tuple[str, ...]:
+        return self.identity.rooms[1:]
+
+    @property
+    def rooms(self) -> int:
+        return len(self.identity.rooms)
+
+    async def live_tasks(self) -> int | None:
+        """The agent's own count of live tasks, asked through a turn in the target room."""
+        message = self.bench.post(self.target, TASKS)
+        found = await timed(
+            self.bench.options.deadline, lambda: self.subject.wait("tasks", message)
+        )
+        return None if found is None else self.subject.values.get(message)
+
+
+def create_identity(bench: Bench, runtime: Runtime, rooms: int, label: str) -> Identity:
+    """A fresh agent identity in `rooms` fresh rooms shared with the benchmark's user."""
+    platform = bench.platform
+    agent = platform.create_agent(name=f"{runtime} {label}", handle=f"bench-{label}")
+    assert agent.id is not None and agent.api_key is not None
+    room_ids = []
+    for i in range(rooms):
+        room = platform.create_room(f"{label} {i}", [agent.id, bench.user_id])
+        assert room.id is not None
+        room_ids.append(room.id)
+    return Identity(runtime, agent.id, agent.api_key, tuple(room_ids))
+
+
+async def open_tier(bench: Bench, nursery: trio.Nursery, identity: Identity, scenario: str) -> Tier:
+    """Launch the agent and record its start-up; the tier is ready once every room synced."""
+    platform, watch = bench.platform, bench.watch
+    n = len(identity.rooms)
+    runtime = identity.runtime
+    subject = await spawn(nursery, identity, platform.info.rest_url, platform.info.ws_url)
+    launched = subject.launched
+    agent = identity.agent_id
+
+    def joined() -> bool:
+        watch.pump()
+        return len(watch.joined.get(agent, ())) >= n or subject.process.returncode is not None
+
+    def synced() -> bool:
+        watch.pump()
+        return len(watch.synced.get(agent, ())) >= n or subject.process.returncode is not None
+
+    deadline = bench.options.startup_deadline
+    connected = await timed(deadline, lambda: watch.wait(("connected", agent)))
+    with trio.move_on_after(deadline):
+        await platform.wait_until(joined)
+    with trio.move_on_after(deadline):
+        await platform.wait_until(synced)
+    got_joined = watch.joined.get(agent, {})
+    got_synced = watch.synced.get(agent, {})
+    metric = bench.metric
+    metric(runtime, scenario, n, "launched → connected").add(since(connected, launched))
+    all_joined = max(got_joined.values()) if len(got_joined) >= n else None
+    all_synced = max(got_synced.values()) if len(got_synced) >= n else None
+    metric(runtime, scenario, n, "launched → all rooms joined").add(
+        since(all_joined, launched), f"{len(got_joined)} of {n} rooms joined"
+    )
+    metric(runtime, scenario, n, "launched → all rooms synced").add(
+        since(all_synced, launched), f"{len(got_synced)} of {n} rooms synced"
+    )
+    tier = Tier(bench, subject)
+    if all_synced is not None:
+        tier.baseline_tasks = await tier.live_tasks()
+    return tier
+
+
+async def load(tiers: list[Tier], rate: float, *, task_status: trio.TaskStatus[None]) -> None:
+    """Keep every tier's busy rooms working until cancelled.
+
+    First one message to every busy room, then `rate` a second per tier,
+    round robin, each turn ending before its room's next message arrives
+    (turns last 50-90 % of the period a room waits between two messages)."""
+    rng = random.Random(7)
+    cycles = []
+    for tier in tiers:
+        period = max(1.0, len(tier.busy) / rate)
+        for room in tier.busy:
+            tier.posted.append(tier.bench.post(room, f"{BUSY} {_until(rng, period)}"))
+        cycles.append((tier, period))
+    deadline = max(t.bench.options.startup_deadline for t in tiers)
+    for tier in tiers:
+        for message in tier.posted:
+            await timed(deadline, partial(tier.subject.wait, "enter", message))
+    task_status.started()
+    turn = 0
+    while True:
+        await trio.sleep(1 / rate)
+        for tier, period in cycles:
+            if tier.busy:
+                room = tier.busy[turn % len(tier.busy)]
+                tier.posted.append(tier.bench.post(room, f"{BUSY} {_until(rng, period)}"))
+        tier.bench.watch.pump()  # keep the index ahead of the ring
+        turn += 1
+
+
+def _until(rng: random.Random, period: float) -> float:
+    return time.perf_counter() + period * rng.uniform(0.5, 0.9)
+
+
+async def settle(tier: Tier, scenarios: tuple[str, ...]) -> None:
+    """Abort every busy turn (agent-wide interrupt), wait for every message to settle,
+    then record the live tasks against the start-up baseline."""
+    bench = tier.bench
+    bench.platform.send_control(tier.identity.agent_id, "interrupt", reason="bench: settle")
+    open_ = set(tier.posted)
+
+    def settled() -> bool:
+        for message in list(open_):
+            marks = ("processed", message), ("failed", message)
+            if any(bench.watch.seen(mark) for mark in marks):
+                open_.discard(message)
+        return not open_
+
+    with trio.move_on_after(bench.options.startup_deadline):
+        await bench.platform.wait_until(settled)
+    tier.posted.clear()
+    after = await tier.live_tasks()
+    with trio.move_on_after(QUIET):  # tasks that end on their own (a last mark) are no leak
+        while after is not None and tier.baseline_tasks is not None and after > tier.baseline_tasks:
+            await trio.sleep(0.1)
+            after = await tier.live_tasks()
+    ok = not open_ and after is not None and tier.baseline_tasks is not None
+    for scenario in scenarios:
+        leaked = max(0, after - tier.baseline_tasks) if ok else None  # type: ignore[operator]
+        bench.leaked[(tier.runtime, scenario, tier.rooms)] = leaked
+    if open_:
+        bench.metric(tier.runtime, scenarios[0], tier.rooms, "busy messages settled").add(
+            None, f"{len(open_)} busy messages never settled"
+        )
+
+
+async def teardown(tier: Tier, scenario: str, *, busy: bool) -> None:
+    """SIGTERM → exit; with `busy`, every busy room has a turn with `TEARDOWN_TAIL` to go."""
+    bench = tier.bench
+    n = tier.rooms
+    busy = busy and bool(tier.busy)
+    name = "SIGTERM → exit, rooms busy" if busy else "SIGTERM → exit, rooms idle"
+    floor = f"tail:{TEARDOWN_TAIL}" if busy else None
+    series = bench.metric(tier.runtime, scenario, n, name, floor)
+    if busy:
+        lead = 2.0 + 0.005 * len(tier.busy)
+        end = time.perf_counter() + lead + TEARDOWN_TAIL
+        messages = [bench.post(room, f"{BUSY} {end}") for room in tier.busy]
+        for message in messages:
+            if await timed(lead, partial(tier.subject.wait, "enter", message)) is None:
+                series.add(None, "a busy turn had not started when SIGTERM was due")
+                await tier.subject.terminate(bench.options.startup_deadline)
+                return
+        await trio.sleep_until(trio.current_time() + (end - TEARDOWN_TAIL - time.perf_counter()))
+    took = await tier.subject.terminate(bench.options.startup_deadline)
+    series.add(took, f"still running {bench.options.startup_deadline:.0f} s after SIGTERM: killed")

@@ -1,0 +1,116 @@
+"""`band-trio bench`: the cancellation-latency benchmark (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from .. import errors
+from ..bench import Options, run_bench, table, write_json
+
+__all__ = ["add_parser"]
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "bench",
+        help="measure cancellation latency: band-trio (and band-sdk) on the embedded platform",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer trials, 1 and 100 rooms (<60 s)"
+    )
+    parser.add_argument(
+        "--peer",
+        choices=["band-sdk"],
+        help="also run the real band-sdk 6.0.1 agent, trials alternating (the `peer` extra)",
+    )
+    parser.add_argument("--trials", type=int, metavar="N", help="trials per scenario and size")
+    parser.add_argument(
+        "--rooms", metavar="N,N", help="room counts for the signal scenarios (default 1,100,1000)"
+    )
+    parser.add_argument(
+        "--idle-rooms", metavar="N,N", help="room counts for idle start-up/teardown (default 10000)"
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write every row to FILE")
+    parser.add_argument("--plot", type=Path, metavar="FILE.png", help="plot the distributions")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(run=_run)
+
+
+def _sizes(flag: str, value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+    if value is None:
+        return default
+    try:
+        sizes = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        sizes = ()
+    if not sizes or any(not 1 <= n <= 100_000 for n in sizes):
+        raise errors.ConfigurationError(
+            f"{flag} takes room counts 1..100000 like 1,100, not {value!r}"
+        )
+    return sizes
+
+
+def _writable(flag: str, path: Path | None) -> None:
+    if path is None:
+        return
+    folder = path.resolve().parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise errors.ConfigurationError(f"{flag}: cannot write {path}: no writable folder {folder}")
+
+
+def _options(args: argparse.Namespace) -> Options:
+    peer = args.peer == "band-sdk"
+    if peer and importlib.util.find_spec("band") is None:
+        raise errors.ConfigurationError(
+            "--peer band-sdk needs the band-sdk agent: pip install 'band-trio[peer]'"
+        )
+    base = Options.quick(peer=peer) if args.quick else Options.full(peer=peer)
+    trials = base.trials if args.trials is None else args.trials
+    if not 1 <= trials <= 10_000:
+        raise errors.ConfigurationError(f"--trials takes 1..10000, not {trials}")
+    return Options(
+        trials=trials,
+        rooms=_sizes("--rooms", args.rooms, base.rooms),
+        idle_rooms=_sizes("--idle-rooms", args.idle_rooms, base.idle_rooms)
+        if args.idle_rooms
+        else base.idle_rooms,
+        floor_samples=base.floor_samples,
+        remote_trials=min(trials, base.remote_trials) if args.trials else base.remote_trials,
+        startup_deadline=base.startup_deadline,
+        peer=peer,
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    options = _options(args)
+    _writable("--json", args.json)
+    _writable("--plot", args.plot)
+    if args.plot is not None:
+        from ..bench._plot import check_plotting
+
+        check_plotting()
+    report = trio.run(lambda: run_bench(options, show_progress=not args.no_progress))
+    print(table(report))
+    if args.json is not None:
+        write_json(report, str(args.json))
+    if args.plot is not None:
+        from ..bench._plot import plot
+
+        plot(report, str(args.plot))
+    failed = sum(r.failures for r in report.rows)
+    leaked = sum(r.leaked_tasks or 0 for r in report.rows)
+    if failed or leaked or report.log_entries_lost:
+        print(
+            f"band-trio bench: {failed} failed trials, {leaked} leaked tasks, "
+            f"{report.log_entries_lost} log entries lost",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
