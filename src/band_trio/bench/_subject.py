@@ -112,7 +112,7 @@ def _command(identity: Identity, grace: float) -> list[str]:
 
 
 def environment(identity: Identity, rest_url: str, ws_url: str) -> dict[str, str]:
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "VIRTUAL_ENV")
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "VIRTUAL_ENV", "BAND_BENCH_RUN")
     env = {k: v for k, v in os.environ.items() if k in keep}
     env.update(
         BAND_REST_URL=rest_url,

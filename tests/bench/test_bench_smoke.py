@@ -1,0 +1,111 @@
+"""`band-trio bench --quick` as the test command runs it: both runtimes, to the end, clean.
+
+This asserts completion, not speed: every trial observed what it waited for
+(zero failures), every agent came back to its start-up task count after each
+scenario (zero leaked tasks), the JSON has the documented fields, the plot is
+a PNG, and no process the run started is left once it exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import trio
+
+REQUIRED = {
+    "runtime", "scenario", "rooms", "metric", "n", "failures", "p50_ms", "p90_ms", "p99_ms",
+    "max_ms", "floor_p50_ms", "leaked_tasks",
+}  # fmt: skip
+
+
+def _processes_marked(marker: str) -> list[int]:
+    """Live processes whose environment carries `BAND_BENCH_RUN=marker`."""
+    found = []
+    needle = f"BAND_BENCH_RUN={marker}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.timeout(240)
+async def test_quick_bench_with_the_band_sdk_peer_completes_clean(tmp_path: Path) -> None:
+    out, plot = tmp_path / "bench.json", tmp_path / "bench.png"
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "BAND_BENCH_RUN": marker}
+    argv = [sys.executable, "-m", "band_trio", "bench", "--quick", "--peer", "band-sdk"]
+    argv += ["--json", str(out), "--plot", str(plot), "--no-progress"]
+    with trio.fail_after(220):
+        done = await trio.run_process(
+            argv, env=env, capture_stdout=True, capture_stderr=True, check=False
+        )
+    stderr = done.stderr.decode(errors="replace")
+    assert done.returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    report = json.loads(out.read_text())
+    rows = report["results"]
+    assert rows and all(set(row) >= REQUIRED for row in rows)
+    assert {row["runtime"] for row in rows} == {"floor", "band-trio", "band-sdk"}
+    failed = [
+        (r["runtime"], r["scenario"], r["rooms"], r["metric"], r["notes"])
+        for r in rows
+        if r["failures"]
+    ]
+    assert failed == []
+    leaked = [(r["runtime"], r["scenario"], r["rooms"]) for r in rows if r["leaked_tasks"]]
+    assert leaked == []
+    assert report["log_entries_lost"] == 0
+    scenarios = {(r["runtime"], r["scenario"], r["rooms"]) for r in rows}
+    for runtime in ("band-trio", "band-sdk"):
+        for scenario in ("interrupt", "agent interrupt", "stop", "play", "start-up", "teardown"):
+            for rooms in (1, 100):
+                assert (runtime, scenario, rooms) in scenarios
+        assert (runtime, "remote stop: command", 1) in scenarios
+    # leak checks ran for every signal scenario of both runtimes
+    checked = {(r["runtime"], r["scenario"]) for r in rows if r["leaked_tasks"] is not None}
+    assert {
+        ("band-trio", "stop"),
+        ("band-sdk", "play"),
+        ("band-trio", "agent interrupt"),
+    } <= checked
+    assert all(r["n"] > 0 for r in rows)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| band-trio | interrupt | 1 | signal → adapter cancelled |" in done.stdout.decode()
+    assert _processes_marked(marker) == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--rooms", "1,abc"], "--rooms takes room counts"),
+        (["--rooms", "0"], "--rooms takes room counts"),
+        (["--idle-rooms", "200000"], "--idle-rooms takes room counts"),
+        (["--trials", "0"], "--trials takes 1..10000"),
+        (["--json", "/nonexistent-folder/out.json"], "--json: cannot write"),
+        (["--plot", "/nonexistent-folder/out.png"], "--plot: cannot write"),
+    ],
+)
+def test_bad_flags_are_one_line_and_exit_2(flags: list[str], says: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "band_trio", "bench", "--quick", *flags],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert says in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
