@@ -43,14 +43,21 @@ class Changes:
 
     def __init__(self) -> None:
         self._event = trio.Event()
+        self._waiting = 0
+        """Tasks in `wait()`: counted here, since `notify` runs several times a request
+        and `Event.statistics()` allocates."""
 
     def notify(self) -> None:
-        if self._event.statistics().tasks_waiting:
+        if self._waiting:
             self._event.set()
             self._event = trio.Event()
 
     async def wait(self) -> None:
-        await self._event.wait()
+        self._waiting += 1
+        try:
+            await self._event.wait()
+        finally:
+            self._waiting -= 1
 
 
 class RequestLog:

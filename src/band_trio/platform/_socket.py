@@ -160,9 +160,15 @@ async def _writer(
                 await trio.sleep(p.policy.close_grace)  # the reader ends it sooner
                 conn.nursery.cancel_scope.cancel(reason="client did not answer the close")
                 return
-            log.append("ws_out", perf_counter(), agent_id=conn.agent_id, frame=item)
-            log.count("ws_frames_out")
-            await send({"type": "websocket.send", "text": item})
+            # Stamped just before the send, logged after it: the append wakes every
+            # `wait_until`, and hypercorn's send yields (its write lock) before it
+            # writes, so logging first would run those waiters ahead of the frame.
+            t = perf_counter()
+            try:
+                await send({"type": "websocket.send", "text": item})
+            finally:
+                log.append("ws_out", t, agent_id=conn.agent_id, frame=item)
+                log.count("ws_frames_out")
 
 
 async def _reader(p: Platform, conn: Connection, receive: Receive) -> None:

@@ -4,7 +4,14 @@ Nothing here knows about trio, HTTP or websockets: the store answers queries
 and applies changes, and the callers decide what to push. Each write commits
 at once (autocommit), so a platform stopped at any point and restarted on the
 same file loses nothing it had acknowledged. Agents and users are also cached
-in dicts, because every REST request authenticates and most render names.
+in dicts, because every REST request authenticates and most render names; so
+are rooms, their participants and the stopped gates, because every
+room route checks membership and the gate first, and an sqlite read costs
+~15-20 µs in a request's cold path against well under 1 µs for a dict (see
+benchmarks/platform_floor.py). The most recent messages and deliveries are
+kept too (`Recent`, bounded), for the claim and the marks. Every cache is
+written through: the table is changed first, then the cache, by the same
+`Store` method.
 """
 
 from __future__ import annotations
@@ -13,48 +20,17 @@ import secrets
 import sqlite3
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
+from ._recent import Recent
+from ._records import SCHEMA, Agent, Delivery, Message, Room, User, agent_fields, now_iso
+
 __all__ = ["Agent", "Delivery", "Message", "Room", "Store", "User", "now_iso"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS agents (
-    id TEXT PRIMARY KEY, api_key TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
-    handle TEXT NOT NULL, description TEXT NOT NULL, owner_uuid TEXT NOT NULL,
-    inserted_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS users (
-    id TEXT PRIMARY KEY, name TEXT NOT NULL, handle TEXT NOT NULL, inserted_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS rooms (
-    id TEXT PRIMARY KEY, title TEXT, inserted_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS participants (
-    room_id TEXT NOT NULL, pid TEXT NOT NULL, position INTEGER NOT NULL,
-    PRIMARY KEY (room_id, pid));
-CREATE INDEX IF NOT EXISTS participants_by_pid ON participants (pid, room_id);
-CREATE TABLE IF NOT EXISTS messages (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, room_id TEXT NOT NULL,
-    content TEXT NOT NULL, sender_id TEXT NOT NULL, sender_type TEXT NOT NULL,
-    sender_name TEXT, message_type TEXT NOT NULL, mentions TEXT NOT NULL,
-    inserted_at TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS messages_by_room ON messages (room_id, seq);
-CREATE TABLE IF NOT EXISTS deliveries (
-    seq INTEGER NOT NULL, agent_id TEXT NOT NULL, room_id TEXT NOT NULL,
-    status TEXT NOT NULL, attempts INTEGER NOT NULL, current_attempt INTEGER NOT NULL,
-    PRIMARY KEY (agent_id, seq));
-CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (agent_id, room_id, seq)
-    WHERE status != 'processed';
-CREATE INDEX IF NOT EXISTS deliveries_by_seq ON deliveries (seq);
-CREATE TABLE IF NOT EXISTS events (
-    id TEXT PRIMARY KEY, room_id TEXT NOT NULL, sender_id TEXT NOT NULL,
-    content TEXT NOT NULL, message_type TEXT NOT NULL, metadata TEXT,
-    inserted_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS stopped (
-    agent_id TEXT NOT NULL, room_id TEXT NOT NULL, PRIMARY KEY (agent_id, room_id));
-"""
+RECENT = 4096
+"""How many messages, and how many deliveries, the store keeps at hand."""
 
 _MSG_COLUMNS = (
     "m.seq, m.id, m.room_id, m.content, m.sender_id, m.sender_type, m.sender_name, "
@@ -63,60 +39,6 @@ _MSG_COLUMNS = (
 
 _json_encode = msgspec.json.Encoder().encode
 _json_decode = msgspec.json.decode
-
-
-def now_iso() -> str:
-    """ISO-8601 UTC with a `Z`, as Band sends it (`datetime.fromisoformat` parses it)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass(frozen=True, slots=True)
-class Agent:
-    id: str
-    api_key: str
-    name: str
-    handle: str
-    description: str
-    owner_uuid: str
-    inserted_at: str
-
-
-@dataclass(frozen=True, slots=True)
-class User:
-    id: str
-    name: str
-    handle: str
-    inserted_at: str
-
-
-@dataclass(frozen=True, slots=True)
-class Room:
-    id: str
-    title: str | None
-    inserted_at: str
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    seq: int
-    id: str
-    room_id: str
-    content: str
-    sender_id: str
-    sender_type: str
-    sender_name: str | None
-    message_type: str
-    mentions: list[dict[str, Any]]
-    inserted_at: str
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """One recipient's view of one message."""
-
-    status: str
-    attempts: int
-    current_attempt: int
 
 
 def _message(row: tuple[Any, ...]) -> Message:
@@ -134,7 +56,7 @@ class Store:
         if path:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db.executescript(SCHEMA)
         self.agents: dict[str, Agent] = {}
         self.agents_by_key: dict[str, Agent] = {}
         self.users: dict[str, User] = {}
@@ -142,6 +64,21 @@ class Store:
             self._cache_agent(Agent(*row))
         for row in self._db.execute("SELECT * FROM users"):
             self.users[row[0]] = User(*row)
+        self._rooms: dict[str, Room] = {}
+        self._members: dict[str, dict[str, None]] = {}
+        """Each room's participants in `position` order (a dict as an ordered set)."""
+        self._stopped: set[tuple[str, str]] = set()
+        """The (agent_id, room_id) pairs of the `stopped` table."""
+        self._recent_messages: Recent[str, Message] = Recent(RECENT)
+        self._recent_deliveries: Recent[tuple[str, int], Delivery] = Recent(RECENT)
+        for row in self._db.execute("SELECT * FROM rooms"):
+            self._rooms[row[0]] = Room(*row)
+        for room_id, pid in self._db.execute(
+            "SELECT room_id, pid FROM participants ORDER BY room_id, position"
+        ):
+            self._members.setdefault(room_id, {})[pid] = None
+        for agent_id, room_id in self._db.execute("SELECT agent_id, room_id FROM stopped"):
+            self._stopped.add((agent_id, room_id))
 
     def close(self) -> None:
         self._db.close()
@@ -219,11 +156,11 @@ class Store:
         self._db.execute(
             "INSERT INTO rooms VALUES (?, ?, ?)", (room.id, room.title, room.inserted_at)
         )
+        self._rooms[room.id] = room
         return room
 
     def room(self, room_id: str) -> Room | None:
-        row = self._db.execute("SELECT * FROM rooms WHERE id = ?", (room_id,)).fetchone()
-        return None if row is None else Room(*row)
+        return self._rooms.get(room_id)
 
     def delete_room(self, room_id: str) -> None:
         db = self._db
@@ -240,6 +177,11 @@ class Store:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        self._rooms.pop(room_id, None)
+        self._members.pop(room_id, None)
+        self._recent_messages.clear()
+        self._recent_deliveries.clear()
+        self._stopped = {key for key in self._stopped if key[1] != room_id}
 
     def add_participant(self, room_id: str, pid: str) -> bool:
         """Append `pid` to the room's ordered participants; False if already in it."""
@@ -248,26 +190,25 @@ class Store:
             "FROM participants WHERE room_id = ?",
             (room_id, pid, room_id),
         )
-        return cur.rowcount > 0
+        if cur.rowcount > 0:
+            self._members.setdefault(room_id, {})[pid] = None
+            return True
+        return False
 
     def remove_participant(self, room_id: str, pid: str) -> bool:
         cur = self._db.execute(
             "DELETE FROM participants WHERE room_id = ? AND pid = ?", (room_id, pid)
         )
         self._db.execute("DELETE FROM stopped WHERE room_id = ? AND agent_id = ?", (room_id, pid))
+        self._members.get(room_id, {}).pop(pid, None)
+        self._stopped.discard((pid, room_id))
         return cur.rowcount > 0
 
     def participants(self, room_id: str) -> list[str]:
-        rows = self._db.execute(
-            "SELECT pid FROM participants WHERE room_id = ? ORDER BY position", (room_id,)
-        )
-        return [row[0] for row in rows]
+        return list(self._members.get(room_id, ()))
 
     def is_participant(self, room_id: str, pid: str) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM participants WHERE room_id = ? AND pid = ?", (room_id, pid)
-        ).fetchone()
-        return row is not None
+        return pid in self._members.get(room_id, ())
 
     def rooms_of(self, pid: str, *, offset: int = 0, limit: int = -1) -> list[Room]:
         rows = self._db.execute(
@@ -319,16 +260,28 @@ class Store:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        return Message(
+        message = Message(
             seq, message_id, room_id, content, sender_id, sender_type, sender_name,
             message_type, mentions, inserted_at,
         )  # fmt: skip
+        self._recent_messages.put(message_id, message)
+        delivered = Delivery("delivered", 0, 0)
+        for agent_id in recipients:
+            self._recent_deliveries.put((agent_id, seq), delivered)
+        return message
 
     def message(self, message_id: str) -> Message | None:
+        message = self._recent_messages.get(message_id)
+        if message is not None:
+            return message
         row = self._db.execute(
             f"SELECT {_MSG_COLUMNS} FROM messages m WHERE m.id = ?", (message_id,)
         ).fetchone()
-        return None if row is None else _message(row)
+        if row is None:
+            return None
+        message = _message(row)
+        self._recent_messages.put(message_id, message)
+        return message
 
     def messages(self, room_id: str) -> list[Message]:
         rows = self._db.execute(
@@ -375,12 +328,19 @@ class Store:
         ]
 
     def delivery(self, seq: int, agent_id: str) -> Delivery | None:
+        delivery = self._recent_deliveries.get((agent_id, seq))
+        if delivery is not None:
+            return delivery
         row = self._db.execute(
             "SELECT status, attempts, current_attempt FROM deliveries WHERE agent_id = ? "
             "AND seq = ?",
             (agent_id, seq),
         ).fetchone()
-        return None if row is None else Delivery(*row)
+        if row is None:
+            return None
+        delivery = Delivery(*row)
+        self._recent_deliveries.put((agent_id, seq), delivery)
+        return delivery
 
     def deliveries(self, seq: int) -> dict[str, Delivery]:
         rows = self._db.execute(
@@ -390,11 +350,13 @@ class Store:
         return {row[0]: Delivery(*row[1:]) for row in rows}
 
     def set_delivery(self, seq: int, agent_id: str, delivery: Delivery) -> None:
-        self._db.execute(
+        cur = self._db.execute(
             "UPDATE deliveries SET status = ?, attempts = ?, current_attempt = ? "
             "WHERE agent_id = ? AND seq = ?",
             (delivery.status, delivery.attempts, delivery.current_attempt, agent_id, seq),
         )
+        if cur.rowcount > 0:
+            self._recent_deliveries.put((agent_id, seq), delivery)
 
     # -- events and gates -----------------------------------------------------
 
@@ -426,28 +388,19 @@ class Store:
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def is_stopped(self, agent_id: str, room_id: str) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM stopped WHERE agent_id = ? AND room_id = ?", (agent_id, room_id)
-        ).fetchone()
-        return row is not None
+        return (agent_id, room_id) in self._stopped
 
     def stop(self, agent_id: str, room_ids: Iterable[str]) -> None:
-        self._db.executemany(
-            "INSERT OR IGNORE INTO stopped VALUES (?, ?)",
-            [(agent_id, room_id) for room_id in room_ids],
-        )
+        keys = [(agent_id, room_id) for room_id in room_ids]
+        self._db.executemany("INSERT OR IGNORE INTO stopped VALUES (?, ?)", keys)
+        self._stopped.update(keys)
 
     def play(self, agent_id: str, room_id: str | None) -> None:
         if room_id is None:
             self._db.execute("DELETE FROM stopped WHERE agent_id = ?", (agent_id,))
+            self._stopped = {key for key in self._stopped if key[0] != agent_id}
         else:
             self._db.execute(
                 "DELETE FROM stopped WHERE agent_id = ? AND room_id = ?", (agent_id, room_id)
             )
-
-
-def agent_fields(agent: Agent) -> list[str]:
-    return [
-        agent.id, agent.api_key, agent.name, agent.handle, agent.description,
-        agent.owner_uuid, agent.inserted_at,
-    ]  # fmt: skip
+            self._stopped.discard((agent_id, room_id))
