@@ -171,12 +171,12 @@ class Room:
             turn.abort(kind, reason)
 
     def _abort(self, kind: AbortKind, reason: str | None) -> bool:
+        """Abort the running turn; its watchdog (started with it) takes it from there.
+
+        Nothing is spawned here: this runs on the socket's receive path, and the
+        cancel should reach the adapter with as few other tasks woken as possible."""
         turn = self.turn
-        if turn is None or not turn.abort(kind, reason):
-            return False
-        if self._nursery is not None:
-            self._nursery.start_soon(self._watch_abort, turn)
-        return True
+        return turn is not None and turn.abort(kind, reason)
 
     # -- the loop --------------------------------------------------------------
 
@@ -282,9 +282,14 @@ class Room:
             return False
         turn = self.turn = ActiveTurn(message, self._ctx.policy)
         self._ctx.changes.notify()
+        watch = trio.CancelScope()
+        if self._nursery is not None:
+            self._nursery.start_soon(self._watch_abort, turn, watch)
         try:
             return await run_turn(self._ctx, self.ledger, turn, self.last_abort)
         finally:
+            if not turn.aborted.is_set():
+                watch.cancel(reason="the turn ended without an abort")
             if turn.abort_kind is not None:
                 self.last_abort = turn.abort_kind.note(turn.abort_reason, message.id) or (
                     self.last_abort
@@ -292,8 +297,15 @@ class Room:
             self.turn = None
             self._ctx.changes.notify()
 
-    async def _watch_abort(self, turn: ActiveTurn) -> None:
-        """Report a turn that outlives its cleanup grace after being aborted."""
+    async def _watch_abort(self, turn: ActiveTurn, watch: trio.CancelScope) -> None:
+        """Report a turn that outlives its cleanup grace after being aborted.
+
+        Started with the turn and parked until its abort (`watch` is cancelled if
+        the turn ends without one)."""
+        with watch:
+            await turn.aborted.wait()
+        if watch.cancelled_caught:
+            return
         grace = self._ctx.policy.cleanup_grace
         await turn.claim_settled.wait()  # a claim in flight runs to its answer first
         if await turn.wait_settled(grace):

@@ -15,8 +15,8 @@ graceful stop nor leaving the room may cut the mark off, or the message would
 be answered twice. It is bounded instead: an aborted turn's settling by the
 policy's `cleanup_grace`, a finished one's by its `settle_grace`. A mark that
 does not land in time leaves the message ack-pending, so only the mark is
-retried later. The mark and `working: false` go out concurrently, the mark
-first in line.
+retried later. The mark goes first; `working: false` follows once the mark
+is answered, beside the error event of a failed turn.
 """
 
 from __future__ import annotations
@@ -111,12 +111,10 @@ async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) ->
     return await _final_mark(rest, ledger, turn, None)
 
 
-async def _mark_failed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bool:
-    """The `failed` mark, then an error event to the room (best effort)."""
+async def _error_event(rest: RestClient, turn: ActiveTurn) -> None:
+    """After a `failed` mark: an error event to the room (best effort)."""
     message = turn.message
     label = turn.failure or "adapter error"
-    if not await _final_mark(rest, ledger, turn, label):
-        return False
     try:
         await rest.post_event(
             message.room_id,
@@ -126,7 +124,6 @@ async def _mark_failed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bo
         )
     except errors.PlatformError as exc:
         log.info("room %s: error event for %s not posted: %s", message.room_id, message.id, exc)
-    return True
 
 
 async def settle(
@@ -148,8 +145,8 @@ async def settle(
     moved = False
     with trio.move_on_after(grace, shield=True) as bounded:
         async with trio.open_nursery() as nursery:
-            if turn.working:
-                nursery.start_soon(report_idle, rest, room_id)
+            # The mark goes first: building a request costs the client ~0.2 ms, so
+            # `working: false` started beside it would put the mark second on the wire.
             if outcome is Outcome.ABORTED:
                 kind = turn.abort_kind
                 if kind is not None and kind.consumes:
@@ -157,7 +154,11 @@ async def settle(
             elif outcome is Outcome.SUCCEEDED:
                 moved = await _mark_processed(rest, ledger, turn)
             else:
-                moved = await _mark_failed(rest, ledger, turn)
+                moved = await _final_mark(rest, ledger, turn, turn.failure or "adapter error")
+            if turn.working:
+                nursery.start_soon(report_idle, rest, room_id)
+            if outcome is Outcome.FAILED and moved:
+                await _error_event(rest, turn)
     if bounded.cancelled_caught:
         log.warning(
             "room %s: settling %s (%s) overran its %.1fs grace; any mark not sent stays "

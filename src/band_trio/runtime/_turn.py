@@ -46,8 +46,18 @@ async def run_turn(
     try:
         claimed = await _claim(ctx, turn)
         try:
-            with turn.scope:  # cancelled already if a signal came during the claim
-                outcome = claimed if claimed is not None else await _run(ctx, turn, last_abort)
+            # The activity keep-alive runs beside the turn's scope, not in it: a signal
+            # then wakes only the adapter, and the keep-alive is ended right after.
+            async with trio.open_nursery() as beside:
+                if claimed is None and not turn.scope.cancel_called:
+                    beside.start_soon(_keep_working, ctx, turn)
+                try:
+                    with turn.scope:  # cancelled already if a signal came during the claim
+                        outcome = (
+                            claimed if claimed is not None else await _run(ctx, turn, last_abort)
+                        )
+                finally:
+                    beside.cancel_scope.cancel()
         finally:
             ctx.stops.add(turn.control.stops)  # each one settled inside the scope
         if turn.scope.cancelled_caught and turn.abort_kind is None and not turn.finished:
@@ -104,31 +114,27 @@ async def _claim(ctx: RoomContext, turn: ActiveTurn) -> Outcome | None:
 
 
 async def _run(ctx: RoomContext, turn: ActiveTurn, last_abort: LastAbort | None) -> Outcome:
-    """The adapter, with the activity keep-alive beside it, under the turn's deadline."""
+    """The adapter, under the turn's deadline."""
     message = turn.message
     await trio.lowlevel.checkpoint()  # a signal during the claim cancels the turn here
     deadline = trio.current_time() + ctx.policy.turn_deadline
     turn.scope.deadline = turn.control.deadline = deadline
     port = PlatformPort(ctx.rest, turn, ctx.agent_id)
     view = Turn(message, port, control=turn.control, last_abort=last_abort)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_keep_working, ctx, turn)
-        try:
-            await ctx.adapter.on_turn(view)
-            turn.finished = True  # no checkpoint since the return: the work is done
-        except Exception as exc:
-            turn.finished = True
-            turn.failure = f"{type(exc).__name__}: {exc}"[:200]
-            log.warning(
-                "room %s: adapter failed on %s: %s",
-                message.room_id,
-                message.id,
-                turn.failure,
-                exc_info=exc,
-            )
-            return Outcome.FAILED
-        finally:
-            nursery.cancel_scope.cancel()
+    try:
+        await ctx.adapter.on_turn(view)
+        turn.finished = True  # no checkpoint since the return: the work is done
+    except Exception as exc:
+        turn.finished = True
+        turn.failure = f"{type(exc).__name__}: {exc}"[:200]
+        log.warning(
+            "room %s: adapter failed on %s: %s",
+            message.room_id,
+            message.id,
+            turn.failure,
+            exc_info=exc,
+        )
+        return Outcome.FAILED
     return Outcome.SUCCEEDED
 
 

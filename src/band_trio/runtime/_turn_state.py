@@ -55,6 +55,7 @@ class ActiveTurn:
     __slots__ = (
         "abort_kind",
         "abort_reason",
+        "aborted",
         "claim_settled",
         "claimed",
         "control",
@@ -78,6 +79,8 @@ class ActiveTurn:
         """The turn's remote work reads the abort from here (`contract.Turn.remote`)."""
         self.done = trio.Event()
         """Set once the turn's scope has exited (settling may still follow)."""
+        self.aborted = trio.Event()
+        """Set by the first abort (what the room's watchdog waits for)."""
         self.abort_kind: AbortKind | None = None
         self.abort_reason: str | None = None
         self.claimed: bool | None = None
@@ -99,6 +102,7 @@ class ActiveTurn:
         self.abort_reason = reason
         self.control.aborted(kind.value, reason)  # before the cancel: starts get bounded
         self.scope.cancel(reason=f"{kind.value}: {reason}" if reason else kind.value)
+        self.aborted.set()
         return True
 
     async def wait_settled(self, grace: float) -> bool:
