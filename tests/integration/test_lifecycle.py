@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import trio
+import trio.testing
 
 from band_trio import Policy, Turn
 from band_trio.platform import Platform
-from support import Recorder, replies, running_agent, status
+from support import Recorder, replies, running_agent, seeded, status
 
 DEADLINE = 10
 
@@ -183,3 +184,41 @@ async def test_a_second_stop_waits_for_the_first_and_shares_its_result(platform:
     assert results[0] == running.stop_result  # the fixture's own stop got the same answer
     assert running.stop_result is not None
     assert running.stop_result.cancelled == ((info.room_id, message),)
+
+
+async def test_the_mark_goes_out_before_working_false(platform: Platform) -> None:
+    """The final mark is what a restart and the room depend on; `working: false` only
+    clears an indicator. Each costs the client a request build, so `working: false`
+    waits for the mark's answer: while the mark is held, no `working: false` arrives,
+    for a finished turn and for an interrupted one alike."""
+    agent_id, room, user = seeded(platform)
+    entered = trio.Event()
+
+    async def answer_or_hold(turn: Turn) -> None:
+        if turn.message.content == "hold":
+            entered.set()
+            await trio.sleep_forever()
+        await turn.reply("ok")
+
+    def idle_reports(since: int) -> int:
+        return sum(
+            e.kind == "rest" and (e.path or "").endswith("/activity")
+            and '"working":false' in (e.body or "")
+            for e in platform.log(since)
+        )  # fmt: skip
+
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(answer_or_hold)):
+            for text in ("answer", "hold"):
+                hold = platform.faults.hold_rest("processed")
+                since = len(platform.log())
+                message = platform.post_message(room, user, text)
+                if text == "hold":
+                    await entered.wait()
+                    platform.send_control(agent_id, "interrupt", room_id=room)
+                await hold.arrived.wait()
+                await trio.testing.wait_all_tasks_blocked(0.05)
+                assert idle_reports(since) == 0
+                hold.release()
+                await platform.wait_until(lambda s=since: idle_reports(s) == 1)
+                assert status(platform, message) == "processed"
