@@ -15,7 +15,7 @@ process. Each writes one JSON object per line to its events file; every event ha
 (its name), ``perf`` (time.perf_counter() in the server: comparable with the test's own
 perf_counter on the same host) and ``time`` (time.time()).
 
-A2A events (tests/peers/a2a_server.py):
+A2A events (src/band_trio/bench/_peers/a2a_server.py):
     ready             port, url, pid
     request           http_method, path, method (JSON-RPC method or None), jsonrpc_id,
                       a2a_version (the A2A-Version header or None), body (the parsed JSON)
@@ -37,7 +37,7 @@ A2A events (tests/peers/a2a_server.py):
     response_end      path, method, jsonrpc_id, status
     signal            signum                         (SIGTERM received; shutting down)
 
-stubllm events (tests/peers/stubllm_server.py):
+stubllm events (src/band_trio/bench/_peers/stubllm_server.py):
     ready             port, url, base_url, pid
     request           req (1, 2, ...), http_method, path, body (the full request JSON)
     match             req, fixture, call_index
@@ -66,10 +66,11 @@ from typing import Any
 
 import trio
 
-HERE = Path(__file__).resolve().parent
-A2A_SCRIPT = HERE / "a2a_server.py"
-STUBLLM_SCRIPT = HERE / "stubllm_server.py"
-STUBLLM_FIXTURES = HERE / "stubllm_fixtures.yaml"
+from band_trio.bench._peer import PEERS
+
+A2A_SCRIPT = PEERS / "a2a_server.py"
+STUBLLM_SCRIPT = PEERS / "stubllm_server.py"
+STUBLLM_FIXTURES = PEERS / "stubllm_fixtures.yaml"
 
 Event = dict[str, Any]
 Predicate = Callable[[Event], bool]

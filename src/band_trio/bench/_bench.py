@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import trio
 
@@ -20,6 +21,8 @@ from ._results import Series
 from ._watch import LogWatch
 
 __all__ = ["Bench", "Options", "timed"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class Bench:
     progress: Progress
     series: dict[tuple[str, str, int, str], Series] = field(default_factory=dict)
     leaked: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
 
     def metric(
         self, runtime: str, scenario: str, rooms: int, metric: str, floor: str | None = None
@@ -86,8 +90,8 @@ class Bench:
         return self.platform.post_message(room, self.user_id, text)
 
 
-async def timed(deadline: float, wait: Callable[[], Awaitable[float]]) -> float | None:
-    """The stamp `wait()` returns, or None if it did not come within `deadline`."""
+async def timed(deadline: float, wait: Callable[[], Awaitable[T]]) -> T | None:
+    """What `wait()` returns (a stamp, an event), or None if it did not come in `deadline`."""
     with trio.move_on_after(deadline):
         return await wait()
     return None

@@ -13,14 +13,16 @@ the standard library only.
 from __future__ import annotations
 
 import json
-import sys
+import os
 import time
 from dataclasses import dataclass
 
 __all__ = [
+    "A2A",
     "BUSY",
     "CMD",
     "HOLD",
+    "LLM",
     "TASKS",
     "Command",
     "Observation",
@@ -36,6 +38,13 @@ BUSY = "bench busy"
 """`bench busy UNTIL`: work until `perf_counter() >= UNTIL`, then reply `ok`."""
 TASKS = "bench tasks"
 """Report how many tasks the agent's event loop holds, then reply `ok`."""
+LLM = "bench llm"
+"""`bench llm BASE_URL PROMPT`: stream a chat completion from an OpenAI-style server."""
+A2A = "bench a2a"
+"""`bench a2a URL TEXT`: stream an A2A task; an abort cancels it on the peer."""
+
+STDOUT = 1
+
 CMD = "bench cmd"
 """`bench cmd FIFO`: run a process group whose pids are written to FIFO; park."""
 
@@ -45,10 +54,15 @@ class Command:
     kind: str
     argument: str = ""
 
+    def split(self) -> tuple[str, str]:
+        """`URL REST` arguments (`bench llm`, `bench a2a`)."""
+        url, _, rest = self.argument.partition(" ")
+        return url, rest
+
 
 def parse_command(text: str) -> Command | None:
     """The benchmark command in a message's text, or None for anything else."""
-    for kind in (HOLD, BUSY, TASKS, CMD):
+    for kind in (HOLD, BUSY, TASKS, CMD, LLM, A2A):
         if text == kind or text.startswith(kind + " "):
             return Command(kind, text[len(kind) :].strip())
     return None
@@ -63,13 +77,16 @@ class Observation:
 
 
 def observe(kind: str, message_id: str, n: int | None = None) -> None:
-    """Stamp first, then write one line to stdout (a pipe the driver drains)."""
+    """Stamp first, then write one line to stdout (a pipe the driver drains).
+
+    One `os.write` of the whole line, past Python's text layer: the write sits on
+    the path of what is measured next (the cancel's mark follows it), so it is
+    kept as short as a system call allows, alike for both runtimes."""
     t = time.perf_counter()
     line: dict[str, object] = {"e": kind, "m": message_id, "t": t}
     if n is not None:
         line["n"] = n
-    sys.stdout.write(json.dumps(line) + "\n")
-    sys.stdout.flush()
+    os.write(STDOUT, (json.dumps(line) + "\n").encode())
 
 
 def parse_observation(line: str) -> Observation | None:

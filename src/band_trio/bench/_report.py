@@ -39,6 +39,8 @@ def table(report: Report) -> str:
             f"{_ms(r.p50_ms)} | {_ms(r.p90_ms)} | {_ms(r.p99_ms)} | {_ms(r.max_ms)} | "
             f"{floor} | {_ms(r.own_p50_ms)} | {leaked} |"
         )
+    if report.skipped:
+        lines += ["", *(f"not run: {why}" for why in report.skipped)]
     compared = ratios(report.rows)
     if compared:
         lines += [
@@ -137,6 +139,7 @@ def write_json(report: Report, path: str) -> None:
         "seconds": report.seconds,
         "floors_ms": report.floors_ms,
         "log_entries_lost": report.log_entries_lost,
+        "skipped": list(report.skipped),
         "results": [r.as_json() for r in report.rows],
         "ratios": ratios(report.rows),
     }

@@ -24,8 +24,10 @@ from ..platform import open_platform
 from ..policy import PlatformPolicy
 from ._bench import Bench, Options
 from ._floors import COMPOSED, measure_floors
+from ._peer import open_peer, peer_missing
 from ._progress import Progress
 from ._remote import command_trial
+from ._remote_peers import a2a_trial, llm_trial
 from ._results import Row
 from ._signals import interrupt_trial, stop_play_trial
 from ._subject import Runtime
@@ -61,11 +63,13 @@ class Report:
     floors_ms: dict[str, float]
     log_entries_lost: int
     seconds: float
+    skipped: tuple[str, ...] = ()
+    """Scenarios not run here, and why (a peer's package missing)."""
 
 
 def _steps(options: Options, runtimes: int) -> int:
     per_tier = 3 * options.trials * runtimes + 2 * runtimes
-    remote = options.remote_trials * runtimes
+    remote = options.remote_trials * runtimes * (1 + len(PEER_SCENARIOS))
     idle = 2 * runtimes * len(options.idle_rooms)
     return 1 + per_tier * len(options.rooms) + remote + idle
 
@@ -133,11 +137,38 @@ async def _signal_tier(bench: Bench, runtimes: list[Runtime], n: int, *, remote:
                 for tier in tiers:
                     progress.note(f"{name}, {n} rooms: settling {tier.runtime}")
                     await settle(tier, filed)
+            if remote:
+                await _peer_scenarios(bench, tiers)
         finally:
             for tier in tiers:
                 progress.note(f"{tier.runtime}: SIGTERM with {n} busy rooms")
                 await teardown(tier, "teardown", busy=True)
                 progress.step(f"{tier.runtime} stopped")
+
+
+PEER_SCENARIOS = (
+    ("stubllm", "stubllm_server.py", "remote stop: stubllm", llm_trial),
+    ("a2a", "a2a_server.py", "remote stop: a2a", a2a_trial),
+)
+
+
+async def _peer_scenarios(bench: Bench, tiers: list[Tier]) -> None:
+    """The remote-stop scenarios against real peers, each peer a process of its own."""
+    options, progress = bench.options, bench.progress
+    for peer_name, script, scenario, trial in PEER_SCENARIOS:
+        why = peer_missing(peer_name)
+        if why is not None:
+            bench.skipped.append(f"{scenario}: {why}")
+            progress.step(f"{scenario} not run", options.remote_trials * len(tiers))
+            continue
+        progress.note(f"{scenario}: starting the peer")
+        async with open_peer(peer_name, script) as peer:
+            for i in range(options.remote_trials):
+                for tier in tiers if i % 2 == 0 else tiers[::-1]:
+                    await trial(tier, peer)
+                    progress.step(f"{scenario}, {tier.runtime}")
+        for tier in tiers:
+            await settle(tier, (scenario,))
 
 
 async def _idle_tier(bench: Bench, runtimes: list[Runtime], n: int) -> None:

@@ -12,16 +12,79 @@ This module is run in its own process and never imported by trio code.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 import os
 import signal
 import sys
 import time
+import uuid
 from typing import Any
 
-from ._protocol import BUSY, CMD, HOLD, TASKS, command_script, observe, parse_command
+from ._protocol import A2A, BUSY, CMD, HOLD, LLM, TASKS, command_script, observe, parse_command
 
 KILL_GRACE = 2.0
+CANCEL_DEADLINE = 5.0
+
+
+async def _stream_llm(base_url: str, prompt: str) -> str:
+    """A streamed chat completion; leaving the `stream` block closes the connection,
+    which is how an OpenAI-style server learns of the abort."""
+    import httpx
+
+    body = {"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": prompt}]}
+    parts: list[str] = []
+    async with (
+        httpx.AsyncClient(timeout=60) as client,
+        client.stream("POST", f"{base_url}/chat/completions", json=body) as response,
+    ):
+        async for line in response.aiter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                delta = json.loads(line[6:])["choices"][0].get("delta", {})
+                parts.append(delta.get("content") or "")
+    return "".join(parts)
+
+
+async def _stream_a2a(url: str, text: str) -> str:
+    """An A2A task over JSON-RPC (0.3 method names); on cancel, `tasks/cancel` first."""
+    import httpx
+
+    message = {
+        "kind": "message", "role": "user", "messageId": uuid.uuid4().hex,
+        "parts": [{"kind": "text", "text": text}],
+    }  # fmt: skip
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "message/stream",
+        "params": {"message": message},
+    }
+    task_id = None
+    async with httpx.AsyncClient(timeout=60) as client:
+        try:
+            async with client.stream("POST", url, json=request) as response:
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    result = json.loads(line[5:]).get("result") or {}
+                    task_id = task_id or (
+                        result.get("id") if result.get("kind") == "task" else result.get("taskId")
+                    )
+            return "done"
+        except asyncio.CancelledError:
+            if task_id is not None:
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tasks/cancel",
+                    "params": {"id": task_id},
+                }
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(
+                        asyncio.shield(client.post(url, json=cancel)), CANCEL_DEADLINE
+                    )
+            raise
 
 
 async def _run_group(argv: list[str]) -> None:
@@ -67,6 +130,10 @@ async def _main(agent_id: str, api_key: str) -> None:
                     observe("tasks", msg.id, len(asyncio.all_tasks()))
                 elif command.kind == CMD:
                     await _run_group(command_script(command.argument))
+                elif command.kind == LLM:
+                    await _stream_llm(*command.split())
+                elif command.kind == A2A:
+                    await _stream_a2a(*command.split())
             except asyncio.CancelledError:
                 observe("cancel", msg.id)
                 raise

@@ -184,4 +184,4 @@ async def _read_stderr(subject: Subject) -> None:
     assert subject.process.stderr is not None
     async with subject.process.stderr:
         async for line in _lines(subject.process.stderr):
-            subject.stderr_tail = [*subject.stderr_tail[-79:], line]
+            subject.stderr_tail = [*subject.stderr_tail[-199:], line]

@@ -201,9 +201,10 @@ async def teardown(tier: Tier, scenario: str, *, busy: bool) -> None:
         lead = 2.0 + 0.005 * len(tier.busy)
         end = time.perf_counter() + lead + TEARDOWN_TAIL
         messages = [bench.post(room, f"{BUSY} {end}") for room in tier.busy]
-        for message in messages:
+        for started, message in enumerate(messages):
             if await timed(lead, partial(tier.subject.wait, "enter", message)) is None:
-                series.add(None, "a busy turn had not started when SIGTERM was due")
+                status = bench.platform.delivery(message)[tier.identity.agent_id]["status"]
+                series.add(None, f"{started} of {len(messages)} busy turns started ({status})")
                 await tier.subject.terminate(bench.options.startup_deadline)
                 return
         await trio.sleep_until(trio.current_time() + (end - TEARDOWN_TAIL - time.perf_counter()))

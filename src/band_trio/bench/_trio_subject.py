@@ -15,8 +15,9 @@ import time
 
 import trio
 
+from ..adapters import A2AAdapter, OpenAIChatAdapter
 from ..contract import Adapter, Turn, run_command
-from ._protocol import BUSY, CMD, HOLD, TASKS, command_script, observe, parse_command
+from ._protocol import A2A, BUSY, CMD, HOLD, LLM, TASKS, command_script, observe, parse_command
 
 __all__ = ["BenchAdapter", "adapter", "live_tasks"]
 
@@ -35,6 +36,20 @@ def live_tasks() -> int:
 
 
 class BenchAdapter(Adapter):
+    """Does what the message says; a remote command is handed to the reference adapter
+    for that peer (one per URL), which owns the remote work and its stop."""
+
+    def __init__(self) -> None:
+        self._remotes: dict[tuple[str, str], Adapter] = {}
+
+    def _remote(self, kind: str, url: str) -> Adapter:
+        key = (kind, url)
+        if key not in self._remotes:
+            self._remotes[key] = (
+                OpenAIChatAdapter(url, "gpt-4o") if kind == LLM else A2AAdapter(url)
+            )
+        return self._remotes[key]
+
     async def on_turn(self, turn: Turn) -> None:
         message = turn.message
         command = parse_command(message.content)
@@ -51,6 +66,11 @@ class BenchAdapter(Adapter):
                 observe("tasks", message.id, live_tasks())
             elif command.kind == CMD:
                 await run_command(turn, command_script(command.argument))
+            elif command.kind in (LLM, A2A):
+                url, _ = command.split()
+                await self._remote(command.kind, url).on_turn(turn)
+                observe("done", message.id)
+                return
         except trio.Cancelled:
             observe("cancel", message.id)
             raise

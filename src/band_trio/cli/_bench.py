@@ -7,12 +7,14 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .. import errors
-from ..bench import Options, run_bench, table, write_json
+
+if TYPE_CHECKING:
+    from ..bench import Options
 
 __all__ = ["add_parser"]
 
@@ -66,6 +68,8 @@ def _writable(flag: str, path: Path | None) -> None:
 
 
 def _options(args: argparse.Namespace) -> Options:
+    from ..bench import Options
+
     peer = args.peer == "band-sdk"
     if peer and importlib.util.find_spec("band") is None:
         raise errors.ConfigurationError(
@@ -89,6 +93,8 @@ def _options(args: argparse.Namespace) -> Options:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..bench import run_bench, table, write_json  # the driver loads the platform
+
     options = _options(args)
     _writable("--json", args.json)
     _writable("--plot", args.plot)

@@ -11,12 +11,14 @@ import argparse
 import json
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .. import errors
-from ..testing import PROBES, ProbeResult, Subject, run_probes, table
+
+if TYPE_CHECKING:
+    from ..testing import ProbeResult
 from ._agent import load_adapter, load_callable
 from ._exits import EXIT_CRASH, EXIT_OK
 
@@ -35,15 +37,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("adapter", metavar="MODULE:FACTORY", help="a callable returning an Adapter")
     parser.add_argument(
         "--long",
-        default=Subject.__dataclass_fields__["long_prompt"].default,
         metavar="TEXT",
-        help="a message that keeps the adapter at work until aborted (default: %(default)r)",
+        help="a message that keeps the adapter at work until aborted (default: the kit's)",
     )
     parser.add_argument(
         "--quick",
-        default=Subject.__dataclass_fields__["quick_prompt"].default,
         metavar="TEXT",
-        help="a message the adapter answers quickly (default: %(default)r)",
+        help="a message the adapter answers quickly (default: the kit's)",
     )
     parser.add_argument(
         "--tool",
@@ -60,16 +60,19 @@ def add_parser(commands: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # here, not at the top: the kit loads the platform, which an agent's start does not need
+    from ..testing import PROBES, Subject, run_probes, table
+
     if args.json is not None and not args.json.parent.is_dir():
         raise errors.ConfigurationError(f"--json: no folder {args.json.parent}")
     load_adapter(args.adapter)  # a factory that cannot be built is one line, before any probe
     if (args.tool is None) != (args.transcript is None):
         raise errors.ConfigurationError("--tool and --transcript go together")
     transcript = None if args.transcript is None else load_callable(args.transcript)
+    prompts = {"long_prompt": args.long, "quick_prompt": args.quick}
     subject = Subject(
         lambda: load_adapter(args.adapter),
-        long_prompt=args.long,
-        quick_prompt=args.quick,
+        **{name: text for name, text in prompts.items() if text is not None},
         tool_prompt=args.tool,
         transcript=transcript,
     )

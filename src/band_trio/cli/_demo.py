@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ..adapters import DemoAdapter
-from ..platform import Platform, open_platform
-from ..runtime import Agent
-from ..testing import RecordingAdapter
+if TYPE_CHECKING:
+    from ..platform import Platform
 
 __all__ = ["add_parser", "run_demo"]
 
@@ -47,6 +45,12 @@ def _reply_to(platform: Platform, room_id: str, content: str) -> str | None:
 
 
 async def run_demo() -> None:
+    # here, not at the top: every other command (an agent's start) need not load these
+    from ..adapters import DemoAdapter
+    from ..platform import open_platform
+    from ..runtime import Agent
+    from ..testing import RecordingAdapter
+
     began = time.perf_counter()
     with trio.fail_after(_DEADLINE):
         async with open_platform(seed=True) as platform, trio.open_nursery() as nursery:

@@ -11,8 +11,6 @@ from typing import Any
 
 import trio
 
-from ..platform import run_platform
-
 __all__ = ["add_parser"]
 
 
@@ -36,6 +34,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> None:
+    from ..platform import run_platform  # here: `band-trio agent` need not load hypercorn
+
     async with trio.open_nursery() as nursery:
         platform = await nursery.start(
             functools.partial(

@@ -1,7 +1,7 @@
 """stubllm 0.1.5 as a local OpenAI-compatible SSE test peer (run as a subprocess, never imported).
 
-    python tests/peers/stubllm_server.py --port 0 --ready-file F --events-file E \
-        [--fixture-file tests/peers/stubllm_fixtures.yaml] [--chunk-delay-ms 50]
+    python src/band_trio/bench/_peers/stubllm_server.py --port 0 --ready-file F --events-file E \
+        [--fixture-file stubllm_fixtures.yaml] [--chunk-delay-ms 50]
 
 It runs stubllm's own FastAPI app (``stubllm.server.create_app``) with uvicorn on 127.0.0.1 and
 records what the server saw to ``--events-file``, one JSON object per line (flushed), each with
@@ -40,7 +40,6 @@ import contextvars
 import json
 import os
 import socket
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -154,7 +153,7 @@ def install_stream_wrapper(log: EventLog, *, raw: bool) -> None:
             log.emit("stream_cancelled", req=req, count=count, how="closed")
             raise
         finally:
-            await source.aclose()
+            await source.aclose()  # type: ignore[attr-defined]  # an async generator
         if finished:
             log.emit("stream_completed", req=req, count=count)
 
@@ -228,7 +227,7 @@ class RecordingMiddleware:
             message = await receive()
             if message["type"] == "http.disconnect":
                 self.log.emit("disconnect", req=req, path=path, after_response=finished[0])
-            return message
+            return message  # type: ignore[no-any-return]  # ASGI messages are untyped dicts
 
         status: list[int] = []
 
@@ -315,4 +314,4 @@ def cli() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    cli()

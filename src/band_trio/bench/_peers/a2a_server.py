@@ -1,6 +1,6 @@
 """A real a2a-sdk 1.3.0 server used as a local test peer (run as a subprocess, never imported).
 
-    python tests/peers/a2a_server.py --port 0 --ready-file F --events-file E
+    python src/band_trio/bench/_peers/a2a_server.py --port 0 --ready-file F --events-file E
 
 It serves protocol 1.0 JSON-RPC at ``POST /`` (with the 0.3 compat names enabled), HTTP+JSON
 (``/message:send``, ``/tasks/{id}:cancel``, ...) and the agent card at
@@ -29,7 +29,7 @@ records an ``unknown_mode`` event.
 
 Everything observable is appended to ``--events-file`` as one JSON object per line (flushed),
 each with ``event``, ``perf`` (time.perf_counter(), comparable across processes on one host)
-and ``time`` (time.time()). See tests/peers/fixtures.py for the list of events and keys.
+and ``time`` (time.time()). The events and their keys: tests/peers/fixtures.py.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ import json
 import os
 import re
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -302,7 +301,7 @@ class RecordingMiddleware:
                     jsonrpc_id=rpc_id,
                     after_response=finished[0],
                 )
-            return message
+            return message  # type: ignore[no-any-return]  # ASGI messages are untyped dicts
 
         status: list[int] = []
         finished = [False]
@@ -424,4 +423,4 @@ def cli() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    cli()
