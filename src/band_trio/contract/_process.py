@@ -150,7 +150,14 @@ async def run_command(
                     nursery.start_soon(_feed, proc.stdin, input)
                     nursery.start_soon(_read, proc.stdout, out)
                     nursery.start_soon(_read, proc.stderr, err)
-                    await group.leader_exited()
+                    try:
+                        await group.leader_exited()
+                    except trio.Cancelled:
+                        # Aborted: SIGTERM now, in this task, rather than after the
+                        # pipe readers have unwound; the remote stop confirms the end
+                        # and escalates to SIGKILL (its `took` counts from here).
+                        group.terminate()
+                        raise
                     returncode = await group.clear(grace)
                     work.finished()  # nothing of it is left: no stop to send
                     # The pipes are at EOF now, unless a process that left the group
@@ -208,6 +215,8 @@ class _Group:
         self.pgid = proc.pid
         self.closed = False
         """No member is alive and the leader is reaped: nothing may be signalled now."""
+        self.terminated_at: float | None = None
+        """When SIGTERM was sent (trio clock), once it was."""
         self._pidfd: int | None = None
         # A pidfd lets us wait for the exit without reaping (absent before Linux 5.3)
         with contextlib.suppress(AttributeError, OSError):
@@ -267,6 +276,14 @@ class _Group:
                 log.warning("process group %d: SIGKILLed members still not gone", self.pgid)
         return await self.reap()
 
+    def terminate(self) -> None:
+        """SIGTERM (and SIGCONT: a stopped member acts on it) every member, once."""
+        if self.closed or self.terminated_at is not None:
+            return
+        self.terminated_at = trio.current_time()
+        self.signal(signal.SIGTERM)
+        self.signal(signal.SIGCONT)
+
     async def stop(self, grace: float) -> StopAnswer:
         """SIGTERM the group, SIGKILL it after `grace` if a member is left, reap the leader.
 
@@ -274,17 +291,16 @@ class _Group:
         phase leaves part of that deadline to SIGKILL (`_TERM_SHARE`)."""
         if self.closed:
             return StopOutcome.CONFIRMED, "had already ended"
-        start = trio.current_time()
+        start = self.terminated_at or trio.current_time()
         deadline = trio.current_effective_deadline()
         term_until = start + grace
         if not math.isinf(deadline):
             term_until = min(term_until, start + (deadline - start) * _TERM_SHARE)
         try:
-            if self.leader_has_exited() and not self.alive():
+            if self.terminated_at is None and self.leader_has_exited() and not self.alive():
                 detail = "had already ended"
             else:  # signal first, look later: every millisecond counts here
-                self.signal(signal.SIGTERM)
-                self.signal(signal.SIGCONT)  # a stopped member acts on its SIGTERM
+                self.terminate()
                 with trio.move_on_at(term_until) as term:
                     await self.wait_gone()
                 if not term.cancelled_caught:
