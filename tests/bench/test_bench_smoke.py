@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -109,3 +110,32 @@ def test_bad_flags_are_one_line_and_exit_2(flags: list[str], says: str) -> None:
     assert done.returncode == 2, done.stderr
     assert says in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.timeout(120)
+async def test_sigterm_mid_run_stops_every_process_it_started(tmp_path: Path) -> None:
+    """Once both agents are up and trials run, SIGTERM ends the bench with 130 and a
+    line, and none of its agents (or peers) is left running."""
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "BAND_BENCH_RUN": marker}
+    argv = [sys.executable, "-m", "band_trio", "bench", "--quick", "--peer", "band-sdk"]
+    with trio.fail_after(100):
+        async with trio.open_nursery() as nursery:
+            process = await trio.lowlevel.open_process(
+                argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
+            nursery.start_soon(process.wait)
+            assert process.stderr is not None
+            seen = b""
+            async for chunk in process.stderr:  # the progress lines, as they come
+                seen += chunk
+                if b"interrupt, 1 rooms: settling" in seen:  # both agents are up
+                    break
+            assert len(_processes_marked(marker)) >= 3  # the bench and both agents
+            process.send_signal(signal.SIGTERM)
+            async for chunk in process.stderr:
+                seen += chunk
+            await process.wait()
+    assert process.returncode == 130, seen.decode(errors="replace")[-2000:]
+    assert b"interrupted" in seen and b"Traceback" not in seen
+    assert _processes_marked(marker) == []

@@ -77,6 +77,8 @@ class Bench:
     series: dict[tuple[str, str, int, str], Series] = field(default_factory=dict)
     leaked: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the run saw that the numbers alone do not say (a runtime behind its load)."""
 
     def metric(
         self, runtime: str, scenario: str, rooms: int, metric: str, floor: str | None = None
@@ -85,6 +87,9 @@ class Bench:
         if key not in self.series:
             self.series[key] = Series(runtime, scenario, rooms, metric, floor)
         return self.series[key]
+
+    def failures(self, runtime: str) -> int:
+        return sum(s.failures for s in self.series.values() if s.runtime == runtime)
 
     def post(self, room: str, text: str) -> str:
         return self.platform.post_message(room, self.user_id, text)

@@ -41,6 +41,8 @@ def table(report: Report) -> str:
         )
     if report.skipped:
         lines += ["", *(f"not run: {why}" for why in report.skipped)]
+    if report.notes:
+        lines += ["", *(f"note: {note}" for note in report.notes)]
     compared = ratios(report.rows)
     if compared:
         lines += [
@@ -140,6 +142,7 @@ def write_json(report: Report, path: str) -> None:
         "floors_ms": report.floors_ms,
         "log_entries_lost": report.log_entries_lost,
         "skipped": list(report.skipped),
+        "notes": list(report.notes),
         "results": [r.as_json() for r in report.rows],
         "ratios": ratios(report.rows),
     }

@@ -37,6 +37,11 @@ __all__ = ["Report", "run_bench"]
 
 Trial = Callable[[Tier], Awaitable[None]]
 
+GIVE_UP = 3
+"""Trials in a row that fail (each after its deadline) before a runtime's remaining
+trials of a scenario are given up: an overloaded runtime cannot stretch the run for
+ever, and the note and the failures say so."""
+
 
 async def _room_interrupt(tier: Tier) -> None:
     await interrupt_trial(tier, agent_wide=False)
@@ -65,6 +70,7 @@ class Report:
     seconds: float
     skipped: tuple[str, ...] = ()
     """Scenarios not run here, and why (a peer's package missing)."""
+    notes: tuple[str, ...] = ()
 
 
 def _steps(options: Options, runtimes: int) -> int:
@@ -129,9 +135,22 @@ async def _signal_tier(bench: Bench, runtimes: list[Runtime], n: int, *, remote:
                     if any(t.busy for t in tiers):
                         progress.note(f"{name}, {n} rooms: starting the load")
                         await load_nursery.start(load, tiers, options.load_rate)
+                    failing = dict.fromkeys(tiers, 0)
                     for i in range(trials):
                         for tier in tiers if i % 2 == 0 else tiers[::-1]:
+                            if failing[tier] >= GIVE_UP:
+                                progress.step(f"{name}, {n} rooms, {tier.runtime} given up")
+                                continue
+                            before = bench.failures(tier.runtime)
                             await trial(tier)
+                            failing[tier] = (
+                                failing[tier] + 1 if bench.failures(tier.runtime) > before else 0
+                            )
+                            if failing[tier] == GIVE_UP:
+                                bench.notes.append(
+                                    f"{tier.runtime}, {name}, {n} rooms: {GIVE_UP} trials in a row "
+                                    f"failed; its other trials were not run"
+                                )
                             progress.step(f"{name}, {n} rooms, {tier.runtime}")
                     load_nursery.cancel_scope.cancel()
                 for tier in tiers:

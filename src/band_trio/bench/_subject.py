@@ -28,6 +28,8 @@ __all__ = ["Identity", "Runtime", "Subject", "environment", "spawn", "start"]
 
 Runtime = Literal["band-trio", "band-sdk", "floor"]
 
+KILL_WAIT = 5.0
+
 SHUTDOWN_GRACE = 30.0
 """Both runtimes' default graceful-shutdown bound, passed explicitly to band-trio."""
 
@@ -152,9 +154,22 @@ async def start(
         argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
     subject = Subject(identity, process, launched)
+    nursery.start_soon(_owned, process)
     nursery.start_soon(_read_observations, subject)
     nursery.start_soon(_read_stderr, subject)
     return subject
+
+
+async def _owned(process: trio.Process) -> None:
+    """Tie the process to the nursery: if the run is cancelled (a signal, an error)
+    before the process has exited, it is killed and reaped; none outlives the driver."""
+    try:
+        await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with trio.CancelScope(shield=True), trio.move_on_after(KILL_WAIT):
+                await process.wait()
 
 
 async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[str]:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import signal
 import sys
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +17,9 @@ import trio
 from .. import errors
 
 if TYPE_CHECKING:
-    from ..bench import Options
+    from ..bench import Options, Report
+
+EXIT_INTERRUPTED = 130
 
 __all__ = ["add_parser"]
 
@@ -92,6 +97,24 @@ def _options(args: argparse.Namespace) -> Options:
     )
 
 
+async def _until_signalled(run: Callable[[], Awaitable[Report]]) -> Report | None:
+    """The run, or None once SIGINT/SIGTERM cancelled it (its agents and peers are
+    stopped on the way out: each is owned by the nursery that started it)."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            result: list[Report] = []
+
+            async def main() -> None:
+                result.append(await run())
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(main)
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                break
+    return result[0] if result else None
+
+
 def _run(args: argparse.Namespace) -> int:
     from ..bench import run_bench, table, write_json  # the driver loads the platform
 
@@ -102,7 +125,14 @@ def _run(args: argparse.Namespace) -> int:
         from ..bench._plot import check_plotting
 
         check_plotting()
-    report = trio.run(lambda: run_bench(options, show_progress=not args.no_progress))
+    report = trio.run(
+        _until_signalled, partial(run_bench, options, show_progress=not args.no_progress)
+    )
+    if report is None:
+        print(
+            "\nband-trio bench: interrupted; every process it started is stopped", file=sys.stderr
+        )
+        return EXIT_INTERRUPTED
     print(table(report))
     if args.json is not None:
         write_json(report, str(args.json))
