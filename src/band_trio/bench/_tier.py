@@ -139,7 +139,7 @@ async def load(tiers: list[Tier], rate: float, *, task_status: trio.TaskStatus[N
         cycles.append((tier, period))
     # One deadline for the whole burst: a runtime that cannot take every room's turn
     # in time is measured as it is, loaded past what it keeps up with (and said so).
-    with trio.move_on_after(max(t.bench.options.startup_deadline for t in tiers)):
+    with trio.move_on_after(max(t.bench.options.load_deadline for t in tiers)):
         for tier in tiers:
             for message in tier.posted:
                 await tier.subject.wait("enter", message)
@@ -174,13 +174,14 @@ async def settle(tier: Tier, scenarios: tuple[str, ...]) -> None:
     open_ = set(tier.posted)
 
     def settled() -> bool:
+        bench.watch.pump()
         for message in list(open_):
             marks = ("processed", message), ("failed", message)
-            if any(bench.watch.seen(mark) for mark in marks):
+            if any(bench.watch.indexed(mark) for mark in marks):
                 open_.discard(message)
         return not open_
 
-    with trio.move_on_after(bench.options.startup_deadline):
+    with trio.move_on_after(bench.options.load_deadline):
         await bench.platform.wait_until(settled)
     tier.posted.clear()
     after = await tier.live_tasks()

@@ -41,7 +41,9 @@ class LogWatch:
         return self.platform.request_log.next_seq
 
     def pump(self) -> None:
-        """Index every entry appended since the last call."""
+        """Index every entry appended since the last call (nothing to do if none was)."""
+        if self.platform.request_log.next_seq == self.cursor:
+            return
         entries = self.platform.log(self.cursor)
         if entries and entries[0].seq > self.cursor:
             self.lost += entries[0].seq - self.cursor
@@ -68,6 +70,10 @@ class LogWatch:
 
     def seen(self, key: Key) -> bool:
         self.pump()
+        return key in self._stamps
+
+    def indexed(self, key: Key) -> bool:
+        """`seen` without reading the log first: for a loop over many keys after one `pump`."""
         return key in self._stamps
 
     async def wait(self, key: Key, position: int = 0) -> float:

@@ -112,10 +112,21 @@ class RequestLog:
         self._changes.notify()
 
     def since(self, seq: int) -> list[AdminLogEntry]:
-        """The entries from `seq` on that the ring still holds."""
+        """The entries from `seq` on that the ring still holds.
+
+        A reader that keeps up asks for the last few entries of a long ring: they
+        are taken from its right end, in time proportional to how many there are,
+        not to the ring's length (a deque is walked from one end)."""
         if not self.entries:
             return []
         skip = max(seq - self.entries[0].seq, 0)
+        count = len(self.entries) - skip
+        if count <= 0:
+            return []
+        if count < skip:
+            tail = list(itertools.islice(reversed(self.entries), count))
+            tail.reverse()
+            return tail
         return list(itertools.islice(self.entries, skip, None))
 
     def count(self, name: str, n: int = 1) -> None:
