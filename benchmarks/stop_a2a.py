@@ -4,7 +4,7 @@
 
 The embedded platform and a band-trio agent running `A2AAdapter` share one
 process (one trio run); the peer is the a2a-sdk 1.3.0 server in its own
-process (tests/peers/a2a_server.py), streaming a long answer 20 ms a chunk.
+process (src/band_trio/bench/_peers/a2a_server.py), streaming a long answer 20 ms a chunk.
 Each trial waits until a fresh task has streamed 2 chunks, then sends an
 interrupt (or a stop) for the room. A stop trial then plays the room and
 interrupts the replayed answer, so every trial starts from an idle room. A

@@ -4,7 +4,7 @@
 
 The embedded platform and a band-trio agent running `OpenAIChatAdapter` share
 one process (one trio run); the model is a stubllm 0.1.5 server in its own
-process (tests/peers/stubllm_server.py), streaming the 80-chunk `[slow]`
+process (src/band_trio/bench/_peers/stubllm_server.py), streaming the 80-chunk `[slow]`
 answer 50 ms a chunk. Each trial waits until the server has sent 3 chunks of
 a fresh answer, then sends an interrupt (or a stop) for the room.
 

@@ -6,7 +6,7 @@ OpenCode adapter.
 The embedded platform and a band-trio agent running `OpenCodeAdapter` share
 one process (one trio run); `opencode serve` 1.18.33 (tests/peers/opencode.py,
 installed by `python3 dev.py test`) runs in its own process with a stubllm
-0.1.5 server (tests/peers/stubllm_server.py) as its model, streaming the
+0.1.5 server (src/band_trio/bench/_peers/stubllm_server.py) as its model, streaming the
 80-chunk `[slow]` answer 50 ms a chunk. Each trial waits until stubllm has
 sent 3 chunks of a fresh answer, then sends an interrupt (or a stop) for the
 room. All turns run in the room's one OpenCode session, so later prompts

@@ -78,6 +78,13 @@ class Policy:
     rest_backstop: float = 5.0
     """httpx2's own timeout is `request_deadline` plus this: a backstop behind trio's
     deadline, which is the one that governs."""
+    max_rooms: int = 100_000
+    """The most rooms the agent serves (the room list is read up to this many, 100 a
+    page; past it a warning names how many were left out). band-sdk stops at 5,000."""
+    rest_connections: int = 32
+    """HTTP connections the REST client keeps at most, every one of them kept alive:
+    a burst (every room's first `/next` at start-up) waits for one of them instead
+    of opening and closing connections, which overflowed a listener's backlog."""
     room_restart_base: float = 0.5
     """A room loop that crashed is restarted by its owner after this, doubling..."""
     room_restart_cap: float = 30.0
@@ -120,7 +127,7 @@ class Policy:
 
     def __post_init__(self) -> None:
         _check_numbers(self)
-        for name in ("max_attempts", "max_message_size"):
+        for name in ("max_attempts", "max_message_size", "rest_connections", "max_rooms"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Policy.{name} must be >= 1")
 
@@ -139,6 +146,10 @@ class PlatformPolicy:
     """...then gives in-flight HTTP requests this long (hypercorn's `graceful_timeout`)..."""
     shutdown_deadline: float = 5.0
     """...and everything left is cancelled this long after the shutdown began."""
+    listen_backlog: int = 1024
+    """The listening socket's backlog (hypercorn's default, 100, dropped SYNs — a
+    second's retransmission each — when thousands of rooms' requests arrived at once;
+    the kernel caps it at `net.core.somaxconn`)."""
     outbound_queue: int = 4096
     """Frames a connection may have waiting to be sent before it counts as stuck
     (and is aborted; the agent resyncs through `/next`)."""
@@ -158,7 +169,13 @@ class PlatformPolicy:
 
     def __post_init__(self) -> None:
         _check_numbers(self)
-        for name in ("outbound_queue", "max_request_body", "max_ws_message", "log_entries"):
+        for name in (
+            "outbound_queue",
+            "max_request_body",
+            "max_ws_message",
+            "log_entries",
+            "listen_backlog",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"PlatformPolicy.{name} must be >= 1")
 

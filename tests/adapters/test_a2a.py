@@ -1,7 +1,7 @@
 """The A2A adapter against a real a2a-sdk 1.3.0 server, driven by a real agent.
 
 Every test runs the embedded platform and an agent over loopback, and the
-a2a-sdk peer (tests/peers/a2a_server.py) in its own process. What the peer
+a2a-sdk peer (src/band_trio/bench/_peers/a2a_server.py) in its own process. What the peer
 did — each request, each `CancelTask`, each task's terminal state — is the
 server's own record (`peer.events(...)`), not an inference from the client.
 

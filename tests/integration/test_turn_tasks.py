@@ -6,7 +6,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from band_trio import Turn
+from band_trio import Policy, Turn
 from band_trio.platform import Platform
 from support import Recorder, running_agent, status
 
@@ -67,3 +67,28 @@ async def test_aborted_turns_leave_no_task_behind(platform: Platform) -> None:
             assert len(running.tasks.living) <= baseline, sorted(
                 t.name for t in running.tasks.living
             )
+
+
+async def test_a_mark_cut_off_by_the_cleanup_grace_is_retried_soon(platform: Platform) -> None:
+    """1,000 turns interrupted at once queue 2,000 requests at the client: some marks
+    cannot go out within `cleanup_grace`. The message is then ack-pending (never run
+    again) and its mark must be retried within about a grace, not at the next
+    reconcile a minute later. Here the first mark is answered 503 with a long
+    Retry-After, so the settle's grace ends first."""
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    entered = trio.Event()
+
+    async def hold(turn: Turn) -> None:
+        entered.set()
+        await trio.sleep_forever()
+
+    policy = Policy(cleanup_grace=0.2, reconcile_interval=600, reconcile_interval_max=600)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(hold), policy=policy):
+            message = platform.post_message(info.room_id, info.user_id, "hold")
+            await entered.wait()
+            platform.faults.fail_rest("processed", 503, retry_after=5)
+            platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
+            with trio.fail_after(3):  # a few graces, far less than the reconcile
+                await platform.wait_until(lambda: status(platform, message) == "processed")

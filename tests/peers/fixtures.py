@@ -349,7 +349,7 @@ async def stubllm_peer(
 ) -> AsyncIterator[Peer]:
     """stubllm 0.1.5 (OpenAI-compatible chat completions, SSE) on 127.0.0.1.
 
-    Choose a fixture with a marker in a user message (tests/peers/stubllm_fixtures.yaml):
+    Choose a fixture with a marker in a user message (bench/_peers/stubllm_fixtures.yaml):
     ``[slow]`` 80 chunks ``chunk_delay_ms`` apart; ``[quick]``; ``[tool]`` a tool call, then a
     plain answer once the conversation holds a tool message; ``[tool-slow]`` a tool call, then
     a slow answer; ``[tools2]`` two parallel tool calls; ``[sequence]`` stubllm's stateful

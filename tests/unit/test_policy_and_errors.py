@@ -99,6 +99,14 @@ def test_the_platform_policy_is_validated_like_the_agent_policy() -> None:
         PlatformPolicy(close_grace=-1)
     with pytest.raises(ValueError, match="outbound_queue"):
         PlatformPolicy(outbound_queue=0)
+    with pytest.raises(ValueError, match="listen_backlog"):
+        PlatformPolicy(listen_backlog=0)
+
+
+def test_the_rest_client_keeps_at_least_one_connection() -> None:
+    assert Policy().rest_connections == 32
+    with pytest.raises(ValueError, match="rest_connections"):
+        Policy(rest_connections=0)
 
 
 def test_every_policy_field_is_read_by_the_code() -> None:

@@ -41,6 +41,8 @@ class Options:
     deadline: float = 10.0
     """How long one observation may take before the trial counts as a failure."""
     startup_deadline: float = 120.0
+    exit_deadline: float = 60.0
+    """How long an agent may take to exit after SIGTERM before it is killed."""
     load_deadline: float = 60.0
     """How long every busy room may take to start its first turn, and every busy
     message to settle after a scenario."""

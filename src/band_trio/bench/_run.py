@@ -126,16 +126,18 @@ async def _signal_tier(bench: Bench, runtimes: list[Runtime], n: int, *, remote:
             identity = create_identity(bench, runtime, n, f"{runtime}-{n}")
             tiers.append(await open_tier(bench, nursery, identity, "start-up"))
             progress.step(f"{runtime} started ({n} rooms)")
+        given_up: set[Tier] = set()
         try:
             for name, filed, trial, everywhere in SCENARIOS:
                 if not everywhere and not remote:
                     continue
                 trials = options.trials if everywhere else options.remote_trials
+                active = [t for t in tiers if t not in given_up]
                 async with trio.open_nursery() as load_nursery:
-                    if any(t.busy for t in tiers):
+                    if any(t.busy for t in active):
                         progress.note(f"{name}, {n} rooms: starting the load")
-                        await load_nursery.start(load, tiers, options.load_rate)
-                    failing = dict.fromkeys(tiers, 0)
+                        await load_nursery.start(load, active, options.load_rate)
+                    failing = {t: GIVE_UP if t in given_up else 0 for t in tiers}
                     for i in range(trials):
                         for tier in tiers if i % 2 == 0 else tiers[::-1]:
                             if failing[tier] >= GIVE_UP:
@@ -147,13 +149,14 @@ async def _signal_tier(bench: Bench, runtimes: list[Runtime], n: int, *, remote:
                                 failing[tier] + 1 if bench.failures(tier.runtime) > before else 0
                             )
                             if failing[tier] == GIVE_UP:
+                                given_up.add(tier)
                                 bench.notes.append(
                                     f"{tier.runtime}, {name}, {n} rooms: {GIVE_UP} trials in a row "
-                                    f"failed; its other trials were not run"
+                                    f"failed; its other trials at {n} rooms were not run"
                                 )
                             progress.step(f"{name}, {n} rooms, {tier.runtime}")
                     load_nursery.cancel_scope.cancel()
-                for tier in tiers:
+                for tier in active:
                     progress.note(f"{name}, {n} rooms: settling {tier.runtime}")
                     await settle(tier, filed)
             if remote:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -100,11 +101,10 @@ async def open_tier(bench: Bench, nursery: trio.Nursery, identity: Identity, sce
         watch.pump()
         return len(watch.synced.get(agent, ())) >= n or subject.process.returncode is not None
 
-    deadline = bench.options.startup_deadline
-    connected = await timed(deadline, lambda: watch.wait(("connected", agent)))
-    with trio.move_on_after(deadline):
+    connected: float | None = None
+    with trio.move_on_after(bench.options.startup_deadline):  # one deadline for all three
+        connected = await watch.wait(("connected", agent))
         await platform.wait_until(joined)
-    with trio.move_on_after(deadline):
         await platform.wait_until(synced)
     got_joined = watch.joined.get(agent, {})
     got_synced = watch.synced.get(agent, {})
@@ -194,8 +194,10 @@ async def settle(tier: Tier, scenarios: tuple[str, ...]) -> None:
         leaked = max(0, after - tier.baseline_tasks) if ok else None  # type: ignore[operator]
         bench.leaked[(tier.runtime, scenario, tier.rooms)] = leaked
     if open_:
+        agent = tier.identity.agent_id
+        states = Counter(bench.platform.delivery(m)[agent]["status"] for m in open_)
         bench.metric(tier.runtime, scenarios[0], tier.rooms, "busy messages settled").add(
-            None, f"{len(open_)} busy messages never settled"
+            None, f"{len(open_)} busy messages never settled ({dict(states)})"
         )
 
 
@@ -215,8 +217,8 @@ async def teardown(tier: Tier, scenario: str, *, busy: bool) -> None:
             if await timed(lead, partial(tier.subject.wait, "enter", message)) is None:
                 status = bench.platform.delivery(message)[tier.identity.agent_id]["status"]
                 series.add(None, f"{started} of {len(messages)} busy turns started ({status})")
-                await tier.subject.terminate(bench.options.startup_deadline)
+                await tier.subject.terminate(bench.options.exit_deadline)
                 return
         await trio.sleep_until(trio.current_time() + (end - TEARDOWN_TAIL - time.perf_counter()))
-    took = await tier.subject.terminate(bench.options.startup_deadline)
-    series.add(took, f"still running {bench.options.startup_deadline:.0f} s after SIGTERM: killed")
+    took = await tier.subject.terminate(bench.options.exit_deadline)
+    series.add(took, f"still running {bench.options.exit_deadline:.0f} s after SIGTERM: killed")

@@ -56,7 +56,7 @@ _UNSENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
 _POST_CODES: Codes = {"forbidden": errors.ExecutionStoppedError}
 """A post to a room answered 403 `forbidden` met the platform's stopped gate
 (spec/wire.md §3.6): the only refusal a post gets for a room the agent is in."""
-_MAX_ROOM_PAGES = 50
+_ROOM_PAGE = 100
 _encoder = msgspec.json.Encoder()
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
@@ -116,6 +116,10 @@ class RestClient:
             headers={"X-API-Key": api_key, "content-type": "application/json"},
             # A backstop only: trio deadlines from the policy govern every call.
             timeout=httpx2.Timeout(self._policy.request_deadline + self._policy.rest_backstop),
+            limits=httpx2.Limits(
+                max_connections=self._policy.rest_connections,
+                max_keepalive_connections=self._policy.rest_connections,
+            ),
             transport=transport,
         )
 
@@ -243,11 +247,15 @@ class RestClient:
         return await self._data("GET", "me", AgentProfile, retry_unsent=False)
 
     async def rooms(self) -> list[RoomSummary]:
-        """Every room the agent is in, page by page (at most 50 pages of 100)."""
+        """Every room the agent is in, page by page, up to `Policy.max_rooms`.
+
+        band-sdk stops at 50 pages (5,000 rooms) without a word; here the bound is a
+        policy and reaching it is logged, naming how many rooms were left out."""
         found: list[RoomSummary] = []
-        for page in range(1, _MAX_ROOM_PAGES + 1):
+        pages = -(-self._policy.max_rooms // _ROOM_PAGE)
+        for page in range(1, pages + 1):
             result = await self._call(
-                "GET", "chats", RoomPage, params={"page": page, "page_size": 100}
+                "GET", "chats", RoomPage, params={"page": page, "page_size": _ROOM_PAGE}
             )
             if result is None:
                 raise errors.PlatformProtocolError("GET chats: 204 where a page was due")
@@ -255,7 +263,16 @@ class RestClient:
             total = result.metadata.total_pages
             if not result.data or total is None or page >= total:
                 break
-        return found
+        else:
+            if len(found) >= self._policy.max_rooms:
+                log.warning(
+                    "the agent is in more than %d rooms (Policy.max_rooms): only the first "
+                    "%d are served; %s in all",
+                    self._policy.max_rooms,
+                    self._policy.max_rooms,
+                    result.metadata.total_count if result is not None else "more",
+                )
+        return found[: self._policy.max_rooms]
 
     async def next_message(self, room_id: str) -> ChatMessage | None:
         """The oldest message not yet processed for this agent, or None (204)."""

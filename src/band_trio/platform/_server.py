@@ -115,6 +115,7 @@ async def _serve(
         config.errorlog = logger
         config.graceful_timeout = server.policy.request_grace
         config.websocket_max_message_size = server.policy.max_ws_message
+        config.backlog = server.policy.listen_backlog
         hypercorn_stop = trio.Event()
         app: Any = App(platform)  # hypercorn's Framework type wants TypedDict scopes
         with server.scope:

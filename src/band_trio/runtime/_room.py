@@ -202,9 +202,18 @@ class Room:
                 nursery.cancel_scope.cancel()
 
     def _after_unit(self, message_id: str, moved: bool) -> None:
-        """Tell the pass in progress (if the unit came from it) whether the message moved on."""
+        """Tell the pass in progress (if the unit came from it) whether the message moved on.
+
+        A mark that did not land (its settle overran, e.g. behind a thousand others at
+        the client after an agent-wide interrupt) leaves the message ack-pending: a
+        pass retries just the mark, brought forward to one cleanup grace from now
+        rather than left to the next reconcile."""
         if self._pass is not None:
             self._pass.outcome(message_id, moved)
+        if not moved and self.ledger.standing(message_id) is Standing.ACK_PENDING:
+            soon = trio.current_time() + self._ctx.policy.cleanup_grace
+            if soon < self._reconcile_at:
+                self._reconcile_at = soon
 
     async def _find_work(self) -> Message | None:
         """The next message to run, in order; None once draining."""

@@ -160,9 +160,12 @@ async def settle(
             if outcome is Outcome.FAILED and moved:
                 await _error_event(rest, turn)
     if bounded.cancelled_caught:
-        log.warning(
+        # An aborted turn's mark is retried within a grace (the room brings its pass
+        # forward); after an agent-wide interrupt of a thousand rooms this is routine.
+        log.log(
+            logging.INFO if outcome is Outcome.ABORTED else logging.WARNING,
             "room %s: settling %s (%s) overran its %.1fs grace; any mark not sent stays "
-            "ack-pending",
+            "ack-pending and is retried",
             room_id,
             turn.message.id,
             outcome.value,
