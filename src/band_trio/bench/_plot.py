@@ -15,6 +15,8 @@ PLOTTED = (
     ("stop", "signal → working:false arrives"),
     ("play", "signal → adapter re-entered"),
     ("remote stop: command", "interrupt → process group gone"),
+    ("remote stop: stubllm", "interrupt → stubllm generator cancelled"),
+    ("remote stop: a2a", "interrupt → a2a-sdk task CANCELED"),
 )
 
 

@@ -14,6 +14,9 @@ subject streams with httpx and, for A2A, sends `tasks/cancel` on
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import trio
 
 from ._bench import since, timed
@@ -21,86 +24,86 @@ from ._peer import Event, Peer
 from ._protocol import A2A, LLM
 from ._tier import Tier
 
-__all__ = ["a2a_trial", "llm_trial"]
+__all__ = ["A2A_SCENARIO", "LLM_SCENARIO", "PeerScenario", "a2a_trial", "llm_trial", "peer_trial"]
 
 LLM_PROMPT = "[slow] tell me a long story"
 A2A_PROMPT = "mode=normal chunks=2000 delay=0.02"
 
 
-async def _signal_and_wait(tier: Tier, message: str) -> tuple[int, float | None]:
-    bench, agent = tier.bench, tier.identity.agent_id
+@dataclass(frozen=True)
+class PeerScenario:
+    """What one peer's trial looks for in the peer's own events."""
+
+    scenario: str
+    metric: str
+    command: str
+    url_key: str
+    """The `ready` event's field with the URL the adapter is given."""
+    prompt: str
+    started: str
+    """The event that says the remote work began; its `key` names the work."""
+    key: str
+    progressing: Callable[[Event], bool]
+    """Enough of the work has happened to abort it mid-way."""
+    ended: str
+    """The event that ends the interval (for this work)."""
+    ended_well: Callable[[Event], bool] = lambda e: True
+
+
+LLM_SCENARIO = PeerScenario(
+    "remote stop: stubllm", "interrupt → stubllm generator cancelled", LLM, "base_url",
+    LLM_PROMPT, "stream_started", "req",
+    lambda e: e.get("event") == "chunk" and int(e["count"]) >= 3,
+    "stream_cancelled",
+)  # fmt: skip
+A2A_SCENARIO = PeerScenario(
+    "remote stop: a2a", "interrupt → a2a-sdk task CANCELED", A2A, "url",
+    A2A_PROMPT, "execute_started", "task_id",
+    lambda e: e.get("event") == "chunk_sent" and int(e["index"]) >= 1,
+    "terminal", lambda e: e.get("state") == "TASK_STATE_CANCELED",
+)  # fmt: skip
+
+
+async def peer_trial(tier: Tier, peer: Peer, how: PeerScenario) -> None:
+    """Start remote work on the peer, abort it mid-way, time the peer's own record."""
+    bench, deadline, agent = tier.bench, tier.bench.options.deadline, tier.identity.agent_id
+    series = bench.metric(tier.runtime, how.scenario, tier.rooms, how.metric, "push")
+    first = len(peer.events)
+    message = bench.post(tier.target, f"{how.command} {peer.ready[how.url_key]} {how.prompt}")
+
+    def started(e: Event) -> bool:
+        return e.get("event") == how.started
+
+    begun = await timed(deadline, lambda: peer.wait(first, started))
+    if begun is None:
+        series.add(None, "the remote work never started")
+        return
+    work = begun[how.key]
+
+    def progressing(e: Event) -> bool:
+        return e.get(how.key) == work and how.progressing(e)
+
+    def ended(e: Event) -> bool:
+        return e.get("event") == how.ended and e.get(how.key) == work
+
+    if await timed(deadline, lambda: peer.wait(first, progressing)) is None:
+        series.add(None, "the remote work made no progress")
+        return
     await trio.sleep(bench.options.settle)
     position = bench.watch.position
     bench.platform.send_control(agent, "interrupt", room_id=tier.target)
-    sent = await timed(
-        bench.options.deadline, lambda: bench.watch.wait(("control", agent), position)
-    )
-    return position, sent
+    sent = await timed(deadline, lambda: bench.watch.wait(("control", agent), position))
+    end = await timed(deadline, lambda: peer.wait(first, ended))
+    if end is not None and not how.ended_well(end):
+        series.add(None, f"the remote work ended {end}")
+    else:
+        series.add(since(end["perf"] if end else None, sent), "the remote work went on")
+    await timed(deadline, lambda: bench.watch.wait(("processed", message), position))
 
 
 async def llm_trial(tier: Tier, peer: Peer) -> None:
-    bench, deadline = tier.bench, tier.bench.options.deadline
-    series = bench.metric(
-        tier.runtime, "remote stop: stubllm", tier.rooms,
-        "interrupt → stubllm generator cancelled", "push",
-    )  # fmt: skip
-    since_event = len(peer.events)
-    message = bench.post(tier.target, f"{LLM} {peer.ready['base_url']} {LLM_PROMPT}")
-    started = await timed(
-        deadline, lambda: peer.wait(since_event, lambda e: e.get("event") == "stream_started")
-    )
-    if started is None:
-        series.add(None, "the stream never started")
-        return
-    req = started["req"]
-
-    def streaming(e: Event) -> bool:
-        return e.get("event") == "chunk" and e.get("req") == req and int(e["count"]) >= 3
-
-    if await timed(deadline, lambda: peer.wait(since_event, streaming)) is None:
-        series.add(None, "the stream sent no chunks")
-        return
-    position, sent = await _signal_and_wait(tier, message)
-    cancelled = await timed(
-        deadline,
-        lambda: peer.wait(
-            since_event, lambda e: e.get("event") == "stream_cancelled" and e.get("req") == req
-        ),
-    )
-    series.add(since(cancelled["perf"] if cancelled else None, sent), "the stream went on")
-    await timed(deadline, lambda: bench.watch.wait(("processed", message), position))
+    await peer_trial(tier, peer, LLM_SCENARIO)
 
 
 async def a2a_trial(tier: Tier, peer: Peer) -> None:
-    bench, deadline = tier.bench, tier.bench.options.deadline
-    series = bench.metric(
-        tier.runtime, "remote stop: a2a", tier.rooms,
-        "interrupt → a2a-sdk task CANCELED", "push",
-    )  # fmt: skip
-    since_event = len(peer.events)
-    message = bench.post(tier.target, f"{A2A} {peer.ready['url']} {A2A_PROMPT}")
-    started = await timed(
-        deadline, lambda: peer.wait(since_event, lambda e: e.get("event") == "execute_started")
-    )
-    if started is None:
-        series.add(None, "the task never started")
-        return
-    task = started["task_id"]
-
-    def streaming(e: Event) -> bool:
-        return e.get("event") == "chunk_sent" and e.get("task_id") == task and int(e["index"]) >= 1
-
-    if await timed(deadline, lambda: peer.wait(since_event, streaming)) is None:
-        series.add(None, "the task streamed nothing")
-        return
-    position, sent = await _signal_and_wait(tier, message)
-
-    def terminal(e: Event) -> bool:
-        return e.get("event") == "terminal" and e.get("task_id") == task
-
-    ended = await timed(deadline, lambda: peer.wait(since_event, terminal))
-    if ended is not None and ended.get("state") != "TASK_STATE_CANCELED":
-        series.add(None, f"the task ended {ended.get('state')}")
-    else:
-        series.add(since(ended["perf"] if ended else None, sent), "the task was never canceled")
-    await timed(deadline, lambda: bench.watch.wait(("processed", message), position))
+    await peer_trial(tier, peer, A2A_SCENARIO)

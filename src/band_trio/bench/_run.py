@@ -114,7 +114,15 @@ async def run_bench(options: Options, *, show_progress: bool = True) -> Report:
     for series in bench.series.values():
         leaked = bench.leaked.get((series.runtime, series.scenario, series.rooms))
         rows.append(Row.of(series, composed, leaked))
-    return Report(options, tuple(rows), {**floors, **composed}, lost, trio.current_time() - started)
+    return Report(
+        options=options,
+        rows=tuple(rows),
+        floors_ms={**floors, **composed},
+        log_entries_lost=lost,
+        seconds=trio.current_time() - started,
+        skipped=tuple(bench.skipped),
+        notes=tuple(bench.notes),
+    )
 
 
 async def _signal_tier(bench: Bench, runtimes: list[Runtime], n: int, *, remote: bool) -> None:

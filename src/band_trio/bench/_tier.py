@@ -210,7 +210,7 @@ async def teardown(tier: Tier, scenario: str, *, busy: bool) -> None:
     floor = f"tail:{TEARDOWN_TAIL}" if busy else None
     series = bench.metric(tier.runtime, scenario, n, name, floor)
     if busy:
-        lead = 2.0 + 0.005 * len(tier.busy)
+        lead = 3.0 + 0.01 * len(tier.busy)  # time for every busy room to start its turn
         end = time.perf_counter() + lead + TEARDOWN_TAIL
         messages = [bench.post(room, f"{BUSY} {end}") for room in tier.busy]
         for started, message in enumerate(messages):
