@@ -55,6 +55,13 @@ def add_parser(commands: Any) -> None:
         metavar="MODULE:FUNC",
         help="with --tool: FUNC(adapter, room_id) returns the OpenAI-style messages it keeps",
     )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        metavar="SECONDS",
+        help="how long a turn may take to start its remote work before the probes take it "
+        "that it has none (default: the kit's, 0.3 s; a slow peer needs more)",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results here")
     parser.set_defaults(run=_run)
 
@@ -69,7 +76,15 @@ def _run(args: argparse.Namespace) -> int:
     if (args.tool is None) != (args.transcript is None):
         raise errors.ConfigurationError("--tool and --transcript go together")
     transcript = None if args.transcript is None else load_callable(args.transcript)
-    prompts = {"long_prompt": args.long, "quick_prompt": args.quick}
+    if args.settle is not None and not 0 < args.settle < 600:
+        raise errors.ConfigurationError(
+            f"--settle takes seconds between 0 and 600, not {args.settle}"
+        )
+    prompts: dict[str, Any] = {
+        "long_prompt": args.long,
+        "quick_prompt": args.quick,
+        "settle": args.settle,
+    }
     subject = Subject(
         lambda: load_adapter(args.adapter),
         **{name: text for name, text in prompts.items() if text is not None},

@@ -145,27 +145,29 @@ async def run_command(
             proc = group.proc
             assert proc.stdin is not None and proc.stdout is not None
             assert proc.stderr is not None
+            # The pipes are served in a shielded scope: a cancel of the turn reaches
+            # this task alone, which sends SIGTERM first and only then ends them, so
+            # the signal never waits for three other tasks to unwind.
+            pipes = trio.CancelScope(shield=True)
             try:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_feed, proc.stdin, input)
-                    nursery.start_soon(_read, proc.stdout, out)
-                    nursery.start_soon(_read, proc.stderr, err)
+                    nursery.start_soon(_serve_pipes, pipes, proc, input, out, err)
                     try:
                         await group.leader_exited()
-                    except trio.Cancelled:
-                        # Aborted: SIGTERM now, in this task, rather than after the
-                        # pipe readers have unwound; the remote stop confirms the end
-                        # and escalates to SIGKILL (its `took` counts from here).
+                    except BaseException:
+                        # Aborted (or failing): SIGTERM now; the remote stop confirms
+                        # the end and escalates to SIGKILL (its `took` counts from here).
                         group.terminate()
+                        pipes.cancel()
                         raise
                     returncode = await group.clear(grace)
                     work.finished()  # nothing of it is left: no stop to send
                     # The pipes are at EOF now, unless a process that left the group
                     # holds them: give up on that one's output after the grace.
-                    nursery.cancel_scope.deadline = trio.current_time() + grace
+                    pipes.deadline = trio.current_time() + grace
             finally:
                 _close_pipes(proc)
-            if nursery.cancel_scope.cancelled_caught:
+            if pipes.cancelled_caught:
                 log.warning(
                     "room %s: %s %d: its output pipes outlived the group; stopped reading",
                     turn.room_id,
@@ -182,6 +184,22 @@ async def run_command(
         stdout_dropped=out.dropped,
         stderr_dropped=err.dropped,
     )
+
+
+async def _serve_pipes(
+    scope: trio.CancelScope,
+    proc: trio.Process,
+    input: bytes,
+    out: _Capture,
+    err: _Capture,
+) -> None:
+    """Feed stdin and read stdout and stderr, under `scope` (see `run_command`)."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    with scope:
+        async with trio.open_nursery() as pipes:
+            pipes.start_soon(_feed, proc.stdin, input)
+            pipes.start_soon(_read, proc.stdout, out)
+            pipes.start_soon(_read, proc.stderr, err)
 
 
 async def _spawn(
