@@ -112,6 +112,46 @@ def test_bad_flags_are_one_line_and_exit_2(flags: list[str], says: str) -> None:
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+async def _gone(pids: list[int]) -> None:
+    """Wait (caller's deadline) until none of `pids` is alive: a pidfd per process."""
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            await trio.lowlevel.wait_readable(fd)
+        finally:
+            os.close(fd)
+
+
+@pytest.mark.timeout(120)
+async def test_kill_9_mid_run_leaves_no_process_behind() -> None:
+    """The driver killed outright cannot stop anything: each agent and peer sees the
+    end of file on the stdin the driver held, and exits by itself."""
+    marker = uuid.uuid4().hex
+    env = {**os.environ, "BAND_BENCH_RUN": marker}
+    argv = [sys.executable, "-m", "band_trio", "bench", "--quick", "--peer", "band-sdk"]
+    with trio.fail_after(100):
+        process = await trio.lowlevel.open_process(
+            argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        assert process.stderr is not None
+        seen = b""
+        async for chunk in process.stderr:
+            seen += chunk
+            if b"remote stop: stubllm: starting the peer" in seen:  # agents and a peer up
+                break
+        running = [pid for pid in _processes_marked(marker) if pid != process.pid]
+        assert len(running) >= 2  # both agents (and the stubllm peer once it is up)
+        process.kill()
+        await process.wait()
+        await _gone(running)
+        while left := _processes_marked(marker):  # one started as the driver died
+            await _gone(left)
+    assert _processes_marked(marker) == []
+
+
 @pytest.mark.timeout(120)
 async def test_sigterm_mid_run_stops_every_process_it_started(tmp_path: Path) -> None:
     """Once both agents are up and trials run, SIGTERM ends the bench with 130 and a

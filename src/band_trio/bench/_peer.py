@@ -24,6 +24,8 @@ from typing import Any
 
 import trio
 
+from ._protocol import ORPHAN_ENV
+
 __all__ = ["PEERS", "Event", "Peer", "open_peer", "peer_missing"]
 
 PEERS = Path(__file__).resolve().parent / "_peers"
@@ -31,6 +33,12 @@ START_DEADLINE = 30.0
 STOP_DEADLINE = 5.0
 
 Event = dict[str, Any]
+
+_EXIT_WITH_DRIVER = (
+    "import runpy, sys; from band_trio.bench._protocol import exit_with_driver; "
+    "exit_with_driver(); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+"""Run a peer script so that it exits when the driver dies (its stdin's end of file)."""
 
 
 def peer_missing(name: str) -> str | None:
@@ -90,13 +98,13 @@ async def open_peer(name: str, script: str, *args: str) -> AsyncIterator[Peer]:
         os.mkfifo(fifo)
         stream = trio.lowlevel.FdStream(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
         writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        argv = [sys.executable, str(PEERS / script), "--port", "0"]
+        argv = [sys.executable, "-c", _EXIT_WITH_DRIVER, str(PEERS / script), "--port", "0"]
         argv += ["--ready-file", os.path.join(folder, "ready"), "--events-file", fifo, *args]
         try:
             async with trio.open_nursery() as nursery:
                 process = await trio.lowlevel.open_process(
-                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
+                    argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, env={**os.environ, ORPHAN_ENV: "1"},
                 )  # fmt: skip
                 peer = Peer(name, process)
                 nursery.start_soon(_read, peer, stream)

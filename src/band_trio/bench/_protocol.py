@@ -12,8 +12,10 @@ the standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass
 
@@ -27,6 +29,7 @@ __all__ = [
     "Command",
     "Observation",
     "command_script",
+    "exit_with_driver",
     "observe",
     "parse_command",
     "parse_observation",
@@ -87,6 +90,29 @@ def observe(kind: str, message_id: str, n: int | None = None) -> None:
     if n is not None:
         line["n"] = n
     os.write(STDOUT, (json.dumps(line) + "\n").encode())
+
+
+ORPHAN_ENV = "BAND_BENCH_EXIT_WITH_DRIVER"
+"""Set by the driver, which holds the write end of the process's stdin."""
+
+
+def exit_with_driver() -> None:
+    """Exit at once when the driver is gone, even killed with SIGKILL.
+
+    The driver keeps our stdin's write end open and never writes; the kernel closes
+    it when the driver dies, and the read here sees the end of file. A thread does
+    the reading so that neither runtime's event loop is involved. Off unless the
+    driver set `ORPHAN_ENV` (a subject started by hand keeps running)."""
+    if os.environ.get(ORPHAN_ENV) != "1":
+        return
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            while os.read(0, 4096):
+                pass
+        os._exit(3)
+
+    threading.Thread(target=watch, name="exit-with-driver", daemon=True).start()
 
 
 def parse_observation(line: str) -> Observation | None:

@@ -22,7 +22,18 @@ import time
 import uuid
 from typing import Any
 
-from ._protocol import A2A, BUSY, CMD, HOLD, LLM, TASKS, command_script, observe, parse_command
+from ._protocol import (
+    A2A,
+    BUSY,
+    CMD,
+    HOLD,
+    LLM,
+    TASKS,
+    command_script,
+    exit_with_driver,
+    observe,
+    parse_command,
+)
 
 KILL_GRACE = 2.0
 CANCEL_DEADLINE = 5.0
@@ -148,6 +159,7 @@ async def _main(agent_id: str, api_key: str) -> None:
 def main() -> None:
     agent_id, api_key = sys.argv[1], sys.argv[2]
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    exit_with_driver()
     for key in list(os.environ):  # band-sdk's SessionConfig reads unprefixed variables
         if not key.startswith(("BAND_", "PATH", "HOME", "LANG", "LC_", "TMP", "PYTHON")):
             del os.environ[key]

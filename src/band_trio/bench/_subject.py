@@ -22,7 +22,7 @@ from typing import Literal
 
 import trio
 
-from ._protocol import Observation, parse_observation
+from ._protocol import ORPHAN_ENV, Observation, parse_observation
 
 __all__ = ["Identity", "Runtime", "Subject", "environment", "spawn", "start"]
 
@@ -136,8 +136,8 @@ async def spawn(
     grace: float = SHUTDOWN_GRACE,
 ) -> Subject:
     """Start the agent's process; its output is read by tasks in `nursery`."""
-    env = environment(identity, rest_url, ws_url)
-    return await start(nursery, identity, _command(identity, grace), env)
+    env = {**environment(identity, rest_url, ws_url), ORPHAN_ENV: "1"}
+    return await start(nursery, identity, _command(identity, grace), env, stdin=subprocess.PIPE)
 
 
 async def start(
@@ -166,6 +166,9 @@ async def _owned(process: trio.Process) -> None:
     try:
         await process.wait()
     finally:
+        if process.stdin is not None:  # its end of file tells a subject the driver is gone
+            with trio.CancelScope(shield=True):
+                await process.stdin.aclose()
         if process.returncode is None:
             process.kill()
             with trio.CancelScope(shield=True), trio.move_on_after(KILL_WAIT):

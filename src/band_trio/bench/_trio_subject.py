@@ -17,7 +17,18 @@ import trio
 
 from ..adapters import A2AAdapter, OpenAIChatAdapter
 from ..contract import Adapter, Turn, run_command
-from ._protocol import A2A, BUSY, CMD, HOLD, LLM, TASKS, command_script, observe, parse_command
+from ._protocol import (
+    A2A,
+    BUSY,
+    CMD,
+    HOLD,
+    LLM,
+    TASKS,
+    command_script,
+    exit_with_driver,
+    observe,
+    parse_command,
+)
 
 __all__ = ["BenchAdapter", "adapter", "live_tasks"]
 
@@ -85,4 +96,5 @@ def _until(argument: str) -> float:
 
 
 def adapter() -> BenchAdapter:
+    exit_with_driver()
     return BenchAdapter()
