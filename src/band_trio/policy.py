@@ -164,6 +164,23 @@ class PlatformPolicy:
     log_text_limit: int = 1024
     """...and cuts each logged body, frame or path to this many characters."""
 
+    # -- the browser console (`band-trio platform --console`) --------------------
+    console_push_interval: float = 0.05
+    """A console stream sends at most one state this often: changes in between (a
+    busy platform changes many times a millisecond) are coalesced into the next."""
+    console_keepalive: float = 15.0
+    """An idle console stream sends a comment this often, so a dead page is noticed."""
+    console_reconnect: float = 1.0
+    """How soon a page whose stream broke (a platform restart) tries again."""
+    console_messages: int = 200
+    """The newest messages of the selected room a console shows..."""
+    console_rooms: int = 500
+    """...and the rooms and agents it lists (the rest are counted)."""
+    console_presses: int = 20
+    """The interrupt/stop/play presses a console remembers, with their latencies..."""
+    console_press_window: float = 30.0
+    """...each watched this long in the request log for its effects."""
+
     def replace(self, **changes: float | int) -> PlatformPolicy:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
@@ -175,6 +192,9 @@ class PlatformPolicy:
             "max_ws_message",
             "log_entries",
             "listen_backlog",
+            "console_messages",
+            "console_rooms",
+            "console_presses",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"PlatformPolicy.{name} must be >= 1")
