@@ -11,6 +11,7 @@ connection or the other rooms.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -20,9 +21,9 @@ from ..link import Socket
 from ..policy import Policy
 from ..wire import AgentControl, MessageCreated, RoomAdded, RoomDeleted, RoomRemoved, Supersede
 from ._control import ControlLane
+from ._hosting import LinkedRoom, LinkedRooms
 from ._inbound import inbound
-from ._room import Room, chat_topic, participants_topic
-from ._rooms import Rooms
+from ._room import chat_topic, participants_topic
 
 __all__ = ["Connection", "join_topics"]
 
@@ -44,9 +45,16 @@ class Connection:
     """Routes one socket's pushes and joins rooms on it. Made by the link per socket."""
 
     def __init__(
-        self, *, agent_id: str, rooms: Rooms, control: ControlLane, policy: Policy
+        self,
+        *,
+        agent_id: str,
+        rooms: LinkedRooms,
+        control: ControlLane,
+        policy: Policy,
+        tap: Callable[[str, str, Any], None] | None = None,
     ) -> None:
         self._agent_id = agent_id
+        self._tap = tap
         self._rooms = rooms
         self._control = control
         self._policy = policy
@@ -65,7 +73,7 @@ class Connection:
         await socket.join(f"agent_control:{self._agent_id}")
         await socket.join(f"agent_rooms:{self._agent_id}")
 
-    async def join_room(self, room: Room) -> None:
+    async def join_room(self, room: LinkedRoom) -> None:
         """Join `room`'s topics on this connection (once), retrying refusals for this
         room alone; returns once it is joined or given up."""
         done = self._joins.get(room.id)
@@ -78,7 +86,7 @@ class Connection:
         finally:
             done.set()
 
-    async def _join_with_retries(self, room: Room) -> None:
+    async def _join_with_retries(self, room: LinkedRoom) -> None:
         socket = self.socket
         assert socket is not None
         policy = self._policy
@@ -115,10 +123,15 @@ class Connection:
     # -- pushes (called by the socket's reader: never awaits) -----------------
 
     def on_push(self, topic: str, event: str, payload: Any) -> None:
-        """Route one push."""
+        """Route one push, then show it to the tap (if any)."""
         if not self.live:
             log.debug("dropped %s from an older connection", event)
             return
+        self._route(topic, event, payload)
+        if self._tap is not None:
+            self._tap(topic, event, payload)
+
+    def _route(self, topic: str, event: str, payload: Any) -> None:
         if isinstance(payload, MessageCreated):
             if event != "message_created":
                 return

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..wire import AgentControl
 from ._context import Changes
-from ._room import Room
+from ._hosting import LinkedRoom
 
 __all__ = ["ControlLane", "SignalCounts"]
 
@@ -50,14 +50,14 @@ class ControlLane:
     def counts(self) -> SignalCounts:
         return SignalCounts(applied=self.applied, duplicates=self.duplicates)
 
-    def apply(self, signal: AgentControl, rooms: Mapping[str, Room]) -> None:
+    def apply(self, signal: AgentControl, rooms: Mapping[str, LinkedRoom]) -> None:
         """Route and apply one signal to `rooms`, now."""
         try:
             self._apply(signal, rooms)
         finally:
             self._changes.notify()
 
-    def _apply(self, signal: AgentControl, rooms: Mapping[str, Room]) -> None:
+    def _apply(self, signal: AgentControl, rooms: Mapping[str, LinkedRoom]) -> None:
         # A play is never a duplicate of a stop: the key includes the mode.
         key = (signal.correlation_id, signal.mode)
         if key in self._seen:

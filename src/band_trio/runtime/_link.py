@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 
@@ -34,8 +36,8 @@ from ..wire import AgentProfile, RefCounter
 from ._connection import Connection
 from ._context import Changes
 from ._control import ControlLane
+from ._hosting import LinkedRooms
 from ._reconnect import TERMINAL_CLOSE_CODES, TERMINAL_UPGRADE_STATUSES, Backoff
-from ._rooms import Rooms
 
 __all__ = ["Link", "LinkEnd", "LinkSettings"]
 
@@ -68,16 +70,20 @@ class Link:
         settings: LinkSettings,
         *,
         rest: RestClient,
-        adapter: Adapter,
-        rooms: Rooms,
+        adapter: Adapter | None,
+        rooms: LinkedRooms,
         control: ControlLane,
         policy: Policy,
         stats: SocketStats,
         refs: RefCounter,
         changes: Changes,
         disconnect_reason: errors.DisconnectReason | None = None,
+        tap: Callable[[str, str, Any], None] | None = None,
     ) -> None:
         self._settings = settings
+        self._tap = tap
+        """Shown every live push after the link routed it (the bridge forwards from it);
+        called on the socket's reader, so it must not block."""
         self._rest = rest
         self._adapter = adapter
         self._rooms = rooms
@@ -146,6 +152,8 @@ class Link:
 
     async def _adapter_started(self, profile: AgentProfile) -> errors.AdapterError | None:
         """`Adapter.on_started`, once per run before any room is served, under its deadline."""
+        if self._adapter is None:  # a link with no adapter behind it (the bridge)
+            return None
         info = AgentInfo(
             id=profile.id, name=profile.name, handle=profile.handle, description=profile.description
         )
@@ -172,6 +180,7 @@ class Link:
             rooms=self._rooms,
             control=self._control,
             policy=self._policy,
+            tap=self._tap,
         )
         refused: errors.PlatformResponseError | None = None
         failed: BaseException | None = None

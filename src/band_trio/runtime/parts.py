@@ -1,0 +1,55 @@
+"""The runtime's pieces another layer builds on — the bridge and its host.
+
+Not for agent authors (they use `Agent`): this is the seam where the bridge
+reuses the runtime instead of copying it.
+
+* The link supervisor (`Link`): the key check, one connection at a time with
+  backoff, room joins with retries, the room list read page by page, the
+  terminal-disconnect reasons, and the control lane's routing and dedup. It
+  drives any rooms that satisfy `LinkedRooms`/`LinkedRoom`, and shows every
+  push to an optional tap.
+* One turn's claim → run → settle (`run_turn`), for a host that receives a
+  message some other way than the socket.
+"""
+
+from __future__ import annotations
+
+from ._context import Changes as Changes
+from ._context import Journal as Journal
+from ._context import RoomContext as RoomContext
+from ._control import ControlLane as ControlLane
+from ._hosting import LinkedRoom as LinkedRoom
+from ._hosting import LinkedRooms as LinkedRooms
+from ._inbound import Inbound as Inbound
+from ._inbound import inbound as inbound
+from ._ledger import Ledger as Ledger
+from ._link import Link as Link
+from ._link import LinkEnd as LinkEnd
+from ._link import LinkSettings as LinkSettings
+from ._room import chat_topic as chat_topic
+from ._room import participants_topic as participants_topic
+from ._stops import RemoteStopLog as RemoteStopLog
+from ._turn import run_turn as run_turn
+from ._turn_state import AbortKind as AbortKind
+from ._turn_state import ActiveTurn as ActiveTurn
+
+__all__ = [
+    "AbortKind",
+    "ActiveTurn",
+    "Changes",
+    "ControlLane",
+    "Inbound",
+    "Journal",
+    "Ledger",
+    "Link",
+    "LinkEnd",
+    "LinkSettings",
+    "LinkedRoom",
+    "LinkedRooms",
+    "RemoteStopLog",
+    "RoomContext",
+    "chat_topic",
+    "inbound",
+    "participants_topic",
+    "run_turn",
+]
