@@ -1,4 +1,5 @@
-"""The `band-trio` command: `platform`, `agent`, `demo`, `ctl`, `conformance` and `bench`.
+"""The `band-trio` command: `platform`, `agent`, `demo`, `ctl`, `conformance`, `bench` and
+`runs-api`.
 
 Exit statuses: 0 success; 1 an unexpected error (a crash); 2 bad usage or
 configuration; 3 the platform ended the agent's session for good (terminal
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import errors
-from . import _agent, _bench, _conformance, _ctl, _demo, _platform
+from . import _agent, _bench, _conformance, _ctl, _demo, _platform, _runs_api
 from ._exits import EXIT_CONFIG as EXIT_CONFIG
 from ._exits import EXIT_CRASH as EXIT_CRASH
 from ._exits import EXIT_DISCONNECTED as EXIT_DISCONNECTED
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     _ctl.add_parser(commands)
     _conformance.add_parser(commands)
     _bench.add_parser(commands)
+    _runs_api.add_parser(commands)
     return parser
 
 
