@@ -1,0 +1,278 @@
+"""The raw ASGI app of the runs API: Hermes 0.19's routes, payloads and errors.
+
+    GET  /health                   {"status": "ok"} (no key needed)
+    POST /v1/runs                  202 {"run_id", "status": "started"}
+    GET  /v1/runs/{id}             the run's `hermes.run` status object
+    GET  /v1/runs/{id}/events      server-sent events (`id:` + `data:` lines)
+    POST /v1/runs/{id}/stop        200 {"run_id", "status": "stopping", ...}
+
+Hand-written, as the embedded platform's app is, because it sits inside the
+stop latency the benchmark reports: a request costs a path split, a key
+compare and one msgspec encode. Errors use Hermes' envelope
+(`{"error": {"message", "type", "param", "code"}}`); anything a route raises
+that is not an `HttpError` is logged and answered 500, so client input never
+takes the server down.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+from urllib.parse import parse_qsl
+
+import msgspec
+import trio
+
+from ._request import BadRequest, parse_run, parse_stop
+from ._run import Run
+from ._service import Draining, RunsService, TooManyRuns
+
+__all__ = ["RunsApp"]
+
+log = logging.getLogger("band_trio.runs")
+
+_encode = msgspec.json.Encoder().encode
+_JSON = (b"content-type", b"application/json")
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+_KEEPALIVE = b": keepalive\n\n"
+_CLOSED = b": stream closed\n\n"
+DISCONNECT_REASON = "the client disconnected"
+
+
+class HttpError(Exception):
+    """Raised by a route to answer with Hermes' error envelope."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        kind: str = "invalid_request_error",
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.kind = kind
+        self.headers = headers
+
+    def body(self) -> bytes:
+        return _encode(
+            {
+                "error": {
+                    "message": self.message,
+                    "type": self.kind,
+                    "param": None,
+                    "code": self.code,
+                }
+            }
+        )
+
+
+class _Gone(Exception):
+    """The client went away before its request body was complete."""
+
+
+def _not_found(run_id: str) -> HttpError:
+    return HttpError(404, "run_not_found", f"Run not found: {run_id}")
+
+
+class RunsApp:
+    """ASGI 3 application serving a `RunsService` behind a bearer key."""
+
+    def __init__(self, service: RunsService, api_key: str) -> None:
+        self.service = service
+        self._key = f"Bearer {api_key}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+
+    async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        method: str = scope["method"]
+        path: str = scope["path"]
+        try:
+            if path == "/health" and method == "GET":
+                await _json(send, 200, {"status": "ok", "platform": "band-trio"})
+                return
+            parts = path.strip("/").split("/")
+            if parts[:2] != ["v1", "runs"] or len(parts) > 4:
+                raise HttpError(404, "not_found", f"no route for {method} {path}")
+            self._authenticate(scope)
+            body = await self._read_body(scope, receive)
+            await self._route(method, parts[2:], scope, body, receive, send)
+        except _Gone:
+            return
+        except HttpError as exc:
+            headers = exc.headers
+            if exc.status in (401, 413):  # an unread body must not be parsed as the next request
+                headers = (*headers, (b"connection", b"close"))
+            await _send(send, exc.status, exc.body(), headers)
+        except Exception:
+            log.exception("%s %s failed", method, path)
+            error = HttpError(500, "internal_error", "internal error", "server_error")
+            await _send(send, 500, error.body())
+
+    def _authenticate(self, scope: dict[str, Any]) -> None:
+        for name, value in scope["headers"]:
+            if name == b"authorization" and hmac.compare_digest(value, self._key):
+                return
+        raise HttpError(401, "invalid_api_key", "Invalid API key")
+
+    async def _read_body(self, scope: dict[str, Any], receive: Any) -> bytes:
+        """The body, or a 413 once it is over the policy's limit (not read further)."""
+        limit = self.service.policy.max_body
+        too_large = HttpError(413, "payload_too_large", f"Request body over {limit} bytes")
+        for name, value in scope["headers"]:
+            if name == b"content-length" and (not value.isdigit() or int(value) > limit):
+                raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Gone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _route(
+        self,
+        method: str,
+        rest: list[str],
+        scope: dict[str, Any],
+        body: bytes,
+        receive: Any,
+        send: Any,
+    ) -> None:
+        allowed = "POST" if not rest or rest[1:] == ["stop"] else "GET"
+        if rest and (not rest[0] or rest[1:] not in ([], ["events"], ["stop"])):
+            raise HttpError(404, "not_found", f"no route for {method} {scope['path']}")
+        if method != allowed:
+            raise HttpError(405, "method_not_allowed", f"{method} is not allowed here")
+        if not rest:
+            await self._start(body, send)
+            return
+        run = self.service.runs.get(rest[0])
+        if run is None:
+            raise _not_found(rest[0])
+        if rest[1:] == ["stop"]:
+            await self._stop(run, scope, body, send)
+        elif rest[1:] == ["events"]:
+            await self._events(run, scope, receive, send)
+        else:
+            await _json(send, 200, run.status_body())
+
+    async def _start(self, body: bytes, send: Any) -> None:
+        try:
+            run = self.service.start(parse_run(body))
+        except BadRequest as exc:
+            raise HttpError(400, "invalid_request", str(exc)) from None
+        except TooManyRuns:
+            limit = self.service.policy.max_concurrent_runs
+            raise HttpError(
+                429,
+                "rate_limit_exceeded",
+                f"Too many concurrent runs (max {limit})",
+                "rate_limit_error",
+                ((b"retry-after", b"1"),),
+            ) from None
+        except Draining:
+            raise HttpError(
+                503, "gateway_draining", "The server is shutting down", "server_error"
+            ) from None
+        await _json(send, 202, {"run_id": run.id, "status": "started"})
+
+    async def _stop(self, run: Run, scope: dict[str, Any], body: bytes, send: Any) -> None:
+        try:
+            reason = parse_stop(body).reason
+        except BadRequest as exc:
+            raise HttpError(400, "invalid_request", str(exc)) from None
+        query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
+        wait = query.get("wait", "false").lower()
+        if wait not in ("true", "1", "false", "0"):
+            raise HttpError(400, "invalid_request", "'wait' must be true or false")
+        answer = await self.service.stop(run, reason, wait=wait in ("true", "1"))
+        await _json(send, 200, answer)
+
+    async def _events(self, run: Run, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Stream the run's events after `Last-Event-ID` (all of them without one),
+        until its terminal event; then `: stream closed` and the end of the body."""
+        after = 0
+        for name, value in scope["headers"]:
+            if name == b"last-event-id":
+                if not value.strip().isdigit():
+                    raise HttpError(400, "invalid_request", "Last-Event-ID must be an event id")
+                after = int(value)
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        run.subscribers += 1
+        left = False
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
+                await self._pump(run, after, send)
+                nursery.cancel_scope.cancel()
+            left = nursery.cancel_scope.cancelled_caught and not run.events.closed
+        finally:
+            run.subscribers -= 1
+        if left and run.request.on_disconnect == "cancel" and run.subscribers == 0:
+            run.stop(DISCONNECT_REASON)
+
+    async def _pump(self, run: Run, after: int, send: Any) -> None:
+        events = run.events
+        keepalive = self.service.policy.keepalive
+        position = after
+        while True:
+            frames = events.after(position)
+            if frames:
+                position = events.last_id
+                await send(
+                    {"type": "http.response.body", "body": b"".join(frames), "more_body": True}
+                )
+                continue
+            if events.closed:
+                break
+            with trio.move_on_after(keepalive) as idle:
+                await events.wait_changed()
+            if idle.cancelled_caught:
+                await send({"type": "http.response.body", "body": _KEEPALIVE, "more_body": True})
+        await send({"type": "http.response.body", "body": _CLOSED})
+
+
+async def _watch_disconnect(receive: Any, stream: trio.CancelScope) -> None:
+    """End the event stream when the client goes away (hypercorn says so on receive)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            stream.cancel(reason=DISCONNECT_REASON)
+            return
+
+
+async def _json(send: Any, status: int, value: Any) -> None:
+    await _send(send, status, _encode(value))
+
+
+async def _send(
+    send: Any, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    start = [_JSON, (b"content-length", str(len(body)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": start})
+    await send({"type": "http.response.body", "body": body})
