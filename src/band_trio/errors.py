@@ -13,7 +13,8 @@
     │   │   ├── ConflictError               409 / `connection_conflict`
     │   │   └── RateLimitedError            429 that outlived our retries
     │   └── JoinError                   the platform refused or ignored a channel join
-    └── AgentDisconnectedError      the platform ended the agent's session for good
+    ├── AgentDisconnectedError      the platform ended the agent's session for good
+    └── ForwardError                a bridge's target did not take a forward (status, exit, I/O)
 
 Every failure of the link is a `PlatformError`, so a caller that means "the
 platform did not do it" catches one class. Lower layers (httpx2,
@@ -135,3 +136,9 @@ class AgentDisconnectedError(BandTrioError):
     def __init__(self, reason: DisconnectReason) -> None:
         super().__init__(f"disconnected for good: {reason.reason}: {reason.message}")
         self.reason = reason
+
+
+class ForwardError(BandTrioError):
+    """A bridge target did not take a forward: an HTTP status other than 2xx, the
+    connection failing, a command exiting nonzero. The forward is not remembered as
+    delivered, so the event is forwarded again when it is redelivered."""
