@@ -1,0 +1,59 @@
+"""The bridge: forward the events of N agent identities to remote agents, and the
+host on the other end.
+
+* `Bridge` (`band-trio bridge --config FILE`) — per identity the runtime's link
+  (reconnects, terminal disconnects, signal dedup), per room a serial queue of
+  forwards, each in its own cancel scope; interrupt and stop cancel the forward
+  in flight and clear the queue behind it; play sends one `/next` catch-up per
+  room as tracked work; `GET /health` per identity. Targets: HTTP, A2A, command.
+* `HostApp` (`band-trio host --adapter MODULE:FACTORY`) — an ASGI app that
+  takes the bridge's envelopes and runs an adapter for each message with the
+  normal claim → run → settle; when the forward's request goes away, the turn
+  is cancelled.
+
+See docs/how-to/bridge.md.
+"""
+
+from __future__ import annotations
+
+from ._bridge import Bridge as Bridge
+from ._bridge import BridgeResult as BridgeResult
+from ._config import A2ATargetConfig as A2ATargetConfig
+from ._config import BridgeConfig as BridgeConfig
+from ._config import CommandTargetConfig as CommandTargetConfig
+from ._config import HttpTargetConfig as HttpTargetConfig
+from ._config import IdentityConfig as IdentityConfig
+from ._config import load_config as load_config
+from ._config import parse_config as parse_config
+from ._envelope import FORWARDED_EVENTS as FORWARDED_EVENTS
+from ._envelope import Envelope as Envelope
+from ._envelope import decode_envelope as decode_envelope
+from ._health import health_body as health_body
+from ._identity import IdentityStatus as IdentityStatus
+from ._policy import BridgePolicy as BridgePolicy
+from ._recorder import Received as Received
+from ._recorder import RecordingTarget as RecordingTarget
+from ._recorder import open_recording_target as open_recording_target
+from ._serve import serve_app as serve_app
+
+__all__ = [
+    "FORWARDED_EVENTS",
+    "A2ATargetConfig",
+    "Bridge",
+    "BridgeConfig",
+    "BridgePolicy",
+    "BridgeResult",
+    "CommandTargetConfig",
+    "Envelope",
+    "HttpTargetConfig",
+    "IdentityConfig",
+    "IdentityStatus",
+    "Received",
+    "RecordingTarget",
+    "decode_envelope",
+    "health_body",
+    "load_config",
+    "open_recording_target",
+    "parse_config",
+    "serve_app",
+]

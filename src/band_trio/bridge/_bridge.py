@@ -1,0 +1,129 @@
+"""The bridge: N agent identities, each its own runner, in one nursery.
+
+    Bridge.run (nursery)
+    ├── identity <name>         one runner each (`Identity.run`); one ending for
+    │                           good does not touch the others
+    └── health server           `GET /health`, if configured
+
+`run` returns once every identity has ended: all closed (`close()`, a signal),
+or ended for good; `BridgeResult.all_lost` says the second, and the CLI exits
+non-zero then. One `CapacityLimiter` caps the forwards in flight over every
+identity and room (`BridgePolicy.max_forwards`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import trio
+
+from ..policy import Policy
+from ..runtime.parts import Changes, LinkEnd
+from ._config import BridgeConfig
+from ._health import HealthApp
+from ._identity import Identity, IdentityStatus
+from ._policy import BridgePolicy
+from ._serve import serve_app
+
+__all__ = ["Bridge", "BridgeResult"]
+
+log = logging.getLogger("band_trio.bridge")
+
+
+@dataclass(frozen=True, slots=True)
+class BridgeResult:
+    """How each identity ended, by name."""
+
+    ends: Mapping[str, LinkEnd]
+
+    @property
+    def lost(self) -> list[str]:
+        """The identities that ended for good (not by being closed)."""
+        return [n for n, e in self.ends.items() if e.terminal is not None or e.error is not None]
+
+    @property
+    def all_lost(self) -> bool:
+        return bool(self.ends) and len(self.lost) == len(self.ends)
+
+
+class Bridge:
+    """Forwards the events of every configured identity to its target."""
+
+    def __init__(
+        self,
+        config: BridgeConfig,
+        *,
+        policy: Policy | None = None,
+        bridge_policy: BridgePolicy | None = None,
+    ) -> None:
+        self.config = config
+        self.policy = policy or Policy()
+        self.bridge_policy = bridge_policy or BridgePolicy()
+        self.changes = Changes()
+        self._limiter = trio.CapacityLimiter(self.bridge_policy.max_forwards)
+        self.identities = {
+            identity.name: Identity(
+                identity,
+                policy=self.policy,
+                bridge_policy=self.bridge_policy,
+                limiter=self._limiter,
+                changes=self.changes,
+            )
+            for identity in config.identities
+        }
+        self._closing = trio.Event()
+        self.health_port: int | None = None
+        """The port `GET /health` is served on, once serving."""
+
+    def statuses(self) -> list[IdentityStatus]:
+        return [identity.status() for identity in self.identities.values()]
+
+    @property
+    def healthy(self) -> bool:
+        return all(identity.connected for identity in self.identities.values())
+
+    def close(self) -> None:
+        """Stop gracefully: every link closes, forwards in flight get the grace."""
+        self._closing.set()
+        for identity in self.identities.values():
+            identity.close()
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once `predicate()` holds, re-checked at every change (a connect, a
+        room, a forward starting or ending, a signal). The caller sets the deadline."""
+        while not predicate():
+            await self.changes.wait()
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> BridgeResult:
+        """Run every identity until all have ended; `task_status.started()` once the
+        health server (if any) listens and the runners are started."""
+        ends: dict[str, LinkEnd] = {}
+        stop_health = trio.Event()
+        async with trio.open_nursery() as nursery:
+            health = self.config.health
+            if health is not None:
+                self.health_port = await nursery.start(
+                    serve_app,
+                    HealthApp(self.statuses),
+                    health[0],
+                    health[1],
+                    stop_health,
+                    self.bridge_policy.health_grace,
+                )
+            async with trio.open_nursery() as runners:
+                for name, identity in self.identities.items():
+                    runners.start_soon(_run_one, identity, ends, name=f"identity {name}")
+                task_status.started()
+            stop_health.set()
+        result = BridgeResult(ends)
+        if result.all_lost:
+            log.error("every identity ended for good: %s", ", ".join(result.lost))
+        return result
+
+
+async def _run_one(identity: Identity, ends: dict[str, LinkEnd]) -> None:
+    ends[identity.config.name] = await identity.run()

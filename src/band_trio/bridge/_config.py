@@ -1,0 +1,209 @@
+"""The bridge's configuration file (TOML or JSON), read and checked in one place.
+
+    [bridge]                       # optional
+    health = "127.0.0.1:8765"      # GET /health; "" (the default) serves none
+    rest_url = "http://127.0.0.1:4000"                   # defaults for every identity
+    ws_url = "ws://127.0.0.1:4000/socket/websocket"
+
+    [[identity]]
+    agent_id = "AGENT"
+    api_key_env = "SUPPORT_KEY"    # or api_key = "..." (the environment is better)
+    target = { type = "http", url = "http://127.0.0.1:9000/band", headers = {} }
+    # or { type = "a2a", url = "http://127.0.0.1:9999/" }
+    # or { type = "command", argv = ["./handle-event"], cwd = "." }
+
+Every mistake is one `ConfigurationError` line naming the file and the key
+(`bridge.toml: $.identity[1].target.url: expected str, got int`), which the
+CLI prints and exits 2 with: a bad file is never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..errors import ConfigurationError
+from ..link import check_ws_url
+
+__all__ = [
+    "A2ATargetConfig",
+    "BridgeConfig",
+    "CommandTargetConfig",
+    "HttpTargetConfig",
+    "IdentityConfig",
+    "TargetConfig",
+    "load_config",
+    "parse_config",
+]
+
+
+class HttpTargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="http"):
+    """POST each envelope as JSON to `url`; any 2xx is a delivered forward."""
+
+    url: str
+    headers: dict[str, str] = {}
+
+
+class A2ATargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="a2a"):
+    """Send each message to an A2A agent through the A2A adapter; its answer is posted
+    to the room as the identity, and a cancelled forward cancels the A2A task."""
+
+    url: str
+    streaming: bool | None = None
+
+
+class CommandTargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="command"):
+    """Run `argv` per envelope, the envelope on stdin; exit 0 is a delivered forward.
+    A cancelled forward ends the command's whole process group."""
+
+    argv: list[str]
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+
+
+TargetConfig = HttpTargetConfig | A2ATargetConfig | CommandTargetConfig
+
+
+class _Identity(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    agent_id: str
+    target: TargetConfig
+    api_key: str | None = None
+    api_key_env: str | None = None
+    rest_url: str | None = None
+    ws_url: str | None = None
+    name: str | None = None
+
+
+class _Bridge(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    health: str = ""
+    rest_url: str | None = None
+    ws_url: str | None = None
+
+
+class _File(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    identity: list[_Identity]
+    bridge: _Bridge = _Bridge()
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityConfig:
+    """One agent identity the bridge subscribes, and where its events go."""
+
+    name: str
+    agent_id: str
+    api_key: str = field(repr=False)
+    rest_url: str
+    ws_url: str
+    target: TargetConfig
+
+
+@dataclass(frozen=True, slots=True)
+class BridgeConfig:
+    identities: tuple[IdentityConfig, ...]
+    health: tuple[str, int] | None = None
+    """Where `GET /health` is served (host, port; port 0 picks one), if anywhere."""
+
+
+def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> BridgeConfig:
+    """Read and check `path` (`.toml`, or JSON for any other name)."""
+    where = Path(path)
+    try:
+        text = where.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {where}: {exc.strerror or exc}") from None
+    try:
+        if where.suffix == ".toml":
+            data: Any = tomllib.loads(text.decode("utf-8"))
+        else:
+            data = json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"{where.name}: not valid {_kind(where)}: {exc}") from None
+    return parse_config(data, source=where.name, env=os.environ if env is None else env)
+
+
+def _kind(path: Path) -> str:
+    return "TOML" if path.suffix == ".toml" else "JSON"
+
+
+def parse_config(
+    data: Any, *, source: str = "config", env: Mapping[str, str] | None = None
+) -> BridgeConfig:
+    """Check already-parsed configuration data (see the module docstring)."""
+    env = os.environ if env is None else env
+    try:
+        raw = msgspec.convert(data, _File)
+    except msgspec.ValidationError as exc:
+        raise ConfigurationError(f"{source}: {_lower_first(str(exc))}") from None
+    if not raw.identity:
+        raise ConfigurationError(f"{source}: no [[identity]]: nothing to bridge")
+    identities = []
+    names: set[str] = set()
+    for index, item in enumerate(raw.identity):
+        at = f"{source}: $.identity[{index}]"
+        identity = _identity(item, raw.bridge, env, at)
+        if identity.agent_id in names or identity.name in names:
+            raise ConfigurationError(f"{at}: {identity.agent_id} is bridged twice")
+        names.update((identity.agent_id, identity.name))
+        identities.append(identity)
+    return BridgeConfig(tuple(identities), _health(raw.bridge.health, source))
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _identity(item: _Identity, bridge: _Bridge, env: Mapping[str, str], at: str) -> IdentityConfig:
+    if not item.agent_id:
+        raise ConfigurationError(f"{at}.agent_id: must not be empty")
+    if (item.api_key is None) == (item.api_key_env is None):
+        raise ConfigurationError(f"{at}: give exactly one of api_key and api_key_env")
+    key = item.api_key
+    if item.api_key_env is not None:
+        key = env.get(item.api_key_env)
+        if not key:
+            raise ConfigurationError(f"{at}.api_key_env: ${item.api_key_env} is not set")
+    if not key:
+        raise ConfigurationError(f"{at}.api_key: must not be empty")
+    rest_url = item.rest_url or bridge.rest_url
+    ws_url = item.ws_url or bridge.ws_url
+    if not rest_url or not rest_url.startswith(("http://", "https://")):
+        raise ConfigurationError(f"{at}.rest_url: an http(s) URL is required, not {rest_url!r}")
+    if not ws_url:
+        raise ConfigurationError(f"{at}.ws_url: a ws(s) URL is required")
+    try:
+        check_ws_url(ws_url)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{at}.ws_url: {exc}") from None
+    _check_target(item.target, f"{at}.target")
+    return IdentityConfig(
+        name=item.name or item.agent_id,
+        agent_id=item.agent_id,
+        api_key=key,
+        rest_url=rest_url,
+        ws_url=ws_url,
+        target=item.target,
+    )
+
+
+def _check_target(target: TargetConfig, at: str) -> None:
+    if isinstance(target, HttpTargetConfig | A2ATargetConfig):
+        if not target.url.startswith(("http://", "https://")):
+            raise ConfigurationError(f"{at}.url: an http(s) URL is required, not {target.url!r}")
+    elif not target.argv or not all(target.argv):
+        raise ConfigurationError(f"{at}.argv: a command (a non-empty list of words) is required")
+
+
+def _health(value: str, source: str) -> tuple[str, int] | None:
+    if not value:
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigurationError(f"{source}: $.bridge.health: HOST:PORT, not {value!r}")
+    return host, int(port)

@@ -1,0 +1,77 @@
+"""`GET /health`: each identity's state; 200 only when every identity is connected.
+
+    {"healthy": true, "identities": [{"name": "support", "agent_id": "A",
+      "connected": true, "rooms": 3, "forwards_in_flight": 1, "delivered": 10,
+      "failed": 0, "cancelled": 1, "dropped": 2,
+      "last_disconnect_reason": null, "ended": null}]}
+
+An identity that ended (a terminal disconnect) stays listed, not connected,
+with its reason, so the endpoint answers 503 and says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ._identity import IdentityStatus
+
+__all__ = ["HealthApp", "health_body"]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+def health_body(statuses: Sequence[IdentityStatus]) -> tuple[int, bytes]:
+    """The status code and JSON body for these identities."""
+    healthy = bool(statuses) and all(s.connected for s in statuses)
+    body = {
+        "healthy": healthy,
+        "identities": [dataclasses.asdict(s) for s in statuses],
+    }
+    return (200 if healthy else 503), msgspec.json.encode(body)
+
+
+class HealthApp:
+    """The ASGI app; `statuses` is read on every request."""
+
+    def __init__(self, statuses: Callable[[], Sequence[IdentityStatus]]) -> None:
+        self._statuses = statuses
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        if scope["path"] != "/health":
+            await _answer(send, 404, b'{"error":"not found"}')
+        elif scope["method"] != "GET":
+            await _answer(send, 405, b'{"error":"method not allowed"}')
+        else:
+            await _answer(send, *health_body(self._statuses()))
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _answer(send: Send, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

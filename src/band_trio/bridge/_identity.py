@@ -1,0 +1,235 @@
+"""One bridged agent identity: its link, its rooms, its target — a runner of its own.
+
+    Identity.run (nursery)
+    ├── rooms host              one task per room (`ForwardRooms`)
+    └── the link                the runtime's: key check, connections, joins,
+                                reconnects, signal routing; its tap hands each
+                                message, room and participant push to a room
+
+The runner ends when it is closed (gracefully: the link closes first, the
+forwards in flight get the shutdown grace) or when the platform ends the
+session for good — a terminal disconnect, or a key refused at start-up. Then
+it ends at once with the typed reason, logged; the bridge's other identities
+go on.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from .. import errors
+from ..link import RestClient, SocketStats
+from ..policy import Policy
+from ..runtime.parts import Changes, ControlLane, Link, LinkEnd, LinkSettings, inbound
+from ..wire import MessageCreated, RefCounter
+from ._config import IdentityConfig
+from ._envelope import FORWARDED_EVENTS, envelope_for
+from ._policy import BridgePolicy
+from ._rooms import ForwardRooms
+from ._shared import Counters, Forwarded, Shared
+from ._targets import open_target
+
+__all__ = ["Identity", "IdentityStatus"]
+
+log = logging.getLogger("band_trio.bridge")
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityStatus:
+    """One identity as `GET /health` shows it."""
+
+    name: str
+    agent_id: str
+    connected: bool
+    rooms: int
+    forwards_in_flight: int
+    delivered: int
+    failed: int
+    cancelled: int
+    dropped: int
+    last_disconnect_reason: errors.DisconnectReason | None
+    ended: str | None
+    """Why the runner ended, if it did (a terminal disconnect, a refused key)."""
+
+
+class Identity:
+    """Runs one identity; `run` it in the bridge's nursery, `close()` to stop it."""
+
+    def __init__(
+        self,
+        config: IdentityConfig,
+        *,
+        policy: Policy,
+        bridge_policy: BridgePolicy,
+        limiter: trio.CapacityLimiter,
+        changes: Changes,
+    ) -> None:
+        self.config = config
+        self._policy = policy
+        self._bridge_policy = bridge_policy
+        self._limiter = limiter
+        self._changes = changes
+        self._closing = trio.Event()
+        self._link: Link | None = None
+        self._rooms: ForwardRooms | None = None
+        self._shared: Shared | None = None
+        self._forwarded = Forwarded(bridge_policy.forwarded_memory)
+        self.disconnect_reason: errors.DisconnectReason | None = None
+        self.ended: str | None = None
+        self.stats = SocketStats()
+
+    # -- observation -----------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        socket = self._link.socket if self._link is not None else None
+        return socket is not None and not socket.closed.is_set()
+
+    @property
+    def link_connects(self) -> int:
+        """Connections of this run that finished joining their rooms."""
+        return self._link.connects if self._link is not None else 0
+
+    @property
+    def rooms_idle(self) -> bool:
+        """No forward in flight or queued in any room."""
+        return self._rooms is None or self._rooms.idle
+
+    @property
+    def rooms(self) -> ForwardRooms | None:
+        return self._rooms
+
+    @property
+    def counters(self) -> Counters:
+        return self._shared.counters if self._shared is not None else Counters()
+
+    def status(self) -> IdentityStatus:
+        counters = self.counters
+        rooms = self._rooms
+        link = self._link
+        return IdentityStatus(
+            name=self.config.name,
+            agent_id=self.config.agent_id,
+            connected=self.connected,
+            rooms=len(rooms.current) if rooms is not None else 0,
+            forwards_in_flight=counters.in_flight,
+            delivered=counters.delivered,
+            failed=counters.failed,
+            cancelled=counters.cancelled,
+            dropped=counters.dropped,
+            last_disconnect_reason=link.disconnect_reason if link else self.disconnect_reason,
+            ended=self.ended,
+        )
+
+    # -- control ---------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop gracefully: the link closes, forwards in flight get the shutdown grace."""
+        self._closing.set()
+
+    # -- the runner ------------------------------------------------------------
+
+    async def run(self) -> LinkEnd:
+        """Serve until closed or ended for good; the end says which."""
+        config = self.config
+        try:
+            async with AsyncExitStack() as stack:
+                rest = await stack.enter_async_context(
+                    RestClient(config.rest_url, config.api_key, policy=self._policy)
+                )
+                target = await open_target(config.target, self._bridge_policy, stack)
+                shared = self._shared = Shared(
+                    agent_id=config.agent_id,
+                    rest=rest,
+                    target=target,
+                    limiter=self._limiter,
+                    policy=self._policy,
+                    bridge_policy=self._bridge_policy,
+                    changes=self._changes,
+                    forwarded=self._forwarded,
+                )
+                end = await self._serve(shared, rest)
+        finally:
+            self._changes.notify()
+        self._record(end)
+        return end
+
+    async def _serve(self, shared: Shared, rest: RestClient) -> LinkEnd:
+        config = self.config
+        rooms = self._rooms = ForwardRooms(shared)
+        link = self._link = Link(
+            LinkSettings(config.agent_id, config.api_key, config.ws_url),
+            rest=rest,
+            adapter=None,
+            rooms=rooms,
+            control=ControlLane(memory=self._policy.control_dedup_memory, changes=self._changes),
+            policy=self._policy,
+            stats=self.stats,
+            refs=RefCounter(),
+            changes=self._changes,
+            disconnect_reason=self.disconnect_reason,
+            tap=self._tap,
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(rooms.run)
+            nursery.start_soon(self._close_when_asked, link)
+            end = await link.run()
+            if end.terminal is None and end.error is None:  # asked to stop: let them finish
+                with trio.move_on_after(self._bridge_policy.shutdown_grace) as grace:
+                    await rooms.until(lambda: rooms.idle)
+                if grace.cancelled_caught:
+                    log.warning(
+                        "identity %s: %d forward(s) still in flight after %gs: cancelling them",
+                        config.name,
+                        rooms.in_flight,
+                        self._bridge_policy.shutdown_grace,
+                    )
+            nursery.cancel_scope.cancel(reason="identity ended")
+        self.disconnect_reason = link.disconnect_reason
+        return end
+
+    async def _close_when_asked(self, link: Link) -> None:
+        await self._closing.wait()
+        link.close()
+
+    def _record(self, end: LinkEnd) -> None:
+        name = self.config.name
+        if end.terminal is not None:
+            reason = end.terminal
+            self.ended = f"disconnected for good: {reason.reason}: {reason.message}"
+            log.error("identity %s (%s) ended: %s", name, self.config.agent_id, self.ended)
+        elif end.error is not None:
+            self.ended = f"{type(end.error).__name__}: {end.error}"
+            log.error("identity %s (%s) ended: %s", name, self.config.agent_id, self.ended)
+        else:
+            self.ended = "closed"
+            log.info("identity %s closed", name)
+
+    # -- the tap (the socket's reader: synchronous, no REST) --------------------
+
+    def _tap(self, topic: str, event: str, payload: Any) -> None:
+        if event not in FORWARDED_EVENTS or self._rooms is None:
+            return
+        agent_id = self.config.agent_id
+        if event in ("room_added", "room_removed", "room_deleted"):
+            room_id = getattr(payload, "id", None)
+        else:
+            room_id = topic.partition(":")[2]
+        if not isinstance(room_id, str):
+            return
+        message = None
+        if isinstance(payload, MessageCreated):
+            if payload.sender_id == agent_id:
+                return  # our own message, echoed
+            message = inbound(room_id, agent_id, payload).message
+        envelope = envelope_for(event, agent_id, room_id, payload)
+        room = self._rooms.get(room_id)
+        if room is not None:
+            room.offer(envelope, message)
+        elif event in ("room_removed", "room_deleted"):
+            self._rooms.depart(envelope)

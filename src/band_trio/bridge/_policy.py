@@ -1,0 +1,46 @@
+"""The bridge's durations and counts, in one frozen object (semantics §7).
+
+Code reads these and sets deadlines on scopes; nothing below takes a
+`timeout=` argument. The link of each identity keeps using the runtime's
+`Policy` (reconnects, heartbeats, REST deadlines), so a bridged identity
+looks on the wire like any band-trio agent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["BridgePolicy"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BridgePolicy:
+    """Durations (seconds) and counts for one bridge. Use `dataclasses.replace()`."""
+
+    max_forwards: int = 32
+    """Forwards in flight at once, over every identity and room (semantics §7)."""
+    forward_connect: float = 5.0
+    """Deadline for an HTTP target to accept the connection of one forward."""
+    forward_deadline: float = math.inf
+    """Deadline of one forward as a whole. None by default: the host keeps a forward's
+    request open for its whole turn, and a stop, not a clock, is what ends a turn."""
+    target_connections: int = 64
+    """Connections an HTTP target's client keeps (above `max_forwards`: a closed one is
+    replaced without waiting)."""
+    forwarded_memory: int = 10_000
+    """Message ids each identity remembers as forwarded (dedup), least recent dropped."""
+    shutdown_grace: float = 10.0
+    """A graceful stop lets forwards in flight finish this long, then cancels them."""
+    health_grace: float = 1.0
+    """How long the health server (and the host) give open requests when stopping."""
+    host_max_body: int = 1024 * 1024
+    """The largest envelope the host accepts (a bigger one is answered 413)."""
+
+    def __post_init__(self) -> None:
+        if self.max_forwards < 1:
+            raise ValueError("max_forwards must be at least 1")
+        for name in ("forward_connect", "forward_deadline", "shutdown_grace", "health_grace"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"{name} must be > 0, not {value!r}")

@@ -1,0 +1,129 @@
+"""A real HTTP target that records what the bridge forwards: for the tests, the
+benchmark and the how-to's walkthrough.
+
+    async with open_recording_target() as target:       # hypercorn, trio, loopback
+        ...target.url...
+        target.hold = True             # keep requests open until `release_all()`
+        target.fail(500)               # answer the next request 500
+        await target.wait_until(lambda: len(target.received) == 2)
+
+Each request is a `Received` with `closed`, set the moment the client went
+away before an answer: how a test (or the benchmark) sees a cancelled
+forward's request being closed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import trio
+
+from ..runtime.parts import Changes
+from ._envelope import Envelope, decode_envelope
+from ._health import Receive, Scope, Send, _answer, _lifespan
+from ._serve import serve_app
+
+__all__ = ["Received", "RecordingTarget", "open_recording_target"]
+
+
+class Received:
+    """One request the target received."""
+
+    def __init__(self, envelope: Envelope, at: float) -> None:
+        self.envelope = envelope
+        self.at = at
+        """When its body was read (trio clock)."""
+        self.closed = trio.Event()
+        """Set when the client went away before the answer."""
+        self.closed_at: float | None = None
+        self.status: int | None = None
+        """What it was answered (None: not answered)."""
+        self._release = trio.Event()
+
+
+class RecordingTarget:
+    """The ASGI app; `url` is set once it is served."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.received: list[Received] = []
+        self.hold = False
+        """Keep each request open until `release_all()` (or the client goes away)."""
+        self._failures: deque[int] = deque()
+        self.changes = Changes()
+
+    def fail(self, status: int, count: int = 1) -> None:
+        """Answer the next `count` requests with `status`."""
+        self._failures.extend([status] * count)
+
+    def release_all(self) -> None:
+        self.hold = False
+        for item in self.received:
+            item._release.set()
+
+    def message_ids(self) -> list[str | None]:
+        return [r.envelope.message_id for r in self.received]
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        while not predicate():
+            await self.changes.wait()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        item = Received(decode_envelope(body), trio.current_time())
+        self.received.append(item)
+        self.changes.notify()
+        if self._failures:
+            item.status = self._failures.popleft()
+            await _answer(send, item.status, b'{"error":"failed on purpose"}')
+            self.changes.notify()
+            return
+        if self.hold:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_watch_close, receive, item, nursery.cancel_scope)
+                await item._release.wait()
+                nursery.cancel_scope.cancel()
+            if item.closed.is_set():
+                self.changes.notify()
+                return
+        item.status = 200
+        await _answer(send, 200, b'{"ok":true}')
+        self.changes.notify()
+
+
+async def _watch_close(receive: Receive, item: Received, scope: trio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            item.closed_at = trio.current_time()
+            item.closed.set()
+            scope.cancel()
+            return
+
+
+@asynccontextmanager
+async def open_recording_target(host: str = "127.0.0.1") -> AsyncIterator[RecordingTarget]:
+    target = RecordingTarget()
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_app, target, host, 0, stop, 0.5)
+        target.url = f"http://{host}:{port}/band"
+        try:
+            yield target
+        finally:
+            target.release_all()
+            stop.set()

@@ -1,0 +1,234 @@
+"""One room of one identity: a serial queue of forwards, each in its own cancel scope.
+
+    ForwardRoom.run                 the room's task (its owner cancels it to leave)
+    └── one unit at a time, in arrival order, each in a cancel scope:
+        ├── a forward               an event to the target, under the global cap
+        └── a catch-up              `GET /next`, then a forward of what it returns,
+                                    again until 204 or a message already forwarded
+
+Inputs are synchronous calls from the link's reader (never awaiting, never a
+REST call): `offer` (an event from the tap), `joined` (the room's topics were
+joined: rehydrate through a catch-up), and the control lane's `interrupt`,
+`stop`, `play`.
+
+* interrupt and stop cancel the unit in flight *and* clear every unit queued
+  behind it: none of them reaches the target. stop also leaves pushed messages
+  for `/next` until play.
+* play queues one catch-up (never two): it is tracked work of this task, never
+  run on the receive path, and a following stop cancels it while its `/next`
+  is still in flight.
+* A message is remembered as forwarded only once the target took it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+import trio
+
+from .. import errors
+from ..contract import Message
+from ..link import Socket
+from ..runtime.parts import Inbound, inbound
+from ._envelope import Envelope, envelope_for
+from ._port import turn_for
+from ._shared import Forward, Shared
+
+__all__ = ["ForwardRoom"]
+
+log = logging.getLogger("band_trio.bridge.room")
+
+
+class _Unit:
+    """A queued forward (`envelope`), or a catch-up through `/next` (no envelope)."""
+
+    __slots__ = ("envelope", "message", "why")
+
+    def __init__(
+        self, envelope: Envelope | None, message: Message | None = None, why: str = ""
+    ) -> None:
+        self.envelope = envelope
+        self.message = message
+        self.why = why
+
+
+class ForwardRoom:
+    """A room of a bridged identity; its owner runs `run` and cancels it to leave."""
+
+    def __init__(self, room_id: str, shared: Shared) -> None:
+        self.id = room_id
+        self._shared = shared
+        self._queue: deque[_Unit] = deque()
+        self._queued: set[str] = set()
+        """Message ids queued or in flight here (a copy arriving meanwhile is dropped)."""
+        self._catch_up_queued = False
+        self._stopped = False
+        self._wake = trio.Event()
+        self.running: Forward | None = None
+        self.joins = 0
+        """How many times the link joined the room's topics (connections)."""
+
+    # -- synchronous inputs (the link's reader, the control lane) --------------
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    @property
+    def idle(self) -> bool:
+        return self.running is None and not self._queue
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    def joined(self, socket: Socket) -> None:
+        """Topics joined (first time, or after a reconnect): rehydrate via `/next`."""
+        self.joins += 1
+        self._shared.changes.notify()
+        if not self._stopped:
+            self._catch_up("rehydrate")
+
+    def push(self, item: Inbound) -> None:
+        """Unused: the bridge forwards from the link's tap, which has the raw payload."""
+
+    def offer(self, envelope: Envelope, message: Message | None = None) -> None:
+        """Queue `envelope` behind the room's other forwards."""
+        message_id = envelope.message_id
+        if message_id is not None:
+            if self._stopped or message_id in self._queued or message_id in self._shared.forwarded:
+                return
+            self._queued.add(message_id)
+        self._queue.append(_Unit(envelope, message))
+        self._wake.set()
+
+    def interrupt(self, reason: str | None) -> bool:
+        return self._cancel("interrupt", reason)
+
+    def stop(self, reason: str | None) -> None:
+        self._stopped = True
+        self._cancel("stop", reason)
+
+    def play(self) -> None:
+        self._stopped = False
+        self._catch_up("play")
+
+    def _catch_up(self, why: str) -> None:
+        if not self._catch_up_queued:
+            self._catch_up_queued = True
+            self._queue.append(_Unit(None, why=why))
+            self._wake.set()
+
+    def _cancel(self, kind: str, reason: str | None) -> bool:
+        """Cancel the unit in flight and clear the queue behind it; True if it hit any."""
+        counters = self._shared.counters
+        dropped = len(self._queue)
+        counters.dropped += dropped
+        self._queue.clear()
+        self._catch_up_queued = False
+        running = self.running
+        self._queued.clear()
+        hit = running is not None and running.cancel(kind, reason)
+        if hit:
+            counters.cancelled += 1
+        if hit or dropped:
+            log.info(
+                "room %s: %s cancelled %d forward(s) in flight and %d queued",
+                self.id,
+                kind,
+                int(hit),
+                dropped,
+            )
+        self._shared.changes.notify()
+        return hit or dropped > 0
+
+    # -- the room's task -------------------------------------------------------
+
+    async def run(self, *, until_empty: bool = False) -> None:
+        """Forward the queue, one unit at a time, until cancelled by the owner (or,
+        `until_empty`, until the queue is empty: a departed room's last event)."""
+        shared = self._shared
+        while True:
+            while not self._queue:
+                if until_empty:
+                    return
+                await self._wake.wait()
+                self._wake = trio.Event()
+            unit = self._queue.popleft()
+            key = unit.envelope.message_id if unit.envelope is not None else None
+            forward = self.running = Forward(self.id, key or unit.why or "event", shared.policy)
+            try:
+                with forward.scope:
+                    if unit.envelope is None:
+                        self._catch_up_queued = False
+                        await self._catch_up_pass(forward, unit.why)
+                    else:
+                        await self._deliver(unit.envelope, unit.message, forward)
+            finally:
+                self.running = None
+                if key is not None:
+                    self._queued.discard(key)
+                shared.stops.add(forward.control.stops)
+                shared.changes.notify()
+
+    async def _catch_up_pass(self, forward: Forward, why: str) -> None:
+        """`GET /next`, forward what it returns, again — until 204, a message that
+        was forwarded already, or a forward that failed."""
+        shared = self._shared
+        shared.counters.nudges += 1
+        while True:
+            try:
+                wire = await shared.rest.next_message(self.id)
+            except errors.PlatformError as exc:
+                log.warning("room %s: the %s catch-up failed: %s", self.id, why, exc)
+                return
+            if wire is None:
+                return
+            if (
+                wire.sender_id == shared.agent_id
+                or wire.id in shared.forwarded
+                or wire.id in self._queued
+            ):
+                return
+            envelope = envelope_for("message_created", shared.agent_id, self.id, wire)
+            message = inbound(self.id, shared.agent_id, wire).message
+            self._queued.add(wire.id)
+            try:
+                if not await self._deliver(envelope, message, forward):
+                    return
+            finally:
+                self._queued.discard(wire.id)
+
+    async def _deliver(self, envelope: Envelope, message: Message | None, forward: Forward) -> bool:
+        """One forward under the global cap; True once the target took it."""
+        shared = self._shared
+        counters = shared.counters
+        async with shared.limiter:
+            counters.in_flight += 1
+            shared.changes.notify()
+            try:
+                with trio.fail_after(shared.bridge_policy.forward_deadline):
+                    await shared.target.forward(
+                        envelope, turn_for(envelope, message, forward, shared.rest)
+                    )
+            except errors.ForwardError as exc:
+                counters.failed += 1
+                log.warning("room %s: %s not forwarded: %s", self.id, envelope.event_type, exc)
+                return False
+            except trio.TooSlowError:
+                counters.failed += 1
+                log.warning(
+                    "room %s: %s not forwarded within %gs",
+                    self.id,
+                    envelope.event_type,
+                    shared.bridge_policy.forward_deadline,
+                )
+                return False
+            finally:
+                counters.in_flight -= 1
+        message_id = envelope.message_id
+        if message_id is not None:
+            shared.forwarded.add(message_id)
+        counters.delivered += 1
+        return True

@@ -1,0 +1,100 @@
+"""What every room of one bridged identity shares, and the forward in flight.
+
+Per identity: the REST client, the target, the global cap on concurrent
+forwards (one `CapacityLimiter` for the whole bridge), the memory of what was
+forwarded (dedup), counters for the health endpoint, and a pulse for tests
+and the graceful stop. Nothing here reaches back up: rooms write counters,
+the identity reads them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import trio
+
+from ..contract import TurnControl
+from ..link import RestClient
+from ..policy import Policy
+from ..runtime.parts import Changes, RemoteStopLog
+from ._policy import BridgePolicy
+from ._targets import Target
+
+__all__ = ["Counters", "Forward", "Forwarded", "Shared"]
+
+
+class Forwarded:
+    """Message ids forwarded successfully, least recently used dropped first.
+
+    Only a forward the target took is recorded, so a failed or cancelled one is
+    forwarded again when the message comes back (a redelivery, a rehydration, the
+    catch-up after play)."""
+
+    def __init__(self, memory: int) -> None:
+        self._memory = memory
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, message_id: object) -> bool:
+        return message_id in self._ids
+
+    def add(self, message_id: str) -> None:
+        self._ids[message_id] = None
+        self._ids.move_to_end(message_id)
+        while len(self._ids) > self._memory:
+            self._ids.popitem(last=False)
+
+
+@dataclass
+class Counters:
+    """What one identity's forwards did (read by `GET /health`)."""
+
+    in_flight: int = 0
+    delivered: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    """Forwards cut off by an interrupt or stop (running ones)."""
+    dropped: int = 0
+    """Queued forwards an interrupt or stop cleared before they started."""
+    nudges: int = 0
+    """`/next` catch-ups run (start-up rehydration, rejoins, plays)."""
+
+
+@dataclass
+class Shared:
+    agent_id: str
+    rest: RestClient
+    target: Target
+    limiter: trio.CapacityLimiter
+    policy: Policy
+    bridge_policy: BridgePolicy
+    changes: Changes
+    forwarded: Forwarded
+    stops: RemoteStopLog = field(default_factory=RemoteStopLog)
+    counters: Counters = field(default_factory=Counters)
+
+
+class Forward:
+    """One unit of a room's queue in flight: its cancel scope, and the turn control
+    that bounds and records the remote stops of its target (A2A, command)."""
+
+    __slots__ = ("control", "kind", "scope")
+
+    def __init__(self, room_id: str, key: str, policy: Policy) -> None:
+        self.scope = trio.CancelScope()
+        self.control = TurnControl(
+            room_id,
+            key,
+            stop_grace=policy.backend_stop_grace,
+            kill_grace=policy.subprocess_kill_grace,
+        )
+        self.kind: str | None = None
+
+    def cancel(self, kind: str, reason: str | None) -> bool:
+        """Cancel it for `kind` (interrupt, stop); the first cancel wins."""
+        if self.kind is not None:
+            return False
+        self.kind = kind
+        self.control.aborted(kind, reason)  # before the cancel: a remote start gets bounded
+        self.scope.cancel(reason=f"{kind}: {reason}" if reason else kind)
+        return True

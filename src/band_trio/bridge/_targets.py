@@ -1,0 +1,120 @@
+"""Where a forward goes: an HTTP endpoint, an A2A agent, or a command.
+
+Every target is called inside the forward's cancel scope with a contract
+`Turn` that carries the forward's remote-stop bookkeeping, so each one stops
+the way its kind of work stops:
+
+* HTTP — cancelling the request closes its connection; a server that watches
+  for the client going away (the host does) sees it at once.
+* A2A — through `A2AAdapter`: a cancelled forward cancels the A2A task
+  (`CancelTask`) under the remote-stop deadline, and the outcome is recorded.
+* command — through `run_command`: the envelope on stdin, the whole process
+  group ended on cancel (SIGTERM, SIGKILL after the kill grace).
+
+A target raises `ForwardError` when it did not take the forward; nothing is
+then remembered as delivered.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import AsyncExitStack
+from typing import Protocol
+
+import httpx2
+import msgspec
+
+from ..adapters import A2AAdapter
+from ..contract import Turn, run_command
+from ..errors import ForwardError
+from ._config import A2ATargetConfig, CommandTargetConfig, HttpTargetConfig, TargetConfig
+from ._envelope import Envelope
+from ._policy import BridgePolicy
+
+__all__ = ["A2ATarget", "CommandTarget", "HttpTarget", "Target", "open_target"]
+
+log = logging.getLogger("band_trio.bridge.target")
+
+
+class Target(Protocol):
+    """One identity's target. `forward` raises `ForwardError` if it was not taken."""
+
+    async def forward(self, envelope: Envelope, turn: Turn) -> None: ...
+
+
+class HttpTarget:
+    """POST the envelope as JSON; any 2xx answer is a delivered forward."""
+
+    def __init__(self, config: HttpTargetConfig, client: httpx2.AsyncClient) -> None:
+        self._url = config.url
+        self._headers = {**config.headers, "content-type": "application/json"}
+        self._client = client
+
+    async def forward(self, envelope: Envelope, turn: Turn) -> None:
+        try:
+            response = await self._client.post(
+                self._url, content=envelope.encode(), headers=self._headers
+            )
+        except httpx2.HTTPError as exc:
+            raise ForwardError(f"POST {self._url} failed: {type(exc).__name__}: {exc}") from exc
+        if not 200 <= response.status_code < 300:
+            raise ForwardError(f"POST {self._url} answered {response.status_code}")
+
+
+class CommandTarget:
+    """Run the command with the envelope on stdin; exit 0 is a delivered forward."""
+
+    def __init__(self, config: CommandTargetConfig) -> None:
+        self._config = config
+
+    async def forward(self, envelope: Envelope, turn: Turn) -> None:
+        config = self._config
+        try:
+            result = await run_command(
+                turn, config.argv, input=envelope.encode(), cwd=config.cwd, env=config.env
+            )
+        except OSError as exc:
+            raise ForwardError(f"cannot run {config.argv[0]}: {exc.strerror or exc}") from exc
+        if result.returncode != 0:
+            tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+            why = f": {tail[0][:200]}" if tail else ""
+            raise ForwardError(f"{config.argv[0]} exited {result.returncode}{why}")
+
+
+class A2ATarget:
+    """Each forwarded message becomes an A2A task (the A2A adapter's turn); the
+    agent's answer is posted to the room as the identity. Events that are not
+    messages have no A2A counterpart and are taken without a call."""
+
+    def __init__(self, config: A2ATargetConfig) -> None:
+        self._adapter = A2AAdapter(config.url, streaming=config.streaming)
+
+    async def forward(self, envelope: Envelope, turn: Turn) -> None:
+        if envelope.event_type != "message_created":
+            return
+        try:
+            await self._adapter.on_turn(turn)
+        except (msgspec.ValidationError, ValueError) as exc:
+            raise ForwardError(f"the A2A forward failed: {exc}") from exc
+        except Exception as exc:  # the adapter's errors: a failed task, a bad peer
+            raise ForwardError(f"the A2A forward failed: {type(exc).__name__}: {exc}") from exc
+
+    async def room_left(self, room_id: str) -> None:
+        await self._adapter.on_room_left(room_id)
+
+
+async def open_target(config: TargetConfig, policy: BridgePolicy, stack: AsyncExitStack) -> Target:
+    """The target for `config`; what it holds open (an HTTP client) closes with `stack`."""
+    if isinstance(config, HttpTargetConfig):
+        client = httpx2.AsyncClient(
+            timeout=httpx2.Timeout(None, connect=policy.forward_connect),
+            limits=httpx2.Limits(
+                max_connections=policy.target_connections,
+                max_keepalive_connections=policy.target_connections,
+            ),
+        )
+        await stack.enter_async_context(client)
+        return HttpTarget(config, client)
+    if isinstance(config, CommandTargetConfig):
+        return CommandTarget(config)
+    return A2ATarget(config)

@@ -1,0 +1,148 @@
+"""The config file: TOML or JSON, every mistake one clear line naming the key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from band_trio.bridge import CommandTargetConfig, HttpTargetConfig, load_config, parse_config
+from band_trio.errors import ConfigurationError
+
+GOOD = """
+[bridge]
+health = "127.0.0.1:0"
+rest_url = "http://127.0.0.1:4000"
+ws_url = "ws://127.0.0.1:4000/socket/websocket"
+
+[[identity]]
+agent_id = "support"
+api_key_env = "SUPPORT_KEY"
+target = { type = "http", url = "http://127.0.0.1:9000/band", headers = { X-Token = "t" } }
+
+[[identity]]
+name = "ops"
+agent_id = "ops-agent"
+api_key = "k2"
+target = { type = "command", argv = ["./handle"] }
+"""
+
+
+def test_a_toml_file_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "bridge.toml"
+    path.write_text(GOOD)
+    config = load_config(path, env={"SUPPORT_KEY": "k1"})
+    first, second = config.identities
+    assert config.health == ("127.0.0.1", 0)
+    assert first.api_key == "k1" and first.rest_url == "http://127.0.0.1:4000"
+    assert first.target == HttpTargetConfig(
+        url="http://127.0.0.1:9000/band", headers={"X-Token": "t"}
+    )
+    assert second.name == "ops" and second.target == CommandTargetConfig(argv=["./handle"])
+    assert "k1" not in repr(first)  # the key is never printed
+
+
+def test_a_json_file_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "bridge.json"
+    path.write_text(
+        json.dumps(
+            {
+                "identity": [
+                    {
+                        "agent_id": "a",
+                        "api_key": "k",
+                        "rest_url": "http://h:1",
+                        "ws_url": "ws://h:1/socket/websocket",
+                        "target": {"type": "a2a", "url": "http://h:2/"},
+                    }
+                ]
+            }
+        )
+    )
+    assert load_config(path, env={}).identities[0].target.__class__.__name__ == "A2ATargetConfig"
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        ({}, "object missing required field `identity`"),
+        ({"identity": []}, "no [[identity]]"),
+        ({"identity": [{"agent_id": "a", "target": {"type": "ftp"}}]}, "$.identity[0].target"),
+        (
+            {"identity": [{"agent_id": "a", "api_key": "k", "target": {"type": "http", "url": 3}}]},
+            "$.identity[0].target.url",
+        ),
+        (
+            {"identity": [{"agent_id": "a", "target": {"type": "http", "url": "http://x"}}]},
+            "exactly one of api_key and api_key_env",
+        ),
+        (
+            {
+                "identity": [
+                    {
+                        "agent_id": "a",
+                        "api_key_env": "NOPE",
+                        "target": {"type": "http", "url": "http://x"},
+                    }
+                ]
+            },
+            "$NOPE is not set",
+        ),
+        (
+            {
+                "identity": [
+                    {
+                        "agent_id": "a",
+                        "api_key": "k",
+                        "rest_url": "http://h",
+                        "target": {"type": "http", "url": "http://x"},
+                    }
+                ]
+            },
+            "ws_url: a ws(s) URL is required",
+        ),
+        (
+            {
+                "identity": [
+                    {
+                        "agent_id": "a",
+                        "api_key": "k",
+                        "rest_url": "http://h",
+                        "ws_url": "ws://h/socket/websocket",
+                        "target": {"type": "command", "argv": []},
+                    }
+                ]
+            },
+            "argv: a command",
+        ),
+        ({"bridge": {"health": "nope"}, "identity": [{"agent_id": "a"}]}, "$.identity[0]"),
+        ({"bridge": {"colour": 1}, "identity": []}, "unknown field `colour`"),
+    ],
+)
+def test_every_mistake_is_one_line_naming_the_key(data: object, says: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        parse_config(data, source="bridge.toml", env={})
+    text = str(caught.value)
+    assert says in text and text.startswith("bridge.toml: ") and "\n" not in text
+
+
+def test_an_unreadable_or_broken_file_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="cannot read"):
+        load_config(tmp_path / "missing.toml")
+    broken = tmp_path / "b.toml"
+    broken.write_text("[[identity]\n")
+    with pytest.raises(ConfigurationError, match="not valid TOML"):
+        load_config(broken)
+
+
+def test_an_identity_bridged_twice_is_refused() -> None:
+    one = {
+        "agent_id": "a",
+        "api_key": "k",
+        "rest_url": "http://h",
+        "ws_url": "ws://h/socket/websocket",
+        "target": {"type": "http", "url": "http://x"},
+    }
+    with pytest.raises(ConfigurationError, match="bridged twice"):
+        parse_config({"identity": [one, one]}, env={})
