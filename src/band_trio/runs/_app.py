@@ -223,7 +223,7 @@ class RunsApp:
                     raise HttpError(400, "invalid_request", "Last-Event-ID must be an event id")
                 after = int(value)
         await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-        run.subscribers += 1
+        run.subscribe(+1)
         left = False
         try:
             async with trio.open_nursery() as nursery:
@@ -232,7 +232,7 @@ class RunsApp:
                 nursery.cancel_scope.cancel()
             left = nursery.cancel_scope.cancelled_caught and not run.events.closed
         finally:
-            run.subscribers -= 1
+            run.subscribe(-1)
         if left and run.request.on_disconnect == "cancel" and run.subscribers == 0:
             run.stop(DISCONNECT_REASON)
 

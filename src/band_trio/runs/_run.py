@@ -70,6 +70,7 @@ class Run:
         "_live",
         "_output",
         "_output_chars",
+        "_subscribers_changed",
         "cancel_reason",
         "created_at",
         "error",
@@ -133,6 +134,8 @@ class Run:
         self.forgotten = trio.Event()
         """Set once its retention window ended (or it was evicted): it answers 404 now."""
         self.subscribers = 0
+        """Event streams of this run being served right now."""
+        self._subscribers_changed = trio.Event()
         self._output: list[str] = []
         self._output_chars = 0
 
@@ -163,6 +166,17 @@ class Run:
         self._live.control.aborted("stop", reason)  # before the cancel: starts get bounded
         self._live.scope.cancel(reason=f"stop: {reason}" if reason else "stop")
         return True
+
+    def subscribe(self, change: int) -> None:
+        """An event stream of this run began (+1) or ended (-1)."""
+        self.subscribers += change
+        self._subscribers_changed.set()
+        self._subscribers_changed = trio.Event()
+
+    async def wait_subscribers_changed(self) -> None:
+        """Return when an event stream of this run begins or ends (for a client, or a
+        test, that must know the server saw a subscriber go)."""
+        await self._subscribers_changed.wait()
 
     def begin(self) -> None:
         if self.status is RunStatus.QUEUED:

@@ -111,6 +111,18 @@ class RunsService:
         for run in list(self.active.values()):
             run.stop(SHUTDOWN_REASON)
 
+    def live_tasks(self) -> int:
+        """The tasks alive under the service's nursery (its sweeper, its runs and what
+        their adapters started): what a leak test counts."""
+        pending = list(self._nursery.child_tasks) if self._nursery is not None else []
+        count = 0
+        while pending:
+            task = pending.pop()
+            count += 1
+            for nursery in task.child_nurseries:
+                pending.extend(nursery.child_tasks)
+        return count
+
     # -- starting ------------------------------------------------------------------------
 
     def start(self, request: RunRequest) -> Run:
