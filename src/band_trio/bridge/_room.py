@@ -14,9 +14,9 @@ joined: rehydrate through a catch-up), and the control lane's `interrupt`,
 * interrupt and stop cancel the unit in flight *and* clear every unit queued
   behind it: none of them reaches the target. stop also leaves pushed messages
   for `/next` until play.
-* play queues one catch-up (never two): it is tracked work of this task, never
-  run on the receive path, and a following stop cancels it while its `/next`
-  is still in flight.
+* play queues one catch-up (never two, nor one beside a catch-up in flight):
+  it is tracked work of this task, never run on the receive path, and a
+  following stop cancels it while its `/next` is still in flight.
 * A message is remembered as forwarded only once the target took it.
 """
 
@@ -161,12 +161,13 @@ class ForwardRoom:
             try:
                 with forward.scope:
                     if unit.envelope is None:
-                        self._catch_up_queued = False
                         await self._catch_up_pass(forward, unit.why)
                     else:
                         await self._deliver(unit.envelope, unit.message, forward)
             finally:
                 self.running = None
+                if unit.envelope is None:  # a later play or rejoin nudges again
+                    self._catch_up_queued = any(u.envelope is None for u in self._queue)
                 if key is not None:
                     self._queued.discard(key)
                 shared.stops.add(forward.control.stops)
