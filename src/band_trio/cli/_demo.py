@@ -8,6 +8,8 @@ the real platform. Timings are `perf_counter` deltas taken on both sides.
 from __future__ import annotations
 
 import argparse
+import math
+import signal
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +27,16 @@ def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "demo", help="run the embedded platform and a demo agent, and show turns and signals"
     )
+    parser.add_argument(
+        "--console",
+        action="store_true",
+        help="then keep the platform and the agent running, with the browser console, until Ctrl-C",
+    )
     parser.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    trio.run(run_demo)
+    trio.run(run_demo, args.console)
     return 0
 
 
@@ -44,7 +51,7 @@ def _reply_to(platform: Platform, room_id: str, content: str) -> str | None:
     return None
 
 
-async def run_demo() -> None:
+async def run_demo(console: bool = False) -> None:
     # here, not at the top: every other command (an agent's start) need not load these
     from ..adapters import DemoAdapter
     from ..platform import open_platform
@@ -52,8 +59,11 @@ async def run_demo() -> None:
     from ..testing import RecordingAdapter
 
     began = time.perf_counter()
-    with trio.fail_after(_DEADLINE):
-        async with open_platform(seed=True) as platform, trio.open_nursery() as nursery:
+    with trio.fail_after(_DEADLINE) as scripted:
+        async with (
+            open_platform(seed=True, console=console) as platform,
+            trio.open_nursery() as nursery,
+        ):
             info = platform.info
             assert info.agent_id and info.api_key and info.room_id and info.user_id
             room, user, agent_id = info.room_id, info.user_id, info.agent_id
@@ -113,12 +123,22 @@ async def run_demo() -> None:
                 f"posted meanwhile answered {_ms(time.perf_counter() - sent)}"
             )
 
+            if console:
+                scripted.deadline = math.inf  # a person drives it from here on
+                await _console(platform.info.console_url or "")
             result = await agent.stop()
             print(
                 f"\nagent stopped ({'graceful' if result.graceful else 'cancelled turns'}); "
                 f"demo took {time.perf_counter() - began:.2f} s"
             )
             nursery.cancel_scope.cancel()
+
+
+async def _console(url: str) -> None:
+    print(f"\nconsole   {url}\n          open it in a browser; Ctrl-C stops the agent and platform")
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            break
 
 
 def _status(platform: Platform, message_id: str, agent_id: str) -> str | None:

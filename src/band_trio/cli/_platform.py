@@ -25,6 +25,11 @@ def add_parser(commands: Any) -> None:
         "--seed", action="store_true", help="create one agent, one user and one room"
     )
     parser.add_argument("--ready-file", type=Path, help="write the URLs and ids here as JSON")
+    parser.add_argument(
+        "--console",
+        action="store_true",
+        help="also serve the browser console (its URL is printed and in the ready file)",
+    )
     parser.set_defaults(run=_run)
 
 
@@ -45,6 +50,7 @@ async def _serve(args: argparse.Namespace) -> None:
                 db=str(args.db) if args.db else None,
                 seed=args.seed,
                 ready_file=str(args.ready_file) if args.ready_file else None,
+                console=args.console,
             )
         )
         info = platform.info
@@ -53,6 +59,8 @@ async def _serve(args: argparse.Namespace) -> None:
             f"admin {info.admin_url}",
             flush=True,
         )
+        if info.console_url:
+            print(f"console {info.console_url}", flush=True)
         if info.agent_id:
             print(
                 f"seeded agent {info.agent_id} key {info.api_key} room {info.room_id} "

@@ -16,6 +16,8 @@ from urllib.parse import parse_qsl
 
 from ._admin import admin_route, handle_admin
 from ._api import PREFIX, describe, handle, route
+from ._console import PREFIX as CONSOLE
+from ._console import Console
 from ._faults import Intercepted
 from ._http import HttpError, Response, error_body
 from ._log import logger
@@ -34,13 +36,19 @@ class _Gone(Exception):
 class App:
     """ASGI 3 application serving the agent API, the admin API and the websocket."""
 
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: Platform, console: Console | None = None) -> None:
         self.platform = platform
+        self.console = console
+        """The browser console under `/_console/`, when the server was asked for it."""
         self._requests = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
         if kind == "http":
+            path: str = scope["path"]
+            if self.console is not None and (path == CONSOLE or path.startswith(CONSOLE + "/")):
+                await self.console.serve(scope, receive, send)
+                return
             await self._http(scope, receive, send)
         elif kind == "websocket":
             await serve_socket(self.platform, scope, receive, send)

@@ -137,6 +137,7 @@ class SocketFaults:
         if conn is None:
             return False
         conn.closing = True  # no close frame from now on
+        conn.end("dropped by fault injection (TCP cut, no close frame)")
         self._faults_log.note(
             f"fault: drop_socket {agent_id}", "faults_sockets_dropped", agent_id=agent_id
         )

@@ -19,6 +19,7 @@ import trio
 from ..policy import PlatformPolicy
 from ..wire import Supersede, encode_frame
 from ._log import Changes, RequestLog
+from ._records import now_iso
 
 __all__ = ["Close", "Connection", "Hub"]
 
@@ -45,12 +46,20 @@ class Connection:
     """The peer's TCP address (the ASGI scope's `client`), for `Faults.drop_socket`."""
     server: tuple[str, int] | None = None
     """The local TCP address (the ASGI scope's `server`)."""
+    ended: str | None = None
+    """Why the connection ended, once known: the first cause recorded wins (a close
+    the platform sends, an overflow, the client's own close), for the console."""
+
+    def end(self, why: str) -> None:
+        if self.ended is None:
+            self.ended = why
 
     def enqueue(self, item: str | Close) -> bool:
         """Queue a frame without blocking; abort the connection if its queue is full."""
         try:
             self.outbox.send_nowait(item)
         except trio.WouldBlock:
+            self.end("aborted by the platform: the agent stopped reading (outbound queue full)")
             self.nursery.cancel_scope.cancel(reason="outbound queue overflow")
             return False
         except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -62,6 +71,7 @@ class Connection:
         if self.closing:
             return
         self.closing = True
+        self.end(f"closed by the platform: {code} {reason}".rstrip())
         if delay > 0:
             self.nursery.start_soon(self._close_later, code, reason, delay)
         elif not self.enqueue(Close(code, reason)):
@@ -79,6 +89,8 @@ class Hub:
     def __init__(self, log: RequestLog, changes: Changes, policy: PlatformPolicy) -> None:
         self.policy = policy
         self.live: dict[str, Connection] = {}
+        self.last_disconnect: dict[str, tuple[str, str]] = {}
+        """Per agent: when (ISO-8601) and why its last connection ended."""
         self.connections: set[Connection] = set()
         self._subscribers: dict[str, set[Connection]] = {}
         self._log = log
@@ -111,6 +123,8 @@ class Hub:
         self.connections.discard(conn)
         if self.live.get(conn.agent_id) is conn:
             del self.live[conn.agent_id]
+        why = conn.ended or "connection lost (no close frame)"
+        self.last_disconnect[conn.agent_id] = (now_iso(), why)
         if not self.connections:
             self._empty.set()
         self._log.count("connections_closed")
@@ -183,6 +197,7 @@ class Hub:
         )
         self.send(conn, f"agent_control:{conn.agent_id}", "supersede", payload)
         self._log.count("superseded")
+        conn.end(f"superseded: {reason}")
         conn.close(1000, "superseded", delay=self.policy.supersede_close_delay)
         return correlation_id
 

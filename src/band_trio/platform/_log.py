@@ -43,11 +43,15 @@ class Changes:
 
     def __init__(self) -> None:
         self._event = trio.Event()
+        self.version = 0
+        """Counts `notify()` calls: a reader that compares it before and after its own
+        awaits knows whether it missed a change, which the event alone cannot tell."""
         self._waiting = 0
         """Tasks in `wait()`: counted here, since `notify` runs several times a request
         and `Event.statistics()` allocates."""
 
     def notify(self) -> None:
+        self.version += 1
         if self._waiting:
             self._event.set()
             self._event = trio.Event()

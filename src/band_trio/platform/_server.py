@@ -29,6 +29,8 @@ from ..errors import ConfigurationError
 from ..policy import PlatformPolicy
 from ..wire.admin import ReadyInfo
 from ._app import App
+from ._console import PREFIX as CONSOLE
+from ._console import Console
 from ._log import logger
 from ._platform import Platform
 from ._socket import WS_PATH
@@ -101,6 +103,7 @@ async def _serve(
     db: str | os.PathLike[str] | None,
     seed: bool,
     server: _Server,
+    console: bool,
     *,
     task_status: trio.TaskStatus[Platform] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -117,7 +120,8 @@ async def _serve(
         config.websocket_max_message_size = server.policy.max_ws_message
         config.backlog = server.policy.listen_backlog
         hypercorn_stop = trio.Event()
-        app: Any = App(platform)  # hypercorn's Framework type wants TypedDict scopes
+        pages = Console(platform) if console else None
+        app: Any = App(platform, pages)  # hypercorn's Framework type wants TypedDict scopes
         with server.scope:
             async with trio.open_nursery() as nursery:
                 try:
@@ -142,12 +146,15 @@ async def _serve(
                         user_id=seeded[1].id if seeded else None,
                         room_id=seeded[2].id if seeded else None,
                         pid=os.getpid(),
+                        console_url=f"{rest_url}{CONSOLE}/" if pages else None,
                     )
                 )
                 task_status.started(platform)
                 await server.shutdown_requested.wait()
                 platform.faults.clear()  # held requests proceed rather than hang
                 platform.hub.close_all(1001, "platform shutting down")
+                if pages is not None:
+                    pages.close()
                 with trio.move_on_after(server.policy.sockets_close_grace):
                     await platform.hub.wait_empty()
                 hypercorn_stop.set()
@@ -164,15 +171,17 @@ async def open_platform(
     db: str | os.PathLike[str] | None = None,
     seed: bool = True,
     policy: PlatformPolicy | None = None,
+    console: bool = False,
 ) -> AsyncIterator[Platform]:
     """Serve a platform for the duration of the block, then shut it down cleanly.
 
     `db=None` keeps the state in memory; a path makes it durable across restarts.
+    `console=True` also serves the browser console (`info.console_url`).
     """
     host, port = _loopback(host), _port(port)
     server = _Server(policy or PlatformPolicy())
     async with trio.open_nursery() as nursery:
-        platform: Platform = await nursery.start(_serve, host, port, db, seed, server)
+        platform: Platform = await nursery.start(_serve, host, port, db, seed, server, console)
         try:
             yield platform
         finally:
@@ -201,6 +210,7 @@ async def run_platform(
     seed: bool = True,
     ready_file: str | os.PathLike[str] | None = None,
     policy: PlatformPolicy | None = None,
+    console: bool = False,
     task_status: trio.TaskStatus[Platform] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled. Once listening, write `ready_file` (if given) and report
@@ -210,7 +220,7 @@ async def run_platform(
         _ready_folder(ready_file)
     server = _Server(policy or PlatformPolicy())
     async with trio.open_nursery() as nursery:
-        platform: Platform = await nursery.start(_serve, host, port, db, seed, server)
+        platform: Platform = await nursery.start(_serve, host, port, db, seed, server, console)
         try:
             if ready_file is not None:
                 _write_ready_file(ready_file, platform.info)

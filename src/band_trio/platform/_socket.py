@@ -178,6 +178,7 @@ async def _reader(p: Platform, conn: Connection, receive: Receive) -> None:
         t = perf_counter()
         kind = message["type"]
         if kind == "websocket.disconnect":
+            conn.end(f"closed by the agent: {message.get('code', 1005)}")
             return
         if kind != "websocket.receive":
             continue

@@ -16,6 +16,7 @@ written through: the table is changed first, then the cache, by the same
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import sqlite3
 import uuid
@@ -162,6 +163,10 @@ class Store:
     def room(self, room_id: str) -> Room | None:
         return self._rooms.get(room_id)
 
+    def rooms(self, limit: int) -> tuple[list[Room], int]:
+        """Up to `limit` rooms, oldest first, and how many there are in all."""
+        return list(itertools.islice(self._rooms.values(), limit)), len(self._rooms)
+
     def delete_room(self, room_id: str) -> None:
         db = self._db
         db.execute("BEGIN")
@@ -289,6 +294,30 @@ class Store:
             (room_id,),
         )
         return [_message(row) for row in rows]
+
+    def recent_messages(self, room_id: str, limit: int) -> tuple[list[Message], int]:
+        """The room's newest `limit` messages, oldest first, and its message count."""
+        rows = self._db.execute(
+            f"SELECT {_MSG_COLUMNS} FROM messages m WHERE m.room_id = ? "
+            "ORDER BY m.seq DESC LIMIT ?",
+            (room_id, limit),
+        ).fetchall()
+        total = self._db.execute(
+            "SELECT COUNT(*) FROM messages WHERE room_id = ?", (room_id,)
+        ).fetchone()[0]
+        return [_message(row) for row in reversed(rows)], int(total)
+
+    def deliveries_from(self, room_id: str, seq: int) -> dict[int, dict[str, Delivery]]:
+        """Every recipient's delivery of the room's messages from `seq` on, by message."""
+        rows = self._db.execute(
+            "SELECT seq, agent_id, status, attempts, current_attempt FROM deliveries "
+            "WHERE room_id = ? AND seq >= ?",
+            (room_id, seq),
+        )
+        found: dict[int, dict[str, Delivery]] = {}
+        for row in rows:
+            found.setdefault(row[0], {})[row[1]] = Delivery(*row[2:])
+        return found
 
     def next_pending(self, agent_id: str, room_id: str) -> tuple[Message, Delivery] | None:
         """The oldest message in the room this agent must still act on (not processed)."""

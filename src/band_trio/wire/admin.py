@@ -52,6 +52,8 @@ class ReadyInfo(_Admin):
     room_id: str | None = None
     user_id: str | None = None
     pid: int | None = None
+    console_url: str | None = None
+    """The browser console's page, when the platform serves one (`--console`)."""
 
 
 class Created(_Admin):

@@ -1,0 +1,303 @@
+"""The browser console under `/_console/`: a page, its live state stream and its actions.
+
+`band-trio platform --console` serves it from the platform's own hypercorn
+app, on loopback and without a key, like `/_admin`. The page is three static
+files shipped in the package (`console/`): no build step, no CDN.
+
+* `GET /_console/api/stream?room=ID` is a server-sent event stream: one
+  `state` event with the whole state (`_console_state.snapshot`) at once and
+  again after every change, coalesced to at most one per
+  `console_push_interval`. Nothing is polled: the stream sleeps on the
+  platform's change signal. The page's `EventSource` reconnects by itself
+  (`retry:` is `console_reconnect`), so after a platform restart on the same
+  port and `--db` it is whole again with the first event.
+* `POST /_console/api/messages | rooms | rooms/{id}/participants | control`
+  are the page's actions, each answering JSON or the platform's error
+  envelope with a message meant for a person.
+
+Console requests are not written to the request log: the log is the wire's
+record (what agents did), which the console's latency figures are read from.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from time import perf_counter
+from typing import Any, Literal
+from urllib.parse import parse_qsl
+
+import msgspec
+import trio
+
+from ._console_presses import PressBook
+from ._console_state import console_user, snapshot
+from ._http import HttpError, error_body
+from ._log import logger
+from ._platform import Platform
+from ._store import Agent
+
+__all__ = ["PREFIX", "Console"]
+
+PREFIX = "/_console"
+
+_STATIC = {
+    "": ("index.html", b"text/html; charset=utf-8"),
+    "console.js": ("console.js", b"text/javascript; charset=utf-8"),
+    "console.css": ("console.css", b"text/css; charset=utf-8"),
+    "favicon.svg": ("favicon.svg", b"image/svg+xml"),
+}
+_MENTION = re.compile(r"(?<![\w@])@([\w.-]+)")
+_encode = msgspec.json.Encoder().encode
+
+
+class _NewMessage(msgspec.Struct, forbid_unknown_fields=True):
+    room_id: str
+    content: str
+
+
+class _NewRoom(msgspec.Struct, forbid_unknown_fields=True):
+    title: str = ""
+    agents: list[str] = []
+
+
+class _NewParticipant(msgspec.Struct, forbid_unknown_fields=True):
+    id: str
+
+
+class _Press(msgspec.Struct, forbid_unknown_fields=True):
+    mode: Literal["interrupt", "stop", "play"]
+    agent_id: str
+    room_id: str | None = None
+    reason: str | None = None
+
+
+def _decode(body: bytes, kind: type[Any]) -> Any:
+    try:
+        return msgspec.json.decode(body or b"{}", type=kind)
+    except msgspec.ValidationError as exc:
+        raise HttpError(422, "validation_error", f"That request is not valid: {exc}.") from None
+    except (msgspec.DecodeError, RecursionError):
+        raise HttpError(400, "bad_request", "That request is not JSON.") from None
+
+
+class Console:
+    """The console's routes; one per platform server, closed when the server shuts down."""
+
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+        policy = platform.policy
+        self.presses = PressBook(
+            platform.request_log, keep=policy.console_presses, window=policy.console_press_window
+        )
+        self._closing = trio.Event()
+        self._requests = 0
+
+    def close(self) -> None:
+        """End every open stream (the server is shutting down); pages will reconnect."""
+        self._closing.set()
+
+    # -- HTTP -------------------------------------------------------------------
+
+    async def serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path: str = scope["path"][len(PREFIX) :].strip("/")
+        method: str = scope["method"]
+        self._requests += 1
+        request_id = f"console-{self._requests}"
+        try:
+            if method == "GET" and path in _STATIC:
+                await _static(send, *_STATIC[path])
+                return
+            if method == "GET" and path == "api/stream":
+                await self._stream(scope, receive, send)
+                return
+            body = await _body(receive, self.platform.policy.max_request_body)
+            status, value = self._act(method, path.split("/"), body)
+            await _json(send, status, _encode(value))
+        except HttpError as exc:
+            await _json(send, exc.status, error_body(exc.code, exc.message, request_id))
+        except _Gone:
+            return
+        except Exception:
+            logger.exception("console %s %s failed", method, path)
+            message = "The platform failed on this request; its log has the details."
+            await _json(send, 500, error_body("internal_error", message, request_id))
+
+    def _act(self, method: str, parts: list[str], body: bytes) -> tuple[int, Any]:
+        match method, parts:
+            case "POST", ["api", "messages"]:
+                return 201, self._post(_decode(body, _NewMessage))
+            case "POST", ["api", "rooms"]:
+                return 201, self._create_room(_decode(body, _NewRoom))
+            case "POST", ["api", "rooms", room_id, "participants"]:
+                return 200, self._add(room_id, _decode(body, _NewParticipant))
+            case "POST", ["api", "control"]:
+                return 202, self._press(_decode(body, _Press))
+        raise HttpError(404, "not_found", f"The console has no {method} /{'/'.join(parts)}.")
+
+    # -- actions ------------------------------------------------------------------
+
+    def _room(self, room_id: str) -> None:
+        if self.platform.store.room(room_id) is None:
+            raise HttpError(404, "not_found", f"There is no room {room_id}.")
+
+    def _post(self, req: _NewMessage) -> dict[str, Any]:
+        p = self.platform
+        content = req.content.strip()
+        if not content:
+            raise HttpError(422, "empty_message", "Write something first: the message is empty.")
+        self._room(req.room_id)
+        user = console_user(p)
+        if not p.store.is_participant(req.room_id, user):
+            p.add_participant(req.room_id, user)
+        members = {}
+        for pid in p.store.participants(req.room_id):
+            profile = p.store.profile(pid)
+            if profile is not None:
+                members[profile.handle.lower()] = pid
+        named = [members[h.lower()] for h in _MENTION.findall(content) if h.lower() in members]
+        mentions = [pid for pid in dict.fromkeys(named) if pid != user]
+        message_id = p.post_message(req.room_id, user, content, mentions or None)
+        return {"id": message_id, "mentions": mentions}
+
+    def _create_room(self, req: _NewRoom) -> dict[str, Any]:
+        p = self.platform
+        for agent_id in req.agents:
+            if agent_id not in p.store.agents:
+                raise HttpError(404, "not_found", f"There is no agent {agent_id}.")
+        title = req.title.strip() or None
+        room = p.create_room(title, [console_user(p), *req.agents])
+        return {"id": room.id, "title": room.title}
+
+    def _add(self, room_id: str, req: _NewParticipant) -> dict[str, Any]:
+        p = self.platform
+        self._room(room_id)
+        if not isinstance(p.store.profile(req.id), Agent):
+            raise HttpError(404, "not_found", f"There is no agent {req.id}.")
+        p.add_participant(room_id, req.id)
+        return {"id": room_id, "participants": p.store.participants(room_id)}
+
+    def _press(self, req: _Press) -> dict[str, Any]:
+        p = self.platform
+        if req.agent_id not in p.store.agents:
+            raise HttpError(404, "not_found", f"There is no agent {req.agent_id}.")
+        if req.room_id is not None:
+            self._room(req.room_id)
+        working = any(
+            on and agent == req.agent_id and req.room_id in (None, room)
+            for (agent, room), on in p.working.items()
+        )
+        delivered = req.agent_id in p.hub.live
+        reason = req.reason or f"{req.mode} pressed in the console"
+        correlation_id = p.send_control(req.agent_id, req.mode, room_id=req.room_id, reason=reason)
+        press = self.presses.add(
+            req.mode,
+            req.agent_id,
+            req.room_id,
+            delivered=delivered,
+            was_working=working,
+            correlation_id=correlation_id,
+        )
+        p.changes.notify()
+        return {"press": press.id, "correlation_id": correlation_id}
+
+    # -- the live stream ------------------------------------------------------------
+
+    def _state(self, room_id: str | None) -> bytes:
+        return _encode(snapshot(self.platform, room_id, self.presses.views()))
+
+    async def _stream(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
+        room_id = query.get("room") or None
+        policy = self.platform.policy
+        changes = self.platform.changes
+        headers = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-store"),
+            (b"x-accel-buffering", b"no"),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        retry = f"retry: {int(policy.console_reconnect * 1000)}\n\n".encode()
+        await send({"type": "http.response.body", "body": retry, "more_body": True})
+        gone = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_until_gone, receive, gone, nursery.cancel_scope)
+            nursery.start_soon(_until_set, self._closing, nursery.cancel_scope)
+            last = b""
+            while not gone.is_set():  # until a task below cancels the loop
+                seen = changes.version
+                state = self._state(room_id)
+                if state != last:
+                    chunk = b"event: state\ndata: " + state + b"\n\n"
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    last = state
+                    await trio.sleep(policy.console_push_interval)  # coalesce what follows
+                if changes.version != seen:
+                    continue
+                wake = policy.console_keepalive
+                until = self.presses.open_until()
+                if until is not None:  # a press times out even if nothing else happens
+                    wake = min(wake, max(until - perf_counter(), 0) + 0.01)
+                with trio.move_on_after(wake) as idle:
+                    await changes.wait()
+                if idle.cancelled_caught:
+                    ping = b": keep-alive\n\n"
+                    await send({"type": "http.response.body", "body": ping, "more_body": True})
+        if not gone.is_set():  # closing: end the response so the page reconnects
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _Gone(Exception):
+    """The client went away before its request body was complete."""
+
+
+async def _until_gone(receive: Any, gone: trio.Event, scope: trio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+    scope.cancel(reason="the page went away")
+
+
+async def _until_set(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel(reason="the platform is shutting down")
+
+
+async def _body(receive: Any, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Gone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise HttpError(413, "payload_too_large", f"That request is over {limit} bytes.")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _json(send: Any, status: int, body: bytes) -> None:
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+    ]
+    if status == 413:  # the unread rest of the body must not be parsed as a request
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _static(send: Any, name: str, content_type: bytes) -> None:
+    body = resources.files(__package__).joinpath("console", name).read_bytes()
+    headers = [
+        (b"content-type", content_type),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        (b"content-security-policy", b"default-src 'self'; connect-src 'self'"),
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

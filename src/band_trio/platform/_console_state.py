@@ -1,0 +1,111 @@
+"""What a console page shows, as one JSON-ready value built from the platform's state.
+
+A page is sent the whole of it on every change (coalesced by the stream), not
+a diff: a page that reconnects after a restart, or that missed a push, is
+whole again with the next state, and there is no client-side merge to get
+wrong. It stays small because it is bounded: the newest
+`console_messages` messages of the selected room, the first `console_rooms`
+rooms and agents, the last `console_presses` presses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._platform import Platform
+from ._store import Agent
+
+__all__ = ["console_user", "snapshot"]
+
+
+def console_user(p: Platform) -> str:
+    """The user a console posts as: the seeded one, else one made for the console."""
+    info = p.info
+    if info.user_id is not None and info.user_id in p.store.users:
+        return info.user_id
+    made = p.store.get_meta("console_user")
+    if made is not None and made in p.store.users:
+        return made
+    user = p.create_user(name="Console user", handle="you")
+    p.store.set_meta("console_user", user.id or "")
+    return user.id or ""
+
+
+def _agent(p: Platform, agent: Agent) -> dict[str, Any]:
+    when, why = p.hub.last_disconnect.get(agent.id, (None, None))
+    return {
+        "id": agent.id,
+        "name": agent.name,
+        "handle": agent.handle,
+        "connected": agent.id in p.hub.live,
+        "last_disconnect": None if why is None else {"at": when, "reason": why},
+    }
+
+
+def _participant(p: Platform, room_id: str, pid: str) -> dict[str, Any]:
+    profile = p.store.profile(pid)
+    if isinstance(profile, Agent):
+        view = _agent(p, profile)
+        view["type"] = "Agent"
+        view["working"] = p.working.get((pid, room_id), False)
+        view["stopped"] = p.store.is_stopped(pid, room_id)
+        return view
+    return {
+        "id": pid,
+        "type": "User",
+        "name": profile.name if profile else pid,
+        "handle": profile.handle if profile else None,
+    }
+
+
+def _room(p: Platform, room_id: str) -> dict[str, Any]:
+    room = p.store.room(room_id)
+    if room is None:
+        return {"id": room_id, "error": f"There is no room {room_id} (deleted, or never made)."}
+    limit = p.policy.console_messages
+    messages, total = p.store.recent_messages(room_id, limit)
+    deliveries = p.store.deliveries_from(room_id, messages[0].seq) if messages else {}
+    return {
+        "id": room.id,
+        "title": room.title,
+        "participants": [_participant(p, room_id, pid) for pid in p.store.participants(room_id)],
+        "messages": [
+            {
+                "id": m.id,
+                "sender_id": m.sender_id,
+                "sender_name": m.sender_name,
+                "sender_type": m.sender_type,
+                "content": m.content,
+                "message_type": m.message_type,
+                "mentions": [mention.get("id") for mention in m.mentions],
+                "inserted_at": m.inserted_at,
+                "delivery": {
+                    agent_id: {"status": d.status, "attempts": d.attempts}
+                    for agent_id, d in deliveries.get(m.seq, {}).items()
+                },
+            }
+            for m in messages
+        ],
+        "messages_total": total,
+    }
+
+
+def snapshot(p: Platform, room_id: str | None, presses: list[dict[str, Any]]) -> dict[str, Any]:
+    """The state a console shows with `room_id` selected (None: no room)."""
+    limit = p.policy.console_rooms
+    rooms, rooms_total = p.store.rooms(limit)
+    agents = list(p.store.agents.values())
+    user_id = console_user(p)
+    user = p.store.users[user_id]
+    return {
+        "user": {"id": user.id, "name": user.name, "handle": user.handle},
+        "rooms": [
+            {"id": r.id, "title": r.title, "participants": len(p.store.participants(r.id))}
+            for r in rooms
+        ],
+        "rooms_total": rooms_total,
+        "agents": [_agent(p, a) for a in agents[:limit]],
+        "agents_total": len(agents),
+        "room": None if room_id is None else _room(p, room_id),
+        "presses": presses,
+    }
