@@ -23,11 +23,14 @@ from ._hosting import LinkedRooms as LinkedRooms
 from ._inbound import Inbound as Inbound
 from ._inbound import inbound as inbound
 from ._ledger import Ledger as Ledger
+from ._ledger import Standing as Standing
 from ._link import Link as Link
 from ._link import LinkEnd as LinkEnd
 from ._link import LinkSettings as LinkSettings
 from ._room import chat_topic as chat_topic
 from ._room import participants_topic as participants_topic
+from ._settle import Outcome as Outcome
+from ._settle import settle as settle
 from ._stops import RemoteStopLog as RemoteStopLog
 from ._turn import run_turn as run_turn
 from ._turn_state import AbortKind as AbortKind
@@ -46,10 +49,13 @@ __all__ = [
     "LinkSettings",
     "LinkedRoom",
     "LinkedRooms",
+    "Outcome",
     "RemoteStopLog",
     "RoomContext",
+    "Standing",
     "chat_topic",
     "inbound",
     "participants_topic",
     "run_turn",
+    "settle",
 ]
