@@ -29,6 +29,8 @@ from ._envelope import FORWARDED_EVENTS as FORWARDED_EVENTS
 from ._envelope import Envelope as Envelope
 from ._envelope import decode_envelope as decode_envelope
 from ._health import health_body as health_body
+from ._host import HostApp as HostApp
+from ._host import serve_host as serve_host
 from ._identity import IdentityStatus as IdentityStatus
 from ._policy import BridgePolicy as BridgePolicy
 from ._recorder import Received as Received
@@ -45,6 +47,7 @@ __all__ = [
     "BridgeResult",
     "CommandTargetConfig",
     "Envelope",
+    "HostApp",
     "HttpTargetConfig",
     "IdentityConfig",
     "IdentityStatus",
@@ -56,4 +59,5 @@ __all__ = [
     "open_recording_target",
     "parse_config",
     "serve_app",
+    "serve_host",
 ]

@@ -19,7 +19,7 @@ import msgspec
 
 from ._identity import IdentityStatus
 
-__all__ = ["HealthApp", "health_body"]
+__all__ = ["HealthApp", "answer", "health_body", "lifespan"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -44,19 +44,19 @@ class HealthApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
         if scope["path"] != "/health":
-            await _answer(send, 404, b'{"error":"not found"}')
+            await answer(send, 404, b'{"error":"not found"}')
         elif scope["method"] != "GET":
-            await _answer(send, 405, b'{"error":"method not allowed"}')
+            await answer(send, 405, b'{"error":"method not allowed"}')
         else:
-            await _answer(send, *health_body(self._statuses()))
+            await answer(send, *health_body(self._statuses()))
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
+async def lifespan(receive: Receive, send: Send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -66,7 +66,7 @@ async def _lifespan(receive: Receive, send: Send) -> None:
             return
 
 
-async def _answer(send: Send, status: int, body: bytes) -> None:
+async def answer(send: Send, status: int, body: bytes) -> None:
     await send(
         {
             "type": "http.response.start",

@@ -22,7 +22,7 @@ import trio
 
 from ..runtime.parts import Changes
 from ._envelope import Envelope, decode_envelope
-from ._health import Receive, Scope, Send, _answer, _lifespan
+from ._health import Receive, Scope, Send, answer, lifespan
 from ._serve import serve_app
 
 __all__ = ["Received", "RecordingTarget", "open_recording_target"]
@@ -72,7 +72,7 @@ class RecordingTarget:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         if scope["type"] != "http":
             return
@@ -89,7 +89,7 @@ class RecordingTarget:
         self.changes.notify()
         if self._failures:
             item.status = self._failures.popleft()
-            await _answer(send, item.status, b'{"error":"failed on purpose"}')
+            await answer(send, item.status, b'{"error":"failed on purpose"}')
             self.changes.notify()
             return
         if self.hold:
@@ -101,7 +101,7 @@ class RecordingTarget:
                 self.changes.notify()
                 return
         item.status = 200
-        await _answer(send, 200, b'{"ok":true}')
+        await answer(send, 200, b'{"ok":true}')
         self.changes.notify()
 
 

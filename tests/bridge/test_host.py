@@ -1,0 +1,171 @@
+"""Bridge → host, end to end over loopback: a stop pressed in the room stops the adapter
+behind the bridge, leaves the message `processing`, and play replays it once."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx2
+import trio
+
+from band_trio import Adapter, Turn
+from band_trio.bridge import HostApp, serve_host
+from band_trio.platform import Platform
+from band_trio.testing import TaskTracker
+
+from ._helpers import identity, running_bridge
+from .conftest import seeded
+
+
+class _FirstBlocks(Adapter):
+    """The first turn waits until cancelled; later ones answer."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.cancelled: list[str] = []
+        self.started = trio.Event()
+        self.saw_cancel = trio.Event()
+        self.told: list[str | None] = []
+
+    async def on_turn(self, turn: Turn) -> None:
+        self.calls.append(turn.message.id)
+        self.told.append(turn.last_abort.kind if turn.last_abort is not None else None)
+        self.started.set()
+        if len(self.calls) == 1:
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                self.cancelled.append(turn.message.id)
+                self.saw_cancel.set()
+                raise
+        await turn.reply(f"answered: {turn.message.content}")
+
+
+@asynccontextmanager
+async def running_host(platform: Platform, adapter: Adapter) -> AsyncIterator[tuple[HostApp, str]]:
+    info = platform.info
+    assert info.agent_id and info.api_key
+    app = HostApp(adapter, agent_id=info.agent_id)
+    stop = trio.Event()
+    tasks = TaskTracker()
+    trio.lowlevel.add_instrument(tasks)
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def host(*, task_status: trio.TaskStatus[int]) -> None:
+                tasks.adopt()
+                await serve_host(
+                    app,
+                    api_key=info.api_key or "",
+                    rest_url=info.rest_url,
+                    host="127.0.0.1",
+                    port=0,
+                    stop=stop,
+                    task_status=task_status,
+                )
+
+            port = await nursery.start(host)
+            try:
+                yield app, f"http://127.0.0.1:{port}/"
+            finally:
+                stop.set()
+    finally:
+        trio.lowlevel.remove_instrument(tasks)
+    assert tasks.living == set(), f"tasks outlived the host: {tasks.living}"
+
+
+def _status(platform: Platform, message_id: str) -> str | None:
+    agent_id = platform.info.agent_id
+    assert agent_id
+    entry = platform.delivery(message_id).get(agent_id)
+    return None if entry is None else str(entry["status"])
+
+
+async def test_stop_in_the_room_stops_the_host_adapter_and_play_replays_it_once(
+    platform: Platform,
+) -> None:
+    agent_id, room_id, user_id = seeded(platform)
+    adapter = _FirstBlocks()
+    async with (
+        running_host(platform, adapter) as (_, url),
+        running_bridge([identity(platform, url)]) as run,
+    ):
+        with trio.fail_after(10):
+            message_id = platform.post_message(room_id, user_id, "work on this")
+            await adapter.started.wait()
+            await platform.wait_until(lambda: _status(platform, message_id) == "processing")
+            platform.send_control(agent_id, "stop", room_id=room_id)
+            await adapter.saw_cancel.wait()
+            await run.bridge.wait_until(lambda: run.bridge.identities[agent_id].rooms_idle)
+            assert _status(platform, message_id) == "processing"  # left for the replay
+            platform.send_control(agent_id, "play", room_id=room_id)
+            await platform.wait_until(lambda: _status(platform, message_id) == "processed")
+            await run.bridge.wait_until(lambda: run.bridge.identities[agent_id].rooms_idle)
+    assert adapter.calls == [message_id, message_id]  # replayed once
+    assert adapter.cancelled == [message_id]
+    assert adapter.told == [None, "stop"]  # the replay is told why the first was cut off
+    replies = [m.content for m in platform.messages(room_id) if m.sender_id == agent_id]
+    assert replies == ["answered: work on this"]
+
+
+async def test_the_host_answers_a_finished_turn_and_ignores_other_events(
+    platform: Platform,
+) -> None:
+    agent_id, room_id, user_id = seeded(platform)
+    adapter = _FirstBlocks()
+    adapter.calls.append("already one")  # answer at once
+    async with running_host(platform, adapter) as (app, url):
+        message_id = platform.post_message(room_id, user_id, "hi")
+        payload = {
+            "id": message_id,
+            "content": "hi",
+            "message_type": "text",
+            "sender_type": "User",
+            "sender_id": user_id,
+            "inserted_at": "2026-12-01T00:00:00Z",
+            "updated_at": "2026-12-01T00:00:00Z",
+        }
+        envelope = {
+            "event_type": "message_created",
+            "agent_id": agent_id,
+            "room_id": room_id,
+            "payload": payload,
+            "forwarded_at": "2026-12-01T00:00:00Z",
+        }
+        async with httpx2.AsyncClient() as client:
+            with trio.fail_after(5):
+                done = await client.post(url, json=envelope)
+                again = await client.post(url, json=envelope)
+                other = await client.post(url, json={**envelope, "event_type": "room_added"})
+                wrong = await client.post(url, json={**envelope, "agent_id": "someone else"})
+                junk = await client.post(url, content=b"not json")
+        assert (
+            done.json() == {"outcome": "processed"} and _status(platform, message_id) == "processed"
+        )
+        assert again.json() == {"outcome": "completed"}  # the ledger: never twice
+        assert other.json() == {"outcome": "ignored"}
+        assert wrong.status_code == 409 and junk.status_code == 422
+        assert app.turns == 1
+
+
+async def test_an_interrupt_cancels_the_host_turn_through_the_forward_alone(
+    platform: Platform,
+) -> None:
+    """An interrupt does not close the platform's gate: the forward's request going
+    away is the only thing that reaches the host, and it is enough."""
+    agent_id, room_id, user_id = seeded(platform)
+    adapter = _FirstBlocks()
+    async with (
+        running_host(platform, adapter) as (app, url),
+        running_bridge([identity(platform, url)]),
+    ):
+        with trio.fail_after(5):
+            message_id = platform.post_message(room_id, user_id, "interrupt me")
+            await adapter.started.wait()
+            platform.send_control(agent_id, "interrupt", room_id=room_id)
+            await adapter.saw_cancel.wait()
+            while app.running(room_id) is not None:  # the turn settles (working: false)
+                await app.changes.wait()
+    assert adapter.cancelled == [message_id]
+    assert _status(platform, message_id) == "processing"  # the host cannot tell it from a stop
