@@ -25,7 +25,16 @@ import trio
 from .. import errors
 from ..link import RestClient, SocketStats
 from ..policy import Policy
-from ..runtime.parts import Changes, ControlLane, Link, LinkEnd, LinkSettings, inbound
+from ..runtime import RemoteStopStats
+from ..runtime.parts import (
+    Changes,
+    ControlLane,
+    Link,
+    LinkEnd,
+    LinkSettings,
+    RemoteStopLog,
+    inbound,
+)
 from ..wire import MessageCreated, RefCounter
 from ._config import IdentityConfig
 from ._envelope import FORWARDED_EVENTS, envelope_for
@@ -52,6 +61,8 @@ class IdentityStatus:
     failed: int
     cancelled: int
     dropped: int
+    remote_stops: dict[str, int]
+    """How the remote stops of cancelled forwards ended (A2A tasks, process groups)."""
     last_disconnect_reason: errors.DisconnectReason | None
     ended: str | None
     """Why the runner ended, if it did (a terminal disconnect, a refused key)."""
@@ -79,6 +90,7 @@ class Identity:
         self._rooms: ForwardRooms | None = None
         self._shared: Shared | None = None
         self._forwarded = Forwarded(bridge_policy.forwarded_memory)
+        self._stops = RemoteStopLog()
         self.disconnect_reason: errors.DisconnectReason | None = None
         self.ended: str | None = None
         self.stats = SocketStats()
@@ -108,8 +120,14 @@ class Identity:
     def counters(self) -> Counters:
         return self._shared.counters if self._shared is not None else Counters()
 
+    @property
+    def remote_stops(self) -> RemoteStopStats:
+        """How the remote stops of this identity's cancelled forwards ended."""
+        return self._stops.stats
+
     def status(self) -> IdentityStatus:
         counters = self.counters
+        stops = self.remote_stops
         rooms = self._rooms
         link = self._link
         return IdentityStatus(
@@ -122,6 +140,11 @@ class Identity:
             failed=counters.failed,
             cancelled=counters.cancelled,
             dropped=counters.dropped,
+            remote_stops={
+                "confirmed": stops.confirmed,
+                "requested": stops.requested,
+                "unconfirmed": stops.unconfirmed,
+            },
             last_disconnect_reason=link.disconnect_reason if link else self.disconnect_reason,
             ended=self.ended,
         )
@@ -152,6 +175,7 @@ class Identity:
                     bridge_policy=self._bridge_policy,
                     changes=self._changes,
                     forwarded=self._forwarded,
+                    stops=self._stops,
                 )
                 end = await self._serve(shared, rest)
         finally:
