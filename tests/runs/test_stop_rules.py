@@ -16,22 +16,24 @@ async def test_stop_of_an_adapter_that_ignores_the_cancel_answers_within_the_wai
 ) -> None:
     policy = RunsPolicy(stop_wait=0.3)
     async with serve(scripted, policy) as api:
-        run_id = await api.start("shield")
-        with trio.fail_after(DEADLINE):
-            await scripted.entered.wait()
-        began = trio.current_time()
-        with trio.fail_after(policy.stop_wait + 2.0):  # bounded, whatever the adapter does
-            response = await api.stop(run_id, "now", wait=True)
-        assert trio.current_time() - began >= policy.stop_wait
-        body = response.json()
-        assert response.status_code == 200
-        assert body["status"] == "stopping" and body["settled"] is False
-        assert body["overrun"] is True
-        assert "did not end within 0.3s" in body["detail"]
-        status = await api.status(run_id)
-        assert status["status"] == "stopping" and status["overrun"] is True
-        assert run_id in api.service.active  # still counted: it still runs
-        scripted.release.set()  # the adapter ends at last
+        try:
+            run_id = await api.start("shield")
+            with trio.fail_after(DEADLINE):
+                await scripted.entered.wait()
+            began = trio.current_time()
+            with trio.fail_after(policy.stop_wait + 2.0):  # bounded, whatever the adapter does
+                response = await api.stop(run_id, "now", wait=True)
+            assert trio.current_time() - began >= policy.stop_wait
+            body = response.json()
+            assert response.status_code == 200
+            assert body["status"] == "stopping" and body["settled"] is False
+            assert body["overrun"] is True
+            assert "did not end within 0.3s" in body["detail"]
+            status = await api.status(run_id)
+            assert status["status"] == "stopping" and status["overrun"] is True
+            assert run_id in api.service.active  # still counted: it still runs
+        finally:
+            scripted.release.set()  # the adapter ends at last (and a failed test ends)
         await api.settled(run_id)
         status = await api.status(run_id)
         assert status["status"] == "cancelled" and status["overrun"] is True

@@ -1,0 +1,82 @@
+"""`band-trio runs-api` as a user runs it: one-line refusals with exit 2, and a served
+process that SIGTERM closes gracefully — its running run cancelled, exit 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import httpx2
+import pytest
+import trio
+
+from band_trio.cli import main
+
+from .conftest import AUTH, DEADLINE, KEY
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "words"),
+    [
+        ([], {}, "needs a key"),
+        (["--api-key", "short"], {}, "at least 16"),
+        ([], {"BAND_RUNS_API_KEY": "has spaces in it, 16+"}, "without spaces"),
+        (["--api-key", KEY, "--adapter", "nope"], {}, "MODULE:FACTORY"),
+        (["--api-key", KEY, "--adapter", "no_such_module:x"], {}, "cannot load adapter"),
+        (["--api-key", KEY, "--stop-wait", "-1"], {}, "--stop-wait must be seconds"),
+        (["--api-key", KEY, "--max-runs", "0"], {}, "--max-runs must be a whole number"),
+        (["--api-key", KEY, "--port", "70000"], {}, "a port is a number"),
+    ],
+)
+def test_bad_settings_are_one_line_and_exit_2(
+    argv: list[str],
+    env: dict[str, str],
+    words: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("BAND_RUNS_API_KEY", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["runs-api", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err, err
+    assert "Traceback" not in err
+
+
+async def test_sigterm_stops_the_runs_and_exits_0() -> None:
+    env = {**os.environ, "BAND_RUNS_API_KEY": KEY}
+    command = "import sys; from band_trio.cli import main; sys.exit(main())"
+    argv = [sys.executable, "-c", command, "runs-api", "--port", "0"]
+    process = await trio.lowlevel.open_process(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        with trio.fail_after(DEADLINE):
+            line = b""
+            while not line.endswith(b"\n"):
+                line += await process.stdout.receive_some(1)
+        url = line.decode().rsplit(" ", 1)[1].strip()
+        assert url.startswith("http://127.0.0.1:")  # loopback by default
+        async with httpx2.AsyncClient(base_url=url, headers=AUTH) as client:
+            started = await client.post("/v1/runs", json={"input": "sleep=60"})
+            run_id = started.json()["run_id"]
+            async with client.stream("GET", f"/v1/runs/{run_id}/events") as events:
+                process.send_signal(signal.SIGTERM)
+                body = b"".join([chunk async for chunk in events.aiter_bytes()])
+        assert b'"event":"run.cancelled"' in body
+        assert b"the runs API is shutting down" in body
+        assert body.endswith(b": stream closed\n\n")
+        with trio.fail_after(DEADLINE):
+            code = await process.wait()
+        err = (await process.stderr.receive_some(65536)).decode()
+        assert code == 0, err
+        assert "SIGTERM: stopping 1 run(s)" in err
+        assert "Traceback" not in err
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
