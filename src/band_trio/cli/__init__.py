@@ -1,5 +1,5 @@
-"""The `band-trio` command: `platform`, `agent`, `demo`, `ctl`, `conformance`, `bench` and
-`runs-api`.
+"""The `band-trio` command: `platform`, `agent`, `demo`, `ctl`, `conformance`, `bench`,
+`runs-api`, `bridge` and `host`.
 
 Exit statuses: 0 success; 1 an unexpected error (a crash); 2 bad usage or
 configuration; 3 the platform ended the agent's session for good (terminal
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import errors
-from . import _agent, _bench, _conformance, _ctl, _demo, _platform, _runs_api
+from . import _agent, _bench, _bridge, _conformance, _ctl, _demo, _host, _platform, _runs_api
 from ._exits import EXIT_CONFIG as EXIT_CONFIG
 from ._exits import EXIT_CRASH as EXIT_CRASH
 from ._exits import EXIT_DISCONNECTED as EXIT_DISCONNECTED
@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     _conformance.add_parser(commands)
     _bench.add_parser(commands)
     _runs_api.add_parser(commands)
+    _bridge.add_parser(commands)
+    _host.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,97 @@
+"""`band-trio bridge --config FILE`: forward N agent identities' events to their targets.
+
+Exit statuses: 0 when stopped by a signal; 3 when every identity ended for good
+(terminal disconnects, refused keys; each reason is logged as it happens);
+2 for a bad config file (one line). The first SIGINT/SIGTERM stops gracefully
+(forwards in flight get `BridgePolicy.shutdown_grace`), a second at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ._exits import EXIT_DISCONNECTED, EXIT_OK
+
+if TYPE_CHECKING:
+    from ..bridge import Bridge, BridgeResult
+
+__all__ = ["add_parser"]
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "bridge", help="forward agent identities' room events to remote agents (HTTP, A2A, command)"
+    )
+    parser.add_argument("--config", type=Path, required=True, help="the bridge's TOML or JSON file")
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..bridge import Bridge, load_config  # loaded only for this command
+
+    bridge = Bridge(load_config(args.config))
+    result = trio.run(_serve, bridge)
+    if result is None:
+        return EXIT_OK  # stopped at once by a second signal
+    if result.all_lost:
+        print(
+            f"band-trio bridge: every identity ended for good ({', '.join(result.lost)})",
+            file=sys.stderr,
+        )
+        return EXIT_DISCONNECTED
+    return EXIT_OK
+
+
+async def _serve(bridge: Bridge) -> BridgeResult | None:
+    """Run `bridge` until it ends (None if a second signal cut it short)."""
+    ended: list[BridgeResult] = []
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def run(*, task_status: trio.TaskStatus[None]) -> None:
+                ended.append(await bridge.run(task_status=task_status))
+                nursery.cancel_scope.cancel(reason="the bridge ended")
+
+            nursery.start_soon(_on_signals, bridge, signals, nursery.cancel_scope)
+            await nursery.start(run)
+            nursery.start_soon(_say_ready, bridge)
+    return ended[0] if ended else None
+
+
+async def _say_ready(bridge: Bridge) -> None:
+    """One line once every identity has connected (or ended): for scripts and people."""
+    identities = bridge.identities.values()
+    await bridge.wait_until(
+        lambda: all(i.link_connects > 0 or i.ended is not None for i in identities)
+    )
+    where = bridge.config.health
+    health = f", health on http://{where[0]}:{bridge.health_port}/health" if where else ""
+    connected = sum(1 for i in identities if i.connected)
+    print(
+        f"band-trio bridge: ready: {connected} of {len(bridge.identities)} identities connected"
+        f"{health}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+async def _on_signals(bridge: Bridge, signals: Any, hard_stop: trio.CancelScope) -> None:
+    async for signum in signals:
+        print(
+            f"band-trio bridge: {signal.Signals(signum).name}: stopping (again to force)",
+            file=sys.stderr,
+            flush=True,
+        )
+        bridge.close()
+        break
+    else:
+        return
+    async for _ in signals:
+        hard_stop.cancel(reason="second signal")
+        return
