@@ -7,7 +7,9 @@
 Set-up creates `.venv` next to this file and installs the package with its test
 extras; it is skipped while `pyproject.toml` is unchanged since the last install.
 `test` also installs OpenCode (npm `opencode-ai`, a test peer) into `.tools/opencode`
-and passes its binary to the tests as `BAND_TRIO_OPENCODE`; that needs npm.
+and passes its binary to the tests as `BAND_TRIO_OPENCODE`; that needs npm. It
+installs Debian's `chromium` with apt-get when it is missing (the console's browser
+test) and passes it as `BAND_TRIO_CHROMIUM`.
 Only the standard library is used here, so it runs on any Python >= 3.11.
 """
 
@@ -98,6 +100,44 @@ def ensure_opencode() -> Path:
     sys.exit(f"dev.py: {spec} installed, but no binary of it runs here: {answers or 'none found'}")
 
 
+CHROMIUM_NAMES = ("chromium", "chromium-browser")
+
+
+def _chromium() -> Path | None:
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    return None
+
+
+def ensure_chromium() -> Path:
+    """Debian's `chromium`, for the console's browser test (Playwright drives it).
+
+    Playwright's own browser download is not used: it comes from a CDN, not a
+    package registry. When chromium is missing it is installed with apt-get (as
+    root); anything else ends `dev.py` with a message: the test is never skipped."""
+    found = _chromium()
+    if found is not None:
+        return found
+    apt = shutil.which("apt-get")
+    if apt is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        sys.exit(
+            "dev.py: the console's browser test needs chromium; install it "
+            "(Debian: `apt-get install chromium`, as root) and run this again"
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in ([apt, "update", "-qq"], [apt, "install", "-y", "-qq", "chromium"]):
+        print("+", " ".join(cmd), flush=True)
+        done = subprocess.run(cmd, env=env, check=False, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"dev.py: {' '.join(cmd)} failed: {(done.stdout + done.stderr)[-2000:]}")
+    found = _chromium()
+    if found is None:
+        sys.exit("dev.py: apt-get installed chromium, but no chromium command is on PATH")
+    return found
+
+
 def cmd_demo(args: list[str]) -> None:
     _run(BIN / "band-trio", "demo", *args)
 
@@ -109,6 +149,7 @@ def cmd_test(args: list[str]) -> None:
     _run(PY, "-m", "mypy")
     _run(BIN / "lint-imports")
     os.environ["BAND_TRIO_OPENCODE"] = str(ensure_opencode())
+    os.environ["BAND_TRIO_CHROMIUM"] = str(ensure_chromium())
     _run(PY, "-m", "pytest", *args)
 
 

@@ -20,6 +20,7 @@ import trio.testing
 
 from band_trio import DemoAdapter, Policy
 from band_trio.platform import Platform, open_platform
+from band_trio.platform._store import Store
 from band_trio.policy import PlatformPolicy
 from conftest import live_tasks
 from support import running_agent, seeded, status
@@ -448,3 +449,106 @@ async def test_streams_end_when_the_page_goes_and_when_the_platform_stops() -> N
         with pytest.raises(EOFError, match="the stream ended"):  # ended, not cut
             await live.next_state()
     assert live_tasks() == baseline
+
+
+async def test_a_room_press_counts_only_that_rooms_effects(
+    console: Platform, http: httpx2.AsyncClient
+) -> None:
+    agent_id, room_id, user_id = seeded(console)
+    other = console.create_room("other", [user_id, agent_id]).id
+    assert other is not None
+    quick = Policy(shutdown_grace=0.2)
+    async with stream(http, room_id) as live, running_agent(console, DemoAdapter(), policy=quick):
+        busy = console.post_message(other, user_id, "busy elsewhere sleep=30")
+        await console.wait_until(lambda: console.working.get((agent_id, other), False))
+        body = {"mode": "stop", "agent_id": agent_id, "room_id": room_id}
+        await http.post("/_console/api/control", json=body)
+        await live.until(lambda s: (press_of(s, "stop") or {}).get("sent_ms") is not None)
+        # The other room's turn ends (not through the console): its marks are not ours.
+        console.send_control(agent_id, "interrupt", room_id=other)
+        await console.wait_until(lambda: status(console, busy) == "processed")
+        await console.wait_until(lambda: not console.working.get((agent_id, other), True))
+        console.post_message(room_id, user_id, "a change after the other room's marks")
+        state = await live.until(
+            lambda s: message(s, "a change after the other room's marks") is not None
+        )
+    stop = press_of(state, "stop")
+    assert stop is not None and stop["effects"] == {}
+    assert stop["state"] == "waiting" and stop["was_working"] is False
+
+
+def test_the_press_book_reads_the_log_once_and_says_when_it_lost_entries() -> None:
+    from band_trio.platform._console_presses import PressBook
+    from band_trio.platform._log import Changes, RequestLog
+
+    log = RequestLog(Changes(), entries=4)
+    book = PressBook(log, keep=2, window=60)
+    press = book.add(
+        "interrupt", "a1", "r1", delivered=True, was_working=True, correlation_id="ctl-1"
+    )
+    t = press.pressed
+    rest = "/api/v1/agent/chats/{room}/{tail}"
+    log.append("ws_out", t + 0.001, agent_id="a1", frame='[..."ctl-1"...]')
+    log.append(
+        "rest",
+        t + 0.002,
+        agent_id="a2",
+        method="POST",
+        status=200,
+        path=rest.format(room="r1", tail="messages/m1/processed"),
+    )  # another agent
+    log.append(
+        "rest",
+        t + 0.003,
+        agent_id="a1",
+        method="POST",
+        status=409,
+        path=rest.format(room="r1", tail="messages/m1/processed"),
+    )  # refused: no effect
+    log.append(
+        "rest",
+        t + 0.004,
+        agent_id="a1",
+        method="POST",
+        status=200,
+        path=rest.format(room="r1", tail="messages/m1/processed"),
+    )
+    [view] = book.views()
+    assert view["sent_ms"] == 1.0 and view["effects"] == {"processed": 3.0}
+    assert view["state"] == "waiting" and view["note"] is None
+    for n in range(6):  # more than the ring holds, before the next read
+        log.append("note", t + 0.01 + n)
+    log.append(
+        "rest",
+        t + 0.1,
+        agent_id="a1",
+        method="POST",
+        status=200,
+        path=rest.format(room="r1", tail="activity"),
+        body='{"working": false}',
+    )
+    [view] = book.views()
+    assert view["effects"] == {"processed": 3.0, "working:false": 99.0}
+    assert "dropped entries" in view["note"]
+    for _ in range(3):  # the book keeps its newest presses only
+        book.add("stop", "a1", None, delivered=False, was_working=False, correlation_id="x")
+    assert [v["mode"] for v in book.views()] == ["stop", "stop"]
+
+
+async def test_last_disconnects_outlive_a_restart_and_a_bad_record_is_forgotten(
+    tmp_path: Any,
+) -> None:
+    db = tmp_path / "platform.db"
+    async with open_platform(seed=True, db=db) as first:
+        agent_id, _, _ = seeded(first)
+        async with running_agent(first, DemoAdapter()):
+            pass
+        await first.wait_until(lambda: agent_id in first.hub.last_disconnect)
+    async with open_platform(seed=True, db=db) as second:
+        assert second.hub.last_disconnect[agent_id][1].startswith("closed by the agent")
+    for bad in ('{"x": [1, 2, 3]}', "not json"):  # a hand-edited database
+        store = Store(str(db))
+        store.set_meta("last_disconnects", bad)
+        store.close()
+        async with open_platform(seed=True, db=db) as again:
+            assert again.hub.last_disconnect == {}

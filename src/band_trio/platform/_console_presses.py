@@ -5,9 +5,10 @@ benchmarks read, so the figures a person sees in the page are the figures a
 benchmark would report: the `agent.control` frame written to the agent's
 socket is the start, and the agent's answers are the effects —
 
+* `processed` (the interrupted message consumed: `POST .../processed`; the
+  runtime sends it first),
 * `working:false` (its `POST .../activity` saying it stopped working: the turn
-  was cancelled and settled its activity),
-* `processed` (the interrupted message consumed: `POST .../processed`),
+  was cancelled and settled),
 * `next` / `claimed` (after play: the room re-entered through `GET .../next`
   and the held message claimed again with `POST .../processing`).
 
@@ -32,7 +33,7 @@ __all__ = ["EFFECTS", "Press", "PressBook"]
 Mode = Literal["interrupt", "stop", "play"]
 
 EFFECTS: dict[str, tuple[str, ...]] = {
-    "interrupt": ("working:false", "processed"),
+    "interrupt": ("processed", "working:false"),
     "stop": ("working:false",),
     "play": ("next", "claimed"),
 }

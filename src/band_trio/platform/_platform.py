@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
+import msgspec
 from msgspec import UNSET
 
 from ..policy import PlatformPolicy
@@ -68,6 +69,19 @@ class Platform:
         close sockets, refuse upgrades, mute heartbeats, push `supersede`."""
         self.working: dict[tuple[str, str], bool] = {}
         self._info: ReadyInfo | None = None
+        saved = store.get_meta("last_disconnects")
+        try:
+            found = msgspec.json.decode(saved or "{}", type=dict[str, tuple[str, str]])
+        except msgspec.DecodeError:  # a hand-edited database: forget them, do not fail
+            found = {}
+        self.hub.last_disconnect.update(found)
+
+    def save_disconnects(self) -> None:
+        """Keep each agent's last disconnect across a restart (`--db`): the server calls
+        this once its sockets are gone, the platform's own shutdown close among them."""
+        self.store.set_meta(
+            "last_disconnects", msgspec.json.encode(self.hub.last_disconnect).decode()
+        )
 
     @property
     def info(self) -> ReadyInfo:

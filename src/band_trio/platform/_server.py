@@ -160,6 +160,7 @@ async def _serve(
                 hypercorn_stop.set()
     finally:
         platform.serving(None)
+        platform.save_disconnects()
         store.close()
 
 

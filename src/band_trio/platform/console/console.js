@@ -40,6 +40,8 @@ function setConnection(kind, text) {
   badge.className = `badge conn-${kind}`;
   badge.textContent = text;
   badge.dataset.state = kind;
+  // What is shown while the stream is down is the last state seen, not the present.
+  document.body.classList.toggle("stale", kind !== "live");
 }
 
 // -- talking to the platform ---------------------------------------------------
