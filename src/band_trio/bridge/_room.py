@@ -23,6 +23,7 @@ joined: rehydrate through a catch-up), and the control lane's `interrupt`,
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 
 import trio
@@ -66,6 +67,9 @@ class ForwardRoom:
         self._stopped = False
         self._wake = trio.Event()
         self.running: Forward | None = None
+        self.signalled_at: float | None = None
+        """`time.perf_counter()` when an interrupt or stop last cleared this room (the
+        benchmark compares it with the platform's stamp of the control frame)."""
         self.joins = 0
         """How many times the link joined the room's topics (connections)."""
 
@@ -122,6 +126,7 @@ class ForwardRoom:
 
     def _cancel(self, kind: str, reason: str | None) -> bool:
         """Cancel the unit in flight and clear the queue behind it; True if it hit any."""
+        self.signalled_at = time.perf_counter()
         counters = self._shared.counters
         dropped = len(self._queue)
         counters.dropped += dropped

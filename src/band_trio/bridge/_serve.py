@@ -7,6 +7,7 @@ requests still open, and the whole stop is bounded by twice that.
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any
 
@@ -32,6 +33,7 @@ async def serve_app(
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None
+    config.errorlog = logging.getLogger("band_trio.bridge.server")  # quiet unless asked
     config.graceful_timeout = grace
     async with trio.open_nursery() as nursery:
         try:
