@@ -92,8 +92,9 @@ class Stream:
     def names(self) -> list[str]:
         return [event["event"] for event in self.events]
 
-    async def next(self) -> dict[str, Any] | None:
-        """The next event (None at the end of the stream), under the test deadline."""
+    async def next(self, *, comment: str | None = None) -> dict[str, Any] | None:
+        """The next event (None at the end of the stream), under the test deadline; with
+        `comment`, return (None) as soon as that comment line is read instead."""
         if self._lines is None:
             self._lines = self.response.aiter_lines()
         with trio.fail_after(DEADLINE):
@@ -108,6 +109,8 @@ class Stream:
                     return dict(event)
                 elif line.startswith(":"):
                     self.comments.append(line[1:].strip())
+                    if self.comments[-1] == comment:
+                        return None
         self.ended = True
         return None
 

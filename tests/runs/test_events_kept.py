@@ -114,3 +114,26 @@ async def test_replies_are_deltas_that_add_up_to_the_output(scripted: Scripted) 
         stream = await api.events(run_id)
         deltas = "".join(e["delta"] for e in stream.events if e["event"] == "message.delta")
         assert deltas == stream.events[-1]["output"] == "one\n\necho: twice"
+
+
+async def test_the_adapter_sees_the_given_history(scripted: Scripted) -> None:
+    async with serve(scripted) as api:
+        run_id = await api.start(
+            [{"role": "user", "content": "earlier"}, {"role": "user", "content": "now"}],
+            instructions="be brief",
+            conversation_history=[{"role": "assistant", "content": "long ago"}],
+            model="my-model",
+        )
+        await api.settled(run_id)
+        turn = scripted.turns[-1]
+        assert turn.message.content == "now" and turn.room_id == run_id
+        history = [(m.sender_type, m.content) for m in await turn.history()]
+        assert history == [
+            ("System", "be brief"),
+            ("Agent", "long ago"),
+            ("User", "earlier"),
+            ("User", "now"),
+            ("Agent", "echo: now"),
+        ]
+        assert [p.type for p in await turn.participants()] == ["User", "Agent"]
+        assert (await api.status(run_id))["model"] == "my-model"

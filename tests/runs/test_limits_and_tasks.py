@@ -10,7 +10,7 @@ import trio
 
 from band_trio.runs import RunsPolicy
 
-from .conftest import Scripted, serve
+from .conftest import DEADLINE, Scripted, serve
 
 
 async def test_an_oversized_body_is_413_unread(scripted: Scripted) -> None:
@@ -104,3 +104,30 @@ async def test_the_server_leaves_no_task_behind(scripted: Scripted) -> None:
             await stream.until_end()
         await api.start("wait")  # still running at the close: stopped by it
     assert trio.lowlevel.current_statistics().tasks_living == before
+
+
+async def test_a_start_while_closing_is_503(scripted: Scripted) -> None:
+    policy = RunsPolicy(shutdown_grace=DEADLINE)
+    async with serve(scripted, policy) as api:
+        try:
+            await api.start("shield")  # holds the close open: it ignores the stop
+            with trio.fail_after(DEADLINE):
+                await scripted.entered.wait()
+            api.server.close()
+            response = await api.client.post("/v1/runs", json={"input": "late"})
+            assert response.status_code == 503
+            assert response.json()["error"]["code"] == "gateway_draining"
+        finally:
+            scripted.release.set()
+
+
+async def test_a_silent_stream_gets_keepalives(scripted: Scripted) -> None:
+    async with serve(scripted, RunsPolicy(keepalive=0.05)) as api:
+        run_id = await api.start("wait")
+        async with api.subscribe(run_id) as stream:
+            assert await stream.next(comment="keepalive") is None
+            assert not stream.ended
+            scripted.release.set()
+            await stream.until_end()
+        assert "keepalive" in stream.comments
+        assert stream.names == ["message.delta", "run.completed"]
