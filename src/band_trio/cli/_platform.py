@@ -7,9 +7,12 @@ import functools
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
+
+if TYPE_CHECKING:
+    from ..wire.admin import ReadyInfo
 
 __all__ = ["add_parser"]
 
@@ -41,33 +44,22 @@ def _run(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace) -> None:
     from ..platform import run_platform  # here: `band-trio agent` need not load hypercorn
 
-    async with trio.open_nursery() as nursery:
-        platform = await nursery.start(
-            functools.partial(
-                run_platform,
-                host=args.host,
-                port=args.port,
-                db=str(args.db) if args.db else None,
-                seed=args.seed,
-                ready_file=str(args.ready_file) if args.ready_file else None,
-                console=args.console,
+    # Signals are taken from before the start on: a SIGTERM sent the moment the ready
+    # line appears must shut down cleanly, not kill the process with the default action.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            platform = await nursery.start(
+                functools.partial(
+                    run_platform,
+                    host=args.host,
+                    port=args.port,
+                    db=str(args.db) if args.db else None,
+                    seed=args.seed,
+                    ready_file=str(args.ready_file) if args.ready_file else None,
+                    console=args.console,
+                )
             )
-        )
-        info = platform.info
-        print(
-            f"band-trio platform listening: rest {info.rest_url}  ws {info.ws_url}  "
-            f"admin {info.admin_url}",
-            flush=True,
-        )
-        if info.console_url:
-            print(f"console {info.console_url}", flush=True)
-        if info.agent_id:
-            print(
-                f"seeded agent {info.agent_id} key {info.api_key} room {info.room_id} "
-                f"user {info.user_id}",
-                flush=True,
-            )
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            _announce(platform.info)
             async for signum in signals:
                 print(
                     f"band-trio platform: {signal.Signals(signum).name}, shutting down",
@@ -75,4 +67,20 @@ async def _serve(args: argparse.Namespace) -> None:
                     flush=True,
                 )
                 break
-        nursery.cancel_scope.cancel(reason="signal")
+            nursery.cancel_scope.cancel(reason="signal")
+
+
+def _announce(info: ReadyInfo) -> None:
+    print(
+        f"band-trio platform listening: rest {info.rest_url}  ws {info.ws_url}  "
+        f"admin {info.admin_url}",
+        flush=True,
+    )
+    if info.console_url:
+        print(f"console {info.console_url}", flush=True)
+    if info.agent_id:
+        print(
+            f"seeded agent {info.agent_id} key {info.api_key} room {info.room_id} "
+            f"user {info.user_id}",
+            flush=True,
+        )
