@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import trio
 
+from band_trio.contract import Adapter, StopOutcome, Turn
 from band_trio.runs import RunsPolicy
 
-from .conftest import DEADLINE, GatedRemote, Scripted, serve
+from .conftest import DEADLINE, KEY, GatedRemote, Scripted, serve
 
 
 async def test_stop_of_an_adapter_that_ignores_the_cancel_answers_within_the_wait(
@@ -155,3 +156,42 @@ async def test_stop_reason_and_wait_are_checked(scripted: Scripted) -> None:
         assert [r.status_code for r in (bad_reason, bad_wait, bad_json)] == [400, 400, 400]
         assert (await api.status(run_id))["status"] in ("queued", "running")
         await api.stop(run_id)
+
+
+class FailingStop(Adapter):
+    """Remote work whose stop call fails (the peer refuses, or is gone)."""
+
+    def __init__(self) -> None:
+        self.started = trio.Event()
+
+    async def on_turn(self, turn: Turn) -> None:
+        async def stop(handle: str) -> StopOutcome:
+            raise ConnectionError("peer gone")
+
+        async with turn.remote(stop=stop, name="refusing work") as work:
+            work.started("task-9")
+            self.started.set()
+            await trio.sleep_forever()
+
+
+async def test_a_failed_remote_stop_is_reported_unconfirmed() -> None:
+    adapter = FailingStop()
+    async with serve(adapter) as api:
+        run_id = await api.start()
+        with trio.fail_after(DEADLINE):
+            await adapter.started.wait()
+        body = (await api.stop(run_id, wait=True)).json()
+        assert body["status"] == "cancelled" and body["remote_stop"] == "unconfirmed"
+        (stop,) = body["remote_stops"]
+        assert stop["handle"] == "task-9" and "ConnectionError: peer gone" in stop["detail"]
+
+
+async def test_the_bearer_scheme_is_case_insensitive(scripted: Scripted) -> None:
+    async with serve(scripted) as api:
+        headers = {"authorization": f"bearer {KEY}"}
+        response = await api.client.post("/v1/runs", json={"input": "x"}, headers=headers)
+        assert response.status_code == 202
+        bare = await api.client.post(
+            "/v1/runs", json={"input": "x"}, headers={"authorization": KEY}
+        )
+        assert bare.status_code == 401

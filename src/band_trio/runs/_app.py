@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl
 import msgspec
 import trio
 
+from ..errors import BandTrioError
 from ._request import BadRequest, parse_run, parse_stop
 from ._run import Run
 from ._service import Draining, RunsService, TooManyRuns
@@ -44,7 +45,7 @@ _CLOSED = b": stream closed\n\n"
 DISCONNECT_REASON = "the client disconnected"
 
 
-class HttpError(Exception):
+class HttpError(BandTrioError):
     """Raised by a route to answer with Hermes' error envelope."""
 
     def __init__(
@@ -88,7 +89,7 @@ class RunsApp:
 
     def __init__(self, service: RunsService, api_key: str) -> None:
         self.service = service
-        self._key = f"Bearer {api_key}".encode()
+        self._key = api_key.encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -129,8 +130,10 @@ class RunsApp:
 
     def _authenticate(self, scope: dict[str, Any]) -> None:
         for name, value in scope["headers"]:
-            if name == b"authorization" and hmac.compare_digest(value, self._key):
-                return
+            if name == b"authorization":
+                kind, _, token = value.partition(b" ")
+                if kind.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._key):
+                    return
         raise HttpError(401, "invalid_api_key", "Invalid API key")
 
     async def _read_body(self, scope: dict[str, Any], receive: Any) -> bytes:

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from ..errors import BandTrioError
+
 __all__ = ["BadRequest", "HistoryEntry", "RunRequest", "StopRequest", "parse_run", "parse_stop"]
 
 MAX_ID = 256
@@ -23,7 +25,7 @@ MAX_REASON = 1000
 _ROLES = {"user": "User", "assistant": "Agent", "system": "System", "developer": "System"}
 
 
-class BadRequest(Exception):
+class BadRequest(BandTrioError):
     """The body cannot start (or stop) a run; the message says why (a 400)."""
 
 

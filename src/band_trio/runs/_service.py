@@ -25,6 +25,7 @@ from typing import Any
 import trio
 
 from ..contract import Adapter, LastAbort, Turn
+from ..errors import BandTrioError
 from ._policy import RunsPolicy
 from ._request import RunRequest
 from ._run import USAGE, Run, RunStatus
@@ -37,11 +38,11 @@ log = logging.getLogger("band_trio.runs")
 SHUTDOWN_REASON = "the runs API is shutting down"
 
 
-class TooManyRuns(Exception):
+class TooManyRuns(BandTrioError):
     """The concurrent-run limit is reached (a 429)."""
 
 
-class Draining(Exception):
+class Draining(BandTrioError):
     """The server is closing and takes no new run (a 503)."""
 
 
@@ -214,7 +215,8 @@ class RunsService:
     async def stop(self, run: Run, reason: str | None, *, wait: bool) -> dict[str, Any]:
         """Stop `run` (idempotent); with `wait`, answer once it has settled or once the
         bounded wait is over, whichever is first. The answer body."""
-        run.stop(reason)
+        if run.stop(reason):
+            log.info("run %s: stop%s", run.id, f" ({reason})" if reason else "")
         if wait and not run.settled.is_set():
             began = run.stop_requested_at
             start = began if began is not None else trio.current_time()
