@@ -173,7 +173,10 @@ class PlatformPolicy:
     console_reconnect: float = 1.0
     """How soon a page whose stream broke (a platform restart) tries again."""
     console_messages: int = 200
-    """The newest messages of the selected room a console shows..."""
+    """The newest messages of the selected room a console shows, each cut to..."""
+    console_message_chars: int = 20_000
+    """...this many characters (the rest is counted: a state stays small however
+    long the posts are)..."""
     console_rooms: int = 500
     """...and the rooms and agents it lists (the rest are counted)."""
     console_presses: int = 20
@@ -193,6 +196,7 @@ class PlatformPolicy:
             "log_entries",
             "listen_backlog",
             "console_messages",
+            "console_message_chars",
             "console_rooms",
             "console_presses",
         ):
