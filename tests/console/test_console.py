@@ -288,6 +288,8 @@ async def test_a_press_that_has_no_effect_times_out_with_a_reason() -> None:
         ("messages", {"room_id": "ROOM"}, 422, "content"),
         ("messages", {"room_id": "ROOM", "content": "hi", "extra": 1}, 422, "extra"),
         ("rooms", {"title": "x", "agents": ["ghost"]}, 404, "There is no agent ghost"),
+        ("rooms", {"title": "t" * 201}, 422, "at most 200 characters"),
+        ("rooms", {"title": 7}, 422, "title"),
         ("rooms/nope/participants", {"id": "AGENT"}, 404, "There is no room nope"),
         ("rooms/ROOM/participants", {"id": "USER"}, 404, "There is no agent"),
         ("control", {"mode": "pause", "agent_id": "AGENT"}, 422, "mode"),
@@ -375,7 +377,7 @@ async def test_an_unknown_room_is_shown_as_an_error_in_the_state(
 
 
 async def test_the_state_is_bounded() -> None:
-    policy = PlatformPolicy(console_rooms=2, console_messages=3)
+    policy = PlatformPolicy(console_rooms=2, console_messages=3, console_message_chars=10)
     async with (
         open_platform(seed=True, console=True, policy=policy) as console,
         httpx2.AsyncClient(base_url=console.info.rest_url) as http,
@@ -383,12 +385,14 @@ async def test_the_state_is_bounded() -> None:
         _, room_id, user_id = seeded(console)
         for title in ("b", "c"):
             console.create_room(title, [user_id])
-        for n in range(5):
+        for n in range(4):
             console.post_message(room_id, user_id, f"m{n}")
+        console.post_message(room_id, user_id, "x" * 100_000)
         async with stream(http, room_id) as live:
             state = await live.next_state()
     assert len(state["rooms"]) == 2 and state["rooms_total"] == 3
-    assert [m["content"] for m in state["room"]["messages"]] == ["m2", "m3", "m4"]
+    shown = [m["content"] for m in state["room"]["messages"]]
+    assert shown == ["m2", "m3", "xxxxxxxxxx… [100,000 characters]"]
     assert state["room"]["messages_total"] == 5
 
 

@@ -47,6 +47,7 @@ _STATIC = {
     "console.css": ("console.css", b"text/css; charset=utf-8"),
     "favicon.svg": ("favicon.svg", b"image/svg+xml"),
 }
+_TITLE_CHARS = 200
 _MENTION = re.compile(r"(?<![\w@])@([\w.-]+)")
 _encode = msgspec.json.Encoder().encode
 
@@ -166,6 +167,10 @@ class Console:
             if agent_id not in p.store.agents:
                 raise HttpError(404, "not_found", f"There is no agent {agent_id}.")
         title = req.title.strip() or None
+        if title is not None and len(title) > _TITLE_CHARS:
+            raise HttpError(
+                422, "validation_error", f"A room title is at most {_TITLE_CHARS} characters."
+            )
         room = p.create_room(title, [console_user(p), *req.agents])
         return {"id": room.id, "title": room.title}
 

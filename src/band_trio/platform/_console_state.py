@@ -58,11 +58,15 @@ def _participant(p: Platform, room_id: str, pid: str) -> dict[str, Any]:
     }
 
 
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else f"{text[:chars]}… [{len(text):,} characters]"
+
+
 def _room(p: Platform, room_id: str) -> dict[str, Any]:
     room = p.store.room(room_id)
     if room is None:
         return {"id": room_id, "error": f"There is no room {room_id} (deleted, or never made)."}
-    limit = p.policy.console_messages
+    limit, chars = p.policy.console_messages, p.policy.console_message_chars
     messages, total = p.store.recent_messages(room_id, limit)
     deliveries = p.store.deliveries_from(room_id, messages[0].seq) if messages else {}
     return {
@@ -75,7 +79,7 @@ def _room(p: Platform, room_id: str) -> dict[str, Any]:
                 "sender_id": m.sender_id,
                 "sender_name": m.sender_name,
                 "sender_type": m.sender_type,
-                "content": m.content,
+                "content": _cut(m.content, chars),
                 "message_type": m.message_type,
                 "mentions": [mention.get("id") for mention in m.mentions],
                 "inserted_at": m.inserted_at,

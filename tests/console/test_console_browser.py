@@ -1,0 +1,255 @@
+"""The console in a real headless browser, against real processes.
+
+`band-trio platform --console --db F` and `band-trio agent` each run as a
+process of their own, and Debian's chromium (Playwright drives it) opens the
+page: a person's path through it — talk, stop a long answer, play it, interrupt
+one, make a room, add an agent, hit bad input — then the platform is restarted
+under the page, which must reconnect and show the same state. Every wait is
+Playwright's `expect` (it waits for the page to show a thing, with a deadline).
+
+The screenshots go to `BAND_TRIO_CONSOLE_SHOTS` when set (docs/how-to/console.md
+shows those of a real run), else to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+WAIT_MS = 15_000
+"""Playwright's deadline for each thing the page must show."""
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",  # the tests run as root in CI
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",  # this machine's network is closed: no lookups
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _chromium() -> str:
+    path = os.environ.get("BAND_TRIO_CHROMIUM") or shutil.which("chromium")
+    if not path or not Path(path).is_file():
+        pytest.fail(
+            "the console's browser test needs chromium: `python3 dev.py test` installs "
+            "Debian's package, or set BAND_TRIO_CHROMIUM to a chromium binary"
+        )
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Processes:
+    """The processes a test started, each stopped by its own PID at the end."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def start(self, name: str, *args: str, until: bytes | None = None) -> subprocess.Popen[bytes]:
+        """Start `band-trio ARGS`; with `until`, return once a line of its output has it."""
+        log = open(self.folder / f"{name}.err", "ab")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "band_trio", *args],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            cwd=self.folder,
+            bufsize=0,  # unbuffered: `select` then tells the truth about each line
+        )
+        log.close()
+        self.started.append(proc)
+        if until is not None:
+            assert proc.stdout is not None
+            deadline = time.monotonic() + 30
+            line = b""
+            while until not in line:
+                left = deadline - time.monotonic()
+                ready, _, _ = select.select([proc.stdout], [], [], max(left, 0))
+                if not ready:
+                    pytest.fail(f"{name} did not print {until!r} within 30 s")
+                line = proc.stdout.readline()
+                if not line:
+                    err = (self.folder / f"{name}.err").read_text()
+                    pytest.fail(f"{name} exited ({proc.wait()}) before {until!r}: {err}")
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes]) -> int:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"pid {proc.pid} ignored SIGTERM for 20 s")
+
+    def close(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+@pytest.fixture
+def processes(tmp_path: Path) -> Iterator[Processes]:
+    running = Processes(tmp_path)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def _shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("BAND_TRIO_CONSOLE_SHOTS") or tmp_path / "shots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _message(page: Page, text: str) -> object:
+    return (
+        page.locator("#messages li")
+        .filter(has=page.locator(".text", has_text=text))
+        .filter(has_not_text=f"echo: {text}")
+    )
+
+
+def _reply(page: Page, text: str) -> object:
+    return page.locator("#messages li .text", has_text=f"echo: {text}")
+
+
+def test_a_person_talks_stops_plays_and_survives_a_restart(
+    processes: Processes, tmp_path: Path
+) -> None:
+    chromium = _chromium()
+    shots = _shots(tmp_path)
+    port = str(_free_port())
+    platform_args = (
+        "platform", "--console", "--seed", "--db", "console.db", "--port", port,
+        "--ready-file", "ready.json",
+    )  # fmt: skip
+    platform = processes.start("platform", *platform_args, until=b"console http://")
+    agent = processes.start("agent", "agent", "--ready-file", "ready.json")
+    url = f"http://127.0.0.1:{port}/_console/"
+    errors: list[str] = []
+    expect.set_options(timeout=WAIT_MS)
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 820})
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(url)
+            expect(page.get_by_test_id("connection")).to_have_text("live")
+            agent_state = page.get_by_test_id("agent-state")
+            expect(agent_state).to_contain_text("connected")
+
+            # Talk: the reply and the delivery status arrive without a reload.
+            page.get_by_test_id("text").fill("hello @demo-agent <b>not bold</b>")
+            page.get_by_test_id("send").click()
+            expect(_reply(page, "hello @demo-agent")).to_have_count(1)
+            expect(page.locator("#messages b")).to_have_count(0)  # text, never markup
+            hello = _message(page, "hello @demo-agent").locator("[data-status]")
+            expect(hello).to_have_attribute("data-status", "processed")
+            page.screenshot(path=shots / "1-conversation.png")
+
+            # Bad input is said in the page, and nothing is posted.
+            page.get_by_test_id("send").click()
+            expect(page.get_by_test_id("error")).to_contain_text("the message is empty")
+            page.screenshot(path=shots / "2-empty-message.png")
+            page.locator("#error-close").click()
+
+            # Stop a long answer: the message stays `processing`; play answers it.
+            long = "a long answer sleep=4"
+            page.get_by_test_id("text").fill(long)
+            page.get_by_test_id("send").click()
+            expect(agent_state).to_contain_text("working")
+            page.get_by_test_id("stop").click()
+            expect(agent_state).to_contain_text("stopped here")
+            held = _message(page, long).locator("[data-status]")
+            expect(held).to_have_attribute("data-status", "processing")
+            stop = page.locator("#presses li[data-mode=stop]")
+            expect(stop).to_have_attribute("data-state", "done")
+            expect(stop).to_contain_text("working:false")
+            expect(stop.locator(".figure")).to_contain_text(" ms")
+            page.screenshot(path=shots / "3-stopped.png")
+            page.get_by_test_id("play").click()
+            play = page.locator("#presses li[data-mode=play]")
+            expect(play).to_have_attribute("data-state", "done")
+            expect(_reply(page, long)).to_have_count(1)
+            expect(held).to_have_attribute("data-status", "processed")
+            page.screenshot(path=shots / "4-played.png")
+
+            # Interrupt: the answer is dropped, the message consumed.
+            dropped = "never mind sleep=30"
+            page.get_by_test_id("text").fill(dropped)
+            page.get_by_test_id("send").click()
+            expect(agent_state).to_contain_text("working")
+            page.get_by_test_id("interrupt").click()
+            interrupt = page.locator("#presses li[data-mode=interrupt]")
+            expect(interrupt).to_have_attribute("data-state", "done")
+            expect(interrupt).to_contain_text("processed")
+            expect(_message(page, dropped).locator("[data-status]")).to_have_attribute(
+                "data-status", "processed"
+            )
+            expect(_reply(page, dropped)).to_have_count(0)
+            page.screenshot(path=shots / "5-interrupted.png")
+
+            # A new room without the agent, then the agent added to it.
+            page.get_by_test_id("new-room-title").fill("planning")
+            page.get_by_test_id("create-room").click()
+            expect(page.get_by_test_id("room-title")).to_have_text("planning")
+            page.get_by_test_id("add-agent").click()
+            expect(agent_state).to_contain_text("connected")
+            page.get_by_test_id("text").fill("hello planning")
+            page.get_by_test_id("send").click()
+            expect(_reply(page, "hello planning")).to_have_count(1)
+
+            # A room that does not exist is said so.
+            page.goto(f"{url}#room=no-such-room")
+            expect(page.get_by_test_id("room-missing")).to_contain_text(
+                "There is no room no-such-room"
+            )
+            page.screenshot(path=shots / "6-unknown-room.png")
+            page.get_by_test_id("rooms").get_by_text("planning").click()
+            expect(_reply(page, "hello planning")).to_have_count(1)
+
+            # The platform restarts under the page (same port, same --db).
+            assert processes.stop(platform) == 0
+            expect(page.get_by_test_id("connection")).to_have_attribute(
+                "data-state", "reconnecting"
+            )
+            page.screenshot(path=shots / "7-reconnecting.png")
+            platform = processes.start("platform-2", *platform_args, until=b"console http://")
+            expect(page.get_by_test_id("connection")).to_have_text("live")
+            expect(_reply(page, "hello planning")).to_have_count(1)  # the state came back
+            expect(agent_state).to_contain_text("connected")  # the agent reconnected too
+            expect(page.locator("#agents")).to_contain_text("last disconnect")
+            page.get_by_test_id("text").fill("still there?")
+            page.get_by_test_id("send").click()
+            expect(_reply(page, "still there?")).to_have_count(1)
+            page.screenshot(path=shots / "8-after-restart.png")
+        finally:
+            browser.close()
+
+    assert errors == [], errors
+    assert processes.stop(agent) == 0
+    assert processes.stop(platform) == 0
