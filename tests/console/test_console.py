@@ -22,10 +22,13 @@ from band_trio import DemoAdapter, Policy
 from band_trio.platform import Platform, open_platform
 from band_trio.platform._store import Store
 from band_trio.policy import PlatformPolicy
-from conftest import live_tasks
 from support import running_agent, seeded, status
 
 State = dict[str, Any]
+
+
+def live_tasks() -> int:
+    return trio.lowlevel.current_statistics().tasks_living
 
 
 @pytest.fixture

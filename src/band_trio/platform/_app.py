@@ -19,7 +19,7 @@ from ._api import PREFIX, describe, handle, route
 from ._console import PREFIX as CONSOLE
 from ._console import Console
 from ._faults import Intercepted
-from ._http import HttpError, Response, error_body
+from ._http import ClientGone, HttpError, Response, error_body, read_body
 from ._log import logger
 from ._platform import Platform
 from ._socket import serve_socket
@@ -27,10 +27,6 @@ from ._socket import serve_socket
 __all__ = ["App"]
 
 _JSON = (b"content-type", b"application/json")
-
-
-class _Gone(Exception):
-    """The client went away before its request body was complete."""
 
 
 class App:
@@ -61,36 +57,11 @@ class App:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
 
-    async def _read_body(self, scope: dict[str, Any], receive: Any) -> bytes | None:
-        """The request body, or None if it is over the policy's limit (not read further;
-        the connection is closed after the 413, so the rest is never buffered)."""
-        limit = self.platform.policy.max_request_body
-        for name, value in scope["headers"]:
-            if name == b"content-length":
-                try:
-                    if int(value) > limit:
-                        return None
-                except ValueError:
-                    return None
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _Gone
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
-
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         t = perf_counter()
         try:
-            body = await self._read_body(scope, receive)
-        except _Gone:
+            body = await read_body(scope, receive, self.platform.policy.max_request_body)
+        except ClientGone:
             return
         method: str = scope["method"]
         path: str = scope["path"]

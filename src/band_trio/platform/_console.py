@@ -32,7 +32,7 @@ import trio
 
 from ._console_presses import PressBook
 from ._console_state import console_user, snapshot
-from ._http import HttpError, error_body
+from ._http import ClientGone, HttpError, error_body, read_body
 from ._log import logger
 from ._platform import Platform
 from ._store import Agent
@@ -112,12 +112,15 @@ class Console:
             if method == "GET" and path == "api/stream":
                 await self._stream(scope, receive, send)
                 return
-            body = await _body(receive, self.platform.policy.max_request_body)
+            limit = self.platform.policy.max_request_body
+            body = await read_body(scope, receive, limit)
+            if body is None:
+                raise HttpError(413, "payload_too_large", f"That request is over {limit} bytes.")
             status, value = self._act(method, path.split("/"), body)
             await _json(send, status, _encode(value))
         except HttpError as exc:
             await _json(send, exc.status, error_body(exc.code, exc.message, request_id))
-        except _Gone:
+        except ClientGone:
             return
         except Exception:
             logger.exception("console %s %s failed", method, path)
@@ -252,10 +255,6 @@ class Console:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-class _Gone(Exception):
-    """The client went away before its request body was complete."""
-
-
 async def _until_gone(receive: Any, gone: trio.Event, scope: trio.CancelScope) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
@@ -266,22 +265,6 @@ async def _until_gone(receive: Any, gone: trio.Event, scope: trio.CancelScope) -
 async def _until_set(event: trio.Event, scope: trio.CancelScope) -> None:
     await event.wait()
     scope.cancel(reason="the platform is shutting down")
-
-
-async def _body(receive: Any, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Gone
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise HttpError(413, "payload_too_large", f"That request is over {limit} bytes.")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 async def _json(send: Any, status: int, body: bytes) -> None:
