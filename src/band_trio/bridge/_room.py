@@ -163,6 +163,7 @@ class ForwardRoom:
             unit = self._queue.popleft()
             key = unit.envelope.message_id if unit.envelope is not None else None
             forward = self.running = Forward(self.id, key or unit.why or "event", shared.policy)
+            shared.changes.notify()
             try:
                 with forward.scope:
                     if unit.envelope is None:
