@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -15,6 +16,8 @@ import trio
 from band_trio.cli import main
 
 from .conftest import AUTH, DEADLINE, KEY
+
+HERE = Path(__file__).resolve().parent
 
 
 @pytest.mark.parametrize(
@@ -46,20 +49,28 @@ def test_bad_settings_are_one_line_and_exit_2(
     assert "Traceback" not in err
 
 
-async def test_sigterm_stops_the_runs_and_exits_0() -> None:
+async def _serve(*flags: str) -> tuple[trio.Process, str]:
+    """`band-trio runs-api` in its own process; its URL once it listens."""
     env = {**os.environ, "BAND_RUNS_API_KEY": KEY}
     command = "import sys; from band_trio.cli import main; sys.exit(main())"
-    argv = [sys.executable, "-c", command, "runs-api", "--port", "0"]
+    argv = [sys.executable, "-c", command, "runs-api", "--port", "0", *flags]
     process = await trio.lowlevel.open_process(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=HERE
     )
+    assert process.stdout is not None
+    with trio.fail_after(DEADLINE):
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = await process.stdout.receive_some(1)
+            assert chunk, "band-trio runs-api exited before it listened"
+            line += chunk
+    return process, line.decode().rsplit(" ", 1)[1].strip()
+
+
+async def test_sigterm_stops_the_runs_and_exits_0() -> None:
+    process, url = await _serve()
     try:
-        assert process.stdout is not None and process.stderr is not None
-        with trio.fail_after(DEADLINE):
-            line = b""
-            while not line.endswith(b"\n"):
-                line += await process.stdout.receive_some(1)
-        url = line.decode().rsplit(" ", 1)[1].strip()
+        assert process.stderr is not None
         assert url.startswith("http://127.0.0.1:")  # loopback by default
         async with httpx2.AsyncClient(base_url=url, headers=AUTH) as client:
             started = await client.post("/v1/runs", json={"input": "sleep=60"})
@@ -76,6 +87,30 @@ async def test_sigterm_stops_the_runs_and_exits_0() -> None:
         assert code == 0, err
         assert "SIGTERM: stopping 1 run(s)" in err
         assert "Traceback" not in err
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_a_second_signal_exits_1_naming_the_runs_that_ignore_the_stop() -> None:
+    process, url = await _serve("--adapter", "stubborn:adapter")
+    try:
+        assert process.stderr is not None
+        async with httpx2.AsyncClient(base_url=url, headers=AUTH) as client:
+            run_id = (await client.post("/v1/runs", json={"input": "x"})).json()["run_id"]
+            first = await client.post(f"/v1/runs/{run_id}/stop")
+            assert first.json()["status"] == "stopping"  # it ignores it
+        process.send_signal(signal.SIGTERM)
+        err = b""
+        with trio.fail_after(DEADLINE):
+            while b"stopping 1 run(s)" not in err:
+                err += await process.stderr.receive_some(65536)
+            process.send_signal(signal.SIGTERM)
+            code = await process.wait()
+            err += await process.stderr.receive_some(65536)
+        assert code == 1
+        assert f"SIGTERM again; exiting with run(s) still going: {run_id}" in err.decode()
     finally:
         if process.returncode is None:
             process.kill()

@@ -2,10 +2,10 @@
 
 The first SIGINT or SIGTERM stops every run (each gets the shutdown grace to
 settle, so its event stream ends with `run.cancelled`) and closes the server,
-exit 0; a second one cuts the grace short. A run whose adapter ignores the
-stop cannot be ended from inside the process (trio cannot cancel a shielded
-task): past every grace the command names it and exits 1 without it, rather
-than hang.
+exit 0. A run whose adapter ignores the stop cannot be ended from inside the
+process (trio cannot cancel a shielded task): past every grace — or at a second
+signal — the command names the runs still going and exits 1 without them,
+rather than hang.
 """
 
 from __future__ import annotations
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
     from ..runs import RunsPolicy, RunsServer
 
 __all__ = ["add_parser"]
-
-_EXIT_MARGIN = 2.0
-"""Past the shutdown and request graces, this long before giving up on stuck runs."""
-
 
 def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
@@ -138,12 +134,15 @@ async def _on_signals(server: RunsServer, signals: Any, policy: RunsPolicy) -> N
         break
     else:
         return
-    with trio.move_on_after(policy.shutdown_grace + policy.request_grace + _EXIT_MARGIN):
-        async for _ in signals:
+    graces = policy.shutdown_grace + policy.request_grace + 2 * policy.close_margin
+    why = "not closed in time"
+    with trio.move_on_after(graces):
+        async for signum in signals:
+            why = f"{signal.Signals(signum).name} again"
             break
     stuck = ", ".join(server.service.active) or "none"
     print(
-        f"band-trio runs-api: not closed in time, run(s) still going: {stuck}; exiting",
+        f"band-trio runs-api: {why}; exiting with run(s) still going: {stuck}",
         file=sys.stderr,
         flush=True,
     )

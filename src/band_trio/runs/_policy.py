@@ -57,7 +57,10 @@ class RunsPolicy:
     """On SIGINT/SIGTERM runs are stopped and get this long to settle; then the server
     closes (in-flight requests get `request_grace`)."""
     request_grace: float = 1.0
-    """hypercorn's `graceful_timeout`: in-flight requests at the close."""
+    """hypercorn's `graceful_timeout`: in-flight requests at the close..."""
+    close_margin: float = 1.0
+    """...then this for hypercorn to close its sockets. `band-trio runs-api` gives up
+    on runs that ignore the stop (and exits 1) twice this long after every grace."""
     listen_backlog: int = 1024
     """The listening socket's backlog."""
 

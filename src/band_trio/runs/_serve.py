@@ -115,12 +115,8 @@ async def serve_runs_api(
             # the runs settle (bounded), so their event streams end on their own
             with trio.move_on_after(policy.shutdown_grace, shield=True):
                 await service.wait_idle()
-            shield.deadline = trio.current_time() + policy.request_grace + _HTTP_CLOSE_MARGIN
+            shield.deadline = trio.current_time() + policy.request_grace + policy.close_margin
             stop_http.set()
-
-
-_HTTP_CLOSE_MARGIN = 1.0
-"""hypercorn gets `request_grace` for in-flight requests, then this to close its sockets."""
 
 
 async def _serve_http(
