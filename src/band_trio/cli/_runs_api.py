@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser"]
 
+
 def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "runs-api",
