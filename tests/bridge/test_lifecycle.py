@@ -162,3 +162,18 @@ async def test_past_the_shutdown_grace_a_forward_in_flight_is_cancelled(
             await target.received[0].closed.wait()
             await run.finished.wait()
         assert ident.counters.delivered == 0
+
+
+def test_health_is_200_only_when_every_identity_is_connected() -> None:
+    from band_trio.bridge import IdentityStatus, health_body
+
+    def status(name: str, connected: bool) -> IdentityStatus:
+        return IdentityStatus(
+            name=name, agent_id=name, connected=connected, rooms=0, forwards_in_flight=0,
+            delivered=0, failed=0, cancelled=0, dropped=0, remote_stops={},
+            last_disconnect_reason=None, ended=None,
+        )  # fmt: skip
+
+    assert health_body([status("a", True), status("b", True)])[0] == 200
+    assert health_body([status("a", True), status("b", False)])[0] == 503
+    assert health_body([])[0] == 503  # nothing bridged is not healthy

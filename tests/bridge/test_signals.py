@@ -7,6 +7,7 @@ Each test is one of band-bridge's defects or the rule it broke.
 
 from __future__ import annotations
 
+import httpx2
 import trio
 
 from band_trio.bridge import open_recording_target
@@ -172,7 +173,9 @@ async def test_an_agent_scope_interrupt_reaches_every_room_past_the_first_page(
         running_bridge([identity(platform, target.url)]) as run,
     ):
         ident = run.bridge.identities[agent_id]
-        assert ident.rooms is not None and len(ident.rooms.current) == 130  # two pages
+        assert ident.rooms is not None and len(ident.rooms.current) == 130
+        listed = [e for e in platform.log() if e.path == "/api/v1/agent/chats"]
+        assert len(listed) == 2  # the bridge read both pages
         with trio.fail_after(10):
             await run.bridge.wait_until(lambda: ident.rooms_idle)
             target.hold = True
@@ -187,3 +190,30 @@ async def test_an_agent_scope_interrupt_reaches_every_room_past_the_first_page(
         assert ident.counters.cancelled == 130  # running or waiting for the cap: all
         assert not any(e.path and "/chats?" in e.path for e in platform.log(mark))
     assert len(target.received) == 32 and set(target.message_ids()) <= set(posted)
+
+
+async def test_the_platform_pages_the_room_list_as_wire_md_says(platform: Platform) -> None:
+    """`GET /api/v1/agent/chats?page=P&page_size=100`: pages of 100 and the metadata
+    the client pages by (wire.md §3.3, 2)."""
+    agent_id, _, user_id = seeded(platform)
+    for i in range(129):
+        platform.create_room(f"r{i}", [user_id, agent_id])
+    info = platform.info
+    headers = {"x-api-key": info.api_key or ""}
+    async with httpx2.AsyncClient(base_url=info.rest_url, headers=headers) as client:
+        with trio.fail_after(5):
+            pages = [
+                (
+                    await client.get("/api/v1/agent/chats", params={"page": n, "page_size": 100})
+                ).json()
+                for n in (1, 2)
+            ]
+    assert [len(page["data"]) for page in pages] == [100, 30]
+    assert pages[1]["metadata"] == {
+        "page": 2,
+        "page_size": 100,
+        "total_count": 130,
+        "total_pages": 2,
+    }
+    ids = [room["id"] for page in pages for room in page["data"]]
+    assert len(set(ids)) == 130

@@ -3,7 +3,7 @@
     [bridge]                       # optional
     health = "127.0.0.1:8765"      # GET /health; "" (the default) serves none
     rest_url = "http://127.0.0.1:4000"                   # defaults for every identity
-    ws_url = "ws://127.0.0.1:4000/socket/websocket"
+    ws_url = "ws://127.0.0.1:4000/api/v1/socket/websocket"
 
     [[identity]]
     agent_id = "AGENT"
