@@ -153,9 +153,12 @@ class Scripted(Adapter):
         self.release = trio.Event()
         self.entered = trio.Event()
         self.turns: list[Turn] = []
+        self.histories: list[list[tuple[str, str]]] = []
+        """What each turn's `history()` gave at its start: (sender type, content)."""
 
     async def on_turn(self, turn: Turn) -> None:
         self.turns.append(turn)
+        self.histories.append([(m.sender_type, m.content) for m in await turn.history()])
         text = turn.message.content
         self.entered.set()
         if text == "fail":

@@ -47,6 +47,10 @@ class RunsPolicy:
     max_events_per_run: int = 10_000
     """Events one run keeps for re-attach; past it the oldest are dropped (a re-attach
     from before the first kept one gets what is left, from its start)."""
+    max_event_text: int = 64 * 1024
+    """Characters of one `reasoning.available` or `status.update` text kept (the rest is
+    cut): with `max_events_per_run`, what bounds a run's events. Replies are bounded by
+    the output (`contract.MAX_ANSWER_CHARS`), tool previews by 200 characters."""
     max_session_messages: int = 200
     """Messages a session keeps as the history its next run sees."""
 
@@ -78,6 +82,7 @@ class RunsPolicy:
             "max_body",
             "max_retained_runs",
             "max_events_per_run",
+            "max_event_text",
             "max_session_messages",
             "listen_backlog",
         ):

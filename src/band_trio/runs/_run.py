@@ -17,6 +17,7 @@ outcomes, the events — stays for the retention window.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import time
 from collections.abc import Sequence
@@ -71,6 +72,7 @@ class Run:
         "_output",
         "_output_chars",
         "_subscribers_changed",
+        "began",
         "cancel_reason",
         "created_at",
         "error",
@@ -79,6 +81,7 @@ class Run:
         "finished",
         "forgotten",
         "id",
+        "max_event_text",
         "message",
         "model",
         "remote_stops",
@@ -119,9 +122,12 @@ class Run:
         self.status = RunStatus.QUEUED
         self.created_at = self.updated_at = time.time()
         self.stop_wait = policy.stop_wait
+        self.max_event_text = policy.max_event_text
         self.stop_requested_at: float | None = None
         """When (trio clock) the first stop landed."""
         self.cancel_reason: str | None = None
+        self.began = False
+        """The run reached its adapter (it was not stopped while still queued)."""
         self.finished = False
         """The adapter returned or raised: a stop after that stops nothing."""
         self.error: str | None = None
@@ -179,6 +185,8 @@ class Run:
         await self._subscribers_changed.wait()
 
     def begin(self) -> None:
+        """The run's session is free: its adapter is called now."""
+        self.began = True
         if self.status is RunStatus.QUEUED:
             self._set(RunStatus.RUNNING)
 
@@ -204,6 +212,8 @@ class Run:
         assert self._live is not None
         self.remote_stops = tuple(self._live.control.stops)
         self._live = None
+        # what only the live run reads goes too: the record is kept for an hour
+        self.request = dataclasses.replace(self.request, history=(), instructions=None)
         self._set(status)
         now = trio.current_time()
         self.settled_at = now

@@ -176,7 +176,8 @@ class RunsService:
         fields: dict[str, Any]
         if run.stop_requested_at is not None:
             status, name = RunStatus.CANCELLED, "run.cancelled"
-            run.session.last_abort = LastAbort("stop", run.cancel_reason, run.id)
+            if run.began:  # the adapter saw it: its next run in the session is told why
+                run.session.last_abort = LastAbort("stop", run.cancel_reason, run.id)
         elif not run.finished and not scope.cancelled_caught:  # cancelled from outside
             run.cancel_reason = SHUTDOWN_REASON
             status, name = RunStatus.CANCELLED, "run.cancelled"

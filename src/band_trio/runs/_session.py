@@ -138,7 +138,8 @@ class RunPort:
             error = content.startswith("error:")
             events.emit("tool.completed", tool=tool, duration=duration, error=error)
         elif message_type == "thought":
-            events.emit("reasoning.available", text=content)
+            events.emit("reasoning.available", text=content[: self._run.max_event_text])
         else:
-            events.emit("status.update", message_type=message_type, text=content)
+            text = content[: self._run.max_event_text]
+            events.emit("status.update", message_type=message_type[:_PREVIEW], text=text)
         return self._next_id()
