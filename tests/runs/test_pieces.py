@@ -7,7 +7,7 @@ import msgspec
 import pytest
 import trio
 
-from band_trio.runs import RunsPolicy, RunsService, RunStatus
+from band_trio.runs import Draining, RunsPolicy, RunsService, RunStatus
 from band_trio.runs._events import EventLog
 from band_trio.runs._request import BadRequest, HistoryEntry, RunRequest, parse_run, parse_stop
 
@@ -122,3 +122,33 @@ async def test_settled_runs_are_forgotten_when_the_window_ends(autojump_clock: o
         await trio.testing.wait_all_tasks_blocked()
         assert "s" not in service.sessions and left == ["s"]
         service.close()
+
+
+async def test_a_run_past_its_deadline_fails(autojump_clock: object) -> None:
+    adapter = Scripted()
+    service = RunsService(adapter, RunsPolicy(run_deadline=30))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        run = service.start(RunRequest("wait"))
+        await run.settled.wait()
+        assert run.status is RunStatus.FAILED
+        assert run.error == "the run ran past its 30s deadline"
+        assert run.events.last_event == "run.failed"
+        service.close()
+
+
+async def test_a_closing_service_takes_no_run_and_stops_the_running(
+    autojump_clock: object,
+) -> None:
+    adapter = Scripted()
+    service = RunsService(adapter, RunsPolicy())
+    async with trio.open_nursery() as nursery:
+        await nursery.start(service.run)
+        run = service.start(RunRequest("wait"))
+        await adapter.entered.wait()
+        service.close()
+        with pytest.raises(Draining):
+            service.start(RunRequest("late"))
+    assert run.status is RunStatus.CANCELLED
+    assert run.cancel_reason == "the runs API is shutting down"
+    assert service.overrun == []
