@@ -209,3 +209,23 @@ async def test_stop_sends_sentinel_to_events_stream(scripted: Scripted) -> None:
             await stream.until_end()
         assert cancelled["cancel_reason"] == "user pressed stop"
         assert stream.ended and stream.comments[-1] == "stream closed"
+
+
+async def test_references_are_dropped_on_every_path(scripted: Scripted) -> None:
+    """Completed, failed, stopped while running, stopped while queued: once settled no
+    run holds its scope, its turn control or its remote works, and none is live."""
+    async with serve(scripted) as api:
+        completed = await api.start("hello")
+        failed = await api.start("fail")
+        running = await api.start("wait", session_id="s")
+        queued = await api.start("hello", session_id="s")
+        await api.settled(completed)
+        await api.settled(failed)
+        for run_id in (queued, running):
+            await api.stop(run_id, wait=True)
+        statuses = [(await api.status(r))["status"] for r in (completed, failed, running, queued)]
+        assert statuses == ["completed", "failed", "cancelled", "cancelled"]
+        assert api.service.active == {}
+        for run_id in (completed, failed, running, queued):
+            run = api.service.runs[run_id]
+            assert not run.is_live and run.request.history == ()
