@@ -149,23 +149,31 @@ async def test_the_host_answers_a_finished_turn_and_ignores_other_events(
         assert app.turns == 1
 
 
-async def test_an_interrupt_cancels_the_host_turn_through_the_forward_alone(
+async def test_an_interrupt_reaches_the_host_through_the_forward_and_consumes_the_message(
     platform: Platform,
 ) -> None:
     """An interrupt does not close the platform's gate: the forward's request going
-    away is the only thing that reaches the host, and it is enough."""
+    away is the only thing that reaches the host, and it is enough. The bridge then
+    consumes the message (`processed`), so a reconnect's rehydration does not run the
+    adapter on it again."""
     agent_id, room_id, user_id = seeded(platform)
     adapter = _FirstBlocks()
     async with (
         running_host(platform, adapter) as (app, url),
-        running_bridge([identity(platform, url)]),
+        running_bridge([identity(platform, url)]) as run,
     ):
+        ident = run.bridge.identities[agent_id]
         with trio.fail_after(5):
             message_id = platform.post_message(room_id, user_id, "interrupt me")
             await adapter.started.wait()
             platform.send_control(agent_id, "interrupt", room_id=room_id)
             await adapter.saw_cancel.wait()
+            await platform.wait_until(lambda: _status(platform, message_id) == "processed")
             while app.running(room_id) is not None:  # the turn settles (working: false)
                 await app.changes.wait()
+            before = ident.link_connects
+            assert platform.faults.drop_socket(agent_id)
+            await run.bridge.wait_until(lambda: ident.link_connects > before and ident.rooms_idle)
     assert adapter.cancelled == [message_id]
-    assert _status(platform, message_id) == "processing"  # the host cannot tell it from a stop
+    assert adapter.calls == [message_id]  # never run again
+    assert [m.content for m in platform.messages(room_id) if m.sender_id == agent_id] == []

@@ -75,6 +75,12 @@ class _Rest:
     def __init__(self) -> None:
         self.answers: deque[str | None] = deque()
         self.calls = 0
+        self.marked: list[str] = []
+
+    async def mark_processed(self, room_id: str, message_id: str) -> object:
+        await trio.lowlevel.checkpoint()
+        self.marked.append(message_id)
+        return object()
 
     async def next_message(self, room_id: str) -> ChatMessage | None:
         self.calls += 1
@@ -185,6 +191,8 @@ async def test_a_forward_waiting_for_the_cap_is_cancelled_without_reaching_the_t
         await _until(shared, lambda: first.idle)
         nursery.cancel_scope.cancel()
     assert target.started == ["m1"] and target.taken == ["m1"]
+    assert rest.marked == ["m2"]  # the interrupt consumed what it cut off
+    assert "m2" in shared.forwarded
 
 
 async def test_a_forward_past_its_deadline_is_a_failed_forward(

@@ -10,7 +10,8 @@ lifeline: when the request goes away (the bridge cancelled the forward on an
 interrupt or stop, or the bridge is gone) the turn is aborted as a stop —
 the adapter sees the cancel, its remote work is stopped, and the message is
 left `processing`, so a play (the bridge's `/next` catch-up) replays it. The
-host cannot tell an interrupt from a stop; both leave the message.
+host cannot tell an interrupt from a stop; the bridge can, and consumes an
+interrupted message itself (`processed`, on the host's claim).
 
 Turns of one room run one at a time (a replay waits until the aborted turn it
 replaces has settled); different rooms run concurrently. The host never runs

@@ -250,7 +250,10 @@ class Identity:
         if isinstance(payload, MessageCreated):
             if payload.sender_id == agent_id:
                 return  # our own message, echoed
-            message = inbound(room_id, agent_id, payload).message
+            item = inbound(room_id, agent_id, payload)
+            if item.processed:
+                return  # the platform shows it done for this agent already
+            message = item.message
         envelope = envelope_for(event, agent_id, room_id, payload)
         room = self._rooms.get(room_id)
         if room is not None:

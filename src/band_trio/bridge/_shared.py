@@ -78,7 +78,7 @@ class Forward:
     """One unit of a room's queue in flight: its cancel scope, and the turn control
     that bounds and records the remote stops of its target (A2A, command)."""
 
-    __slots__ = ("control", "kind", "scope")
+    __slots__ = ("control", "delivering", "kind", "scope")
 
     def __init__(self, room_id: str, key: str, policy: Policy) -> None:
         self.scope = trio.CancelScope()
@@ -89,6 +89,8 @@ class Forward:
             kill_grace=policy.subprocess_kill_grace,
         )
         self.kind: str | None = None
+        self.delivering: str | None = None
+        """The message being forwarded now, if it is one (what an interrupt consumes)."""
 
     def cancel(self, kind: str, reason: str | None) -> bool:
         """Cancel it for `kind` (interrupt, stop); the first cancel wins."""
