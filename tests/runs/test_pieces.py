@@ -48,6 +48,8 @@ def test_input_as_messages_takes_the_last_user_message() -> None:
     [
         (b"", "Invalid JSON"),
         (b"[1]", "Invalid JSON"),
+        (b"[" * 100_000, "Invalid JSON: nested too deeply"),
+        (b'{"a":' * 100_000, "Invalid JSON: nested too deeply"),
         (b'{"input": 5}', "'input' must be"),
         (b'{"input": "x", "conversation_history": [{"role": "bot"}]}', "conversation_history[0]"),
         (b'{"input": "x", "conversation_history": "no"}', "'conversation_history' must be"),

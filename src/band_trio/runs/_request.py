@@ -60,6 +60,8 @@ def _object(body: bytes) -> dict[str, Any]:
         value = msgspec.json.decode(body) if body.strip() else None
     except msgspec.DecodeError:
         raise BadRequest("Invalid JSON") from None
+    except RecursionError:  # msgspec decodes into Python objects recursively
+        raise BadRequest("Invalid JSON: nested too deeply") from None
     if not isinstance(value, dict):
         raise BadRequest("Invalid JSON: the body must be a JSON object")
     return value
