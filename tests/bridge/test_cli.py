@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from band_trio.bridge import open_recording_target
-from band_trio.cli import EXIT_CONFIG, EXIT_DISCONNECTED, main
+from band_trio.cli import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, main
 from band_trio.platform import Platform
 
 from .conftest import seeded
@@ -206,3 +206,27 @@ async def test_the_host_process_runs_the_adapter_for_an_envelope(
         finally:
             if process.returncode is None:
                 process.kill()
+
+
+def test_a_platform_out_of_reach_for_every_identity_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bridge.json"
+    nowhere = "127.0.0.1:9"  # the discard port: nothing listens
+    path.write_text(
+        json.dumps(
+            {
+                "identity": [
+                    {
+                        "agent_id": "a",
+                        "api_key": "k",
+                        "rest_url": f"http://{nowhere}",
+                        "ws_url": f"ws://{nowhere}/api/v1/socket/websocket",
+                        "target": {"type": "http", "url": f"http://{nowhere}/"},
+                    }
+                ]
+            }
+        )
+    )
+    assert main(["bridge", "--config", str(path)]) == EXIT_CRASH
+    assert "every identity ended for good (a)" in capsys.readouterr().err

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import trio
 
+from .. import errors
 from ..policy import Policy
 from ..runtime.parts import Changes, LinkEnd
 from ._config import BridgeConfig
@@ -46,6 +47,15 @@ class BridgeResult:
     @property
     def all_lost(self) -> bool:
         return bool(self.ends) and len(self.lost) == len(self.ends)
+
+    @property
+    def all_refused(self) -> bool:
+        """Every identity was ended by the platform itself: a terminal disconnect or a
+        refused key (not an outage at start-up)."""
+        return bool(self.ends) and all(
+            end.terminal is not None or isinstance(end.error, errors.AuthenticationError)
+            for end in self.ends.values()
+        )
 
 
 class Bridge:

@@ -1,9 +1,11 @@
 """`band-trio bridge --config FILE`: forward N agent identities' events to their targets.
 
-Exit statuses: 0 when stopped by a signal; 3 when every identity ended for good
-(terminal disconnects, refused keys; each reason is logged as it happens);
-2 for a bad config file (one line). The first SIGINT/SIGTERM stops gracefully
-(forwards in flight get `BridgePolicy.shutdown_grace`), a second at once.
+Exit statuses: 0 when stopped by a signal; 3 when every identity was ended by
+the platform (terminal disconnects, refused keys; each reason is logged as it
+happens); 1 when every identity ended and some only because the platform could
+not be reached at start-up; 2 for a bad config file (one line). The first
+SIGINT/SIGTERM stops gracefully (forwards in flight get
+`BridgePolicy.shutdown_grace`), a second at once.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ._exits import EXIT_DISCONNECTED, EXIT_OK
+from ._exits import EXIT_CRASH, EXIT_DISCONNECTED, EXIT_OK
 
 if TYPE_CHECKING:
     from ..bridge import Bridge, BridgeResult
@@ -44,7 +46,7 @@ def _run(args: argparse.Namespace) -> int:
             f"band-trio bridge: every identity ended for good ({', '.join(result.lost)})",
             file=sys.stderr,
         )
-        return EXIT_DISCONNECTED
+        return EXIT_DISCONNECTED if result.all_refused else EXIT_CRASH
     return EXIT_OK
 
 
