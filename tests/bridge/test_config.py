@@ -146,3 +146,28 @@ def test_an_identity_bridged_twice_is_refused() -> None:
     }
     with pytest.raises(ConfigurationError, match="bridged twice"):
         parse_config({"identity": [one, one]}, env={})
+
+
+def _one(**bridge: object) -> dict[str, object]:
+    return {
+        "bridge": bridge,
+        "identity": [
+            {
+                "agent_id": "a",
+                "api_key": "k",
+                "rest_url": "http://h",
+                "ws_url": "ws://h/socket/websocket",
+                "target": {"type": "http", "url": "http://x"},
+            }
+        ],
+    }
+
+
+def test_policy_values_come_from_the_file_and_are_checked() -> None:
+    config = parse_config(_one(policy={"max_forwards": 4, "shutdown_grace": 2.5}), env={})
+    assert config.policy.max_forwards == 4 and config.policy.shutdown_grace == 2.5
+    assert config.policy.forward_connect == 5.0  # the default for the rest
+    with pytest.raises(ConfigurationError, match=r"\$\.bridge\.policy: max_forwards must be"):
+        parse_config(_one(policy={"max_forwards": 0}), env={})
+    with pytest.raises(ConfigurationError, match="unknown field `speed`"):
+        parse_config(_one(policy={"speed": 1}), env={})

@@ -140,12 +140,17 @@ async def test_the_host_answers_a_finished_turn_and_ignores_other_events(
                 other = await client.post(url, json={**envelope, "event_type": "room_added"})
                 wrong = await client.post(url, json={**envelope, "agent_id": "someone else"})
                 junk = await client.post(url, content=b"not json")
+                big = await client.post(url, content=b"x" * (app.bridge_policy.host_max_body + 1))
+                getting = await client.get(url)
+                health = await client.get(f"{url}health")
         assert (
             done.json() == {"outcome": "processed"} and _status(platform, message_id) == "processed"
         )
         assert again.json() == {"outcome": "completed"}  # the ledger: never twice
         assert other.json() == {"outcome": "ignored"}
         assert wrong.status_code == 409 and junk.status_code == 422
+        assert big.status_code == 413 and getting.status_code == 405
+        assert health.status_code == 200
         assert app.turns == 1
 
 

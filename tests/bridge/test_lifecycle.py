@@ -46,6 +46,10 @@ async def test_a_terminal_disconnect_ends_that_identity_only_and_health_says_why
         bridge = run.bridge
         status, body = await _health(bridge.health_port)
         assert status == 200 and body["healthy"] is True
+        async with httpx2.AsyncClient() as client:
+            elsewhere = await client.get(f"http://127.0.0.1:{bridge.health_port}/other")
+            posted = await client.post(f"http://127.0.0.1:{bridge.health_port}/health")
+        assert elsewhere.status_code == 404 and posted.status_code == 405
         with trio.fail_after(5), caplog.at_level(logging.ERROR, logger="band_trio.bridge"):
             platform.faults.supersede(first, reason="superseded", message="another bridge")
             await bridge.wait_until(lambda: bridge.identities[first].ended is not None)

@@ -70,7 +70,7 @@ class Bridge:
     ) -> None:
         self.config = config
         self.policy = policy or Policy()
-        self.bridge_policy = bridge_policy or BridgePolicy()
+        self.bridge_policy = bridge_policy or config.policy
         self.changes = Changes()
         self._limiter = trio.CapacityLimiter(self.bridge_policy.max_forwards)
         self.identities = {

@@ -2,6 +2,7 @@
 
     [bridge]                       # optional
     health = "127.0.0.1:8765"      # GET /health; "" (the default) serves none
+    policy = { max_forwards = 32, shutdown_grace = 10 }   # BridgePolicy fields, optional
     rest_url = "http://127.0.0.1:4000"                   # defaults for every identity
     ws_url = "ws://127.0.0.1:4000/api/v1/socket/websocket"
 
@@ -31,6 +32,7 @@ import msgspec
 
 from ..errors import ConfigurationError
 from ..link import check_ws_url
+from ._policy import BridgePolicy
 
 __all__ = [
     "A2ATargetConfig",
@@ -81,10 +83,19 @@ class _Identity(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: str | None = None
 
 
+class _Policy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    max_forwards: int | None = None
+    forward_connect: float | None = None
+    forward_deadline: float | None = None
+    shutdown_grace: float | None = None
+    forwarded_memory: int | None = None
+
+
 class _Bridge(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     health: str = ""
     rest_url: str | None = None
     ws_url: str | None = None
+    policy: _Policy = _Policy()
 
 
 class _File(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -109,6 +120,8 @@ class BridgeConfig:
     identities: tuple[IdentityConfig, ...]
     health: tuple[str, int] | None = None
     """Where `GET /health` is served (host, port; port 0 picks one), if anywhere."""
+    policy: BridgePolicy = field(default_factory=BridgePolicy)
+    """`[bridge.policy]`: the `BridgePolicy` fields given, the defaults for the rest."""
 
 
 def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> BridgeConfig:
@@ -152,7 +165,17 @@ def parse_config(
             raise ConfigurationError(f"{at}: {identity.agent_id} is bridged twice")
         names.update((identity.agent_id, identity.name))
         identities.append(identity)
-    return BridgeConfig(tuple(identities), _health(raw.bridge.health, source))
+    return BridgeConfig(
+        tuple(identities), _health(raw.bridge.health, source), _policy(raw.bridge.policy, source)
+    )
+
+
+def _policy(raw: _Policy, source: str) -> BridgePolicy:
+    given = {name: getattr(raw, name) for name in raw.__struct_fields__}
+    try:
+        return BridgePolicy(**{k: v for k, v in given.items() if v is not None})
+    except ValueError as exc:
+        raise ConfigurationError(f"{source}: $.bridge.policy: {exc}") from None
 
 
 def _lower_first(text: str) -> str:

@@ -40,6 +40,8 @@ class BridgePolicy:
     def __post_init__(self) -> None:
         if self.max_forwards < 1:
             raise ValueError("max_forwards must be at least 1")
+        if self.forwarded_memory < 1:
+            raise ValueError("forwarded_memory must be at least 1")
         for name in ("forward_connect", "forward_deadline", "shutdown_grace", "health_grace"):
             value = getattr(self, name)
             if not value > 0:
