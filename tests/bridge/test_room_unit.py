@@ -76,6 +76,9 @@ class _Rest:
         self.answers: deque[str | None] = deque()
         self.calls = 0
         self.marked: list[str] = []
+        self.hold_from: int | None = None
+        """From this call on, `next_message` waits until cancelled."""
+        self.held = trio.Event()
 
     async def mark_processed(self, room_id: str, message_id: str) -> object:
         await trio.lowlevel.checkpoint()
@@ -85,6 +88,9 @@ class _Rest:
     async def next_message(self, room_id: str) -> ChatMessage | None:
         self.calls += 1
         await trio.lowlevel.checkpoint()
+        if self.hold_from is not None and self.calls >= self.hold_from:
+            self.held.set()
+            await trio.sleep_forever()
         message_id = self.answers.popleft() if self.answers else None
         if message_id is None:
             return None
@@ -209,3 +215,19 @@ async def test_a_forward_past_its_deadline_is_a_failed_forward(
         await _until(shared, lambda: shared.counters.failed == 1)
         assert trio.current_time() >= 30.0 and "m1" not in shared.forwarded
         nursery.cancel_scope.cancel()
+
+
+async def test_an_interrupt_after_a_catch_up_forwarded_a_message_consumes_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The catch-up forwarded m1 and is in its next `/next` when the interrupt lands:
+    m1 was delivered, not cut off, so it is not marked."""
+    async with _one_room() as (target, rest, shared, room):
+        rest.answers.append("m1")
+        rest.hold_from = 2
+        room.play()
+        await rest.held.wait()
+        assert target.taken == ["m1"]
+        assert room.interrupt("during the second /next")
+        await _until(shared, lambda: room.idle)
+    assert rest.marked == []

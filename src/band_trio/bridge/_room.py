@@ -234,10 +234,17 @@ class ForwardRoom:
                 log.info("room %s: interrupted %s consumed", self.id, message_id)
 
     async def _deliver(self, envelope: Envelope, message: Message | None, forward: Forward) -> bool:
-        """One forward under the global cap; True once the target took it."""
+        """One forward under the global cap; True once the target took it. While it is
+        in flight, `forward.delivering` names its message: what an interrupt that cuts
+        it off consumes (a catch-up's earlier, finished forwards are not)."""
+        forward.delivering = envelope.message_id
+        delivered = await self._attempt(envelope, message, forward)
+        forward.delivering = None
+        return delivered
+
+    async def _attempt(self, envelope: Envelope, message: Message | None, forward: Forward) -> bool:
         shared = self._shared
         counters = shared.counters
-        forward.delivering = envelope.message_id
         async with shared.limiter:
             counters.in_flight += 1
             shared.changes.notify()
