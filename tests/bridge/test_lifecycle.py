@@ -181,3 +181,39 @@ def test_health_is_200_only_when_every_identity_is_connected() -> None:
     assert health_body([status("a", True), status("b", True)])[0] == 200
     assert health_body([status("a", True), status("b", False)])[0] == 503
     assert health_body([])[0] == 503  # nothing bridged is not healthy
+
+
+async def test_an_identity_that_crashes_ends_alone(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in one identity's runner (here: its target cannot be opened) ends that
+    identity, logged; the other one forwards on."""
+    from band_trio.bridge import _identity
+
+    real = _identity.open_target
+
+    async def open_target(config: object, *args: object) -> object:
+        if getattr(config, "url", "").endswith("/broken"):
+            raise RuntimeError("a bug while opening the target")
+        return await real(config, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_identity, "open_target", open_target)
+    _, _, user_id = seeded(platform)
+    second, second_key, second_room = second_agent(platform)
+    async with (
+        open_recording_target() as target,
+        running_bridge(
+            [
+                identity(platform, target.url + "/broken", name="broken"),
+                identity(platform, target.url, agent_id=second, api_key=second_key),
+            ],
+            wait=False,
+        ) as run,
+    ):
+        bridge = run.bridge
+        with trio.fail_after(5):
+            await bridge.wait_until(lambda: bridge.identities["broken"].ended is not None)
+            assert "crashed: RuntimeError" in (bridge.identities["broken"].ended or "")
+            await bridge.wait_until(lambda: bridge.identities[second].link_connects > 0)
+            message_id = platform.post_message(second_room, user_id, "still here")
+            await target.wait_until(lambda: message_id in target.message_ids())

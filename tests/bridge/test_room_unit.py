@@ -231,3 +231,20 @@ async def test_an_interrupt_after_a_catch_up_forwarded_a_message_consumes_nothin
         assert room.interrupt("during the second /next")
         await _until(shared, lambda: room.idle)
     assert rest.marked == []
+
+
+async def test_a_target_that_raises_something_else_is_a_failed_forward(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A target's bug (not a `ForwardError`) fails that forward, not the room."""
+    async with _one_room() as (target, _, shared, room):
+
+        async def broken(envelope: Envelope, turn: Turn) -> None:
+            raise KeyError("a bug in the target")
+
+        target.forward = broken  # type: ignore[method-assign]
+        room.offer(_envelope("m1"))
+        await _until(shared, lambda: shared.counters.failed == 1 and room.idle)
+        del target.forward
+        room.offer(_envelope("m2"))
+        await _until(shared, lambda: target.taken == ["m2"])

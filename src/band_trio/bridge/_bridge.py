@@ -136,4 +136,11 @@ class Bridge:
 
 
 async def _run_one(identity: Identity, ends: dict[str, LinkEnd]) -> None:
-    ends[identity.config.name] = await identity.run()
+    """One identity's runner; a crash (a bug) ends that identity only, logged."""
+    name = identity.config.name
+    try:
+        ends[name] = await identity.run()
+    except Exception as exc:
+        log.exception("identity %s crashed; the other identities go on", name)
+        identity.ended = f"crashed: {type(exc).__name__}: {exc}"
+        ends[name] = LinkEnd(error=errors.BandTrioError(identity.ended))

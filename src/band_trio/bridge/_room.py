@@ -266,6 +266,16 @@ class ForwardRoom:
                     shared.bridge_policy.forward_deadline,
                 )
                 return False
+            except Exception as exc:  # a target's bug stays in this room (semantics §1)
+                counters.failed += 1
+                log.warning(
+                    "room %s: %s not forwarded: the target raised %s",
+                    self.id,
+                    envelope.event_type,
+                    type(exc).__name__,
+                    exc_info=exc,
+                )
+                return False
             finally:
                 counters.in_flight -= 1
         message_id = envelope.message_id
