@@ -171,3 +171,18 @@ def test_policy_values_come_from_the_file_and_are_checked() -> None:
         parse_config(_one(policy={"max_forwards": 0}), env={})
     with pytest.raises(ConfigurationError, match="unknown field `speed`"):
         parse_config(_one(policy={"speed": 1}), env={})
+
+
+def test_the_how_to_s_example_config_is_valid(tmp_path: Path) -> None:
+    doc = Path(__file__).parents[2] / "docs" / "how-to" / "bridge.md"
+    example = doc.read_text().split("```toml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "bridge.toml"
+    path.write_text(example)
+    env = {"SUPPORT_KEY": "k1", "RESEARCH_KEY": "k2", "OPS_KEY": "k3"}
+    config = load_config(path, env=env)
+    assert [i.target.__class__.__name__ for i in config.identities] == [
+        "HttpTargetConfig",
+        "A2ATargetConfig",
+        "CommandTargetConfig",
+    ]
+    assert config.health == ("127.0.0.1", 8765) and config.policy.max_forwards == 32
