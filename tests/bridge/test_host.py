@@ -182,3 +182,32 @@ async def test_an_interrupt_reaches_the_host_through_the_forward_and_consumes_th
     assert adapter.cancelled == [message_id]
     assert adapter.calls == [message_id]  # never run again
     assert [m.content for m in platform.messages(room_id) if m.sender_id == agent_id] == []
+
+
+async def test_a_stop_reaches_the_a2a_task_behind_the_bridge_and_the_host(
+    platform: Platform,
+) -> None:
+    """The whole path: room → bridge → host → A2A adapter → a real a2a-sdk task. The
+    stop cancels the forward, the host's turn, and the task (CancelTask, confirmed)."""
+    from band_trio.adapters import A2AAdapter
+    from peers import a2a_peer
+
+    agent_id, room_id, user_id = seeded(platform)
+    async with a2a_peer() as peer:
+        adapter = A2AAdapter(peer.url)
+        async with (
+            running_host(platform, adapter) as (app, url),
+            running_bridge([identity(platform, url)]) as run,
+        ):
+            with trio.fail_after(15):
+                message_id = platform.post_message(
+                    room_id, user_id, "mode=normal chunks=400 delay=0.05"
+                )
+                started = await peer.wait_for(event="execute_started")
+                platform.send_control(agent_id, "stop", room_id=room_id)
+                await peer.wait_for(event="cancel_request", task_id=started["task_id"])
+                while app.stops.stats.sent == 0 or app.running(room_id) is not None:
+                    await app.changes.wait()
+                await run.bridge.wait_until(lambda: run.bridge.identities[agent_id].rooms_idle)
+        assert app.stops.stats.confirmed == 1
+        assert _status(platform, message_id) == "processing"  # left for play
