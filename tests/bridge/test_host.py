@@ -3,6 +3,8 @@ behind the bridge, leaves the message `processing`, and play replays it once."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -10,7 +12,7 @@ import httpx2
 import trio
 
 from band_trio import Adapter, Turn
-from band_trio.bridge import HostApp, serve_host
+from band_trio.bridge import BridgePolicy, HostApp, serve_host
 from band_trio.platform import Platform
 from band_trio.testing import TaskTracker
 
@@ -211,3 +213,55 @@ async def test_a_stop_reaches_the_a2a_task_behind_the_bridge_and_the_host(
                 await run.bridge.wait_until(lambda: run.bridge.identities[agent_id].rooms_idle)
         assert app.stops.stats.confirmed == 1
         assert _status(platform, message_id) == "processing"  # left for play
+
+
+async def test_a_host_stopping_cancels_its_open_turns_after_the_grace(
+    platform: Platform,
+) -> None:
+    """Shutdown is not an interrupt: a turn still running when the host's grace ends
+    is cancelled and its message left `processing` (replayed later), never marked."""
+    agent_id, room_id, user_id = seeded(platform)
+    info = platform.info
+    adapter = _FirstBlocks()
+    message_id = platform.post_message(room_id, user_id, "still running at the stop")
+    envelope = {
+        "event_type": "message_created",
+        "agent_id": agent_id,
+        "room_id": room_id,
+        "payload": {
+            "id": message_id,
+            "content": "x",
+            "message_type": "text",
+            "sender_type": "User",
+            "sender_id": user_id,
+            "inserted_at": "2026-12-01T00:00:00Z",
+            "updated_at": "2026-12-01T00:00:00Z",
+        },
+        "forwarded_at": "2026-12-01T00:00:00Z",
+    }
+    app = HostApp(adapter, agent_id=agent_id, bridge_policy=BridgePolicy(health_grace=0.1))
+    stop = trio.Event()
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(
+                functools.partial(
+                    serve_host,
+                    app,
+                    api_key=info.api_key or "",
+                    rest_url=info.rest_url,
+                    host="127.0.0.1",
+                    port=0,
+                    stop=stop,
+                )
+            )
+
+            async def forward() -> None:
+                async with httpx2.AsyncClient(timeout=None) as client:
+                    with contextlib.suppress(httpx2.HTTPError):
+                        await client.post(f"http://127.0.0.1:{port}/", json=envelope)
+
+            nursery.start_soon(forward)
+            await adapter.started.wait()
+            stop.set()
+            await adapter.saw_cancel.wait()
+    assert _status(platform, message_id) == "processing"
