@@ -152,7 +152,7 @@ async def test_the_host_answers_a_finished_turn_and_ignores_other_events(
         assert other.json() == {"outcome": "ignored"}
         assert wrong.status_code == 409 and junk.status_code == 422
         assert big.status_code == 413 and getting.status_code == 405
-        assert health.status_code == 200
+        assert health.status_code == 200 and health.json()["turns"] == 1
         assert app.turns == 1
 
 

@@ -3,7 +3,7 @@
     POST /  (any path)      one bridge envelope; a `message_created` runs a turn:
                             claim (`/processing`) → adapter → settle, as the
                             runtime does, the answer sent once the turn settled
-    GET /health             200 while serving
+    GET /health             200 while serving: turns started, running, remote stops
 
 The forward's HTTP request stays open for the whole turn, and it is the turn's
 lifeline: when the request goes away (the bridge cancelled the forward on an
@@ -110,7 +110,18 @@ class HostApp:
         if scope["type"] != "http":
             return
         if scope["method"] == "GET" and scope["path"] == "/health":
-            await answer(send, 200, b'{"ok":true}')
+            stops = self.stops.stats
+            body = {
+                "ok": True,
+                "turns": self.turns,
+                "running": sum(1 for room in self._rooms.values() if room.turn is not None),
+                "remote_stops": {
+                    "confirmed": stops.confirmed,
+                    "requested": stops.requested,
+                    "unconfirmed": stops.unconfirmed,
+                },
+            }
+            await answer(send, 200, msgspec.json.encode(body))
             return
         if scope["method"] != "POST":
             await answer(send, 405, b'{"error":"POST a bridge envelope"}')
