@@ -111,7 +111,7 @@ class HostApp:
             return
         if scope["method"] == "GET" and scope["path"] == "/health":
             stops = self.stops.stats
-            body = {
+            health = {
                 "ok": True,
                 "turns": self.turns,
                 "running": sum(1 for room in self._rooms.values() if room.turn is not None),
@@ -121,7 +121,7 @@ class HostApp:
                     "unconfirmed": stops.unconfirmed,
                 },
             }
-            await answer(send, 200, msgspec.json.encode(body))
+            await answer(send, 200, msgspec.json.encode(health))
             return
         if scope["method"] != "POST":
             await answer(send, 405, b'{"error":"POST a bridge envelope"}')
