@@ -134,6 +134,11 @@ def test_an_unreadable_or_broken_file_is_one_line(tmp_path: Path) -> None:
     broken.write_text("[[identity]\n")
     with pytest.raises(ConfigurationError, match="not valid TOML"):
         load_config(broken)
+    for name, text in [("deep.json", "[" * 100_000), ("deep.toml", "a = " + "[" * 100_000)]:
+        deep = tmp_path / name
+        deep.write_text(text)
+        with pytest.raises(ConfigurationError, match="nested too deeply"):
+            load_config(deep)
 
 
 def test_an_identity_bridged_twice_is_refused() -> None:

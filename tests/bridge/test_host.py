@@ -142,6 +142,8 @@ async def test_the_host_answers_a_finished_turn_and_ignores_other_events(
                 other = await client.post(url, json={**envelope, "event_type": "room_added"})
                 wrong = await client.post(url, json={**envelope, "agent_id": "someone else"})
                 junk = await client.post(url, content=b"not json")
+                deep = b'{"event_type": "message_created", "payload": ' + b'{"a": ' * 100_000
+                nested = await client.post(url, content=deep)
                 big = await client.post(url, content=b"x" * (app.bridge_policy.host_max_body + 1))
                 getting = await client.get(url)
                 health = await client.get(f"{url}health")
@@ -151,6 +153,7 @@ async def test_the_host_answers_a_finished_turn_and_ignores_other_events(
         assert again.json() == {"outcome": "completed"}  # the ledger: never twice
         assert other.json() == {"outcome": "ignored"}
         assert wrong.status_code == 409 and junk.status_code == 422
+        assert nested.status_code == 422 and "nested too deeply" in nested.text
         assert big.status_code == 413 and getting.status_code == 405
         assert health.status_code == 200 and health.json()["turns"] == 1
         assert app.turns == 1

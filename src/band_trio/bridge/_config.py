@@ -138,6 +138,10 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
             data = json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"{where.name}: not valid {_kind(where)}: {exc}") from None
+    except RecursionError:  # both parsers recurse into nested arrays and tables
+        raise ConfigurationError(
+            f"{where.name}: not valid {_kind(where)}: nested too deeply"
+        ) from None
     return parse_config(data, source=where.name, env=os.environ if env is None else env)
 
 

@@ -140,6 +140,8 @@ class HostApp:
             envelope = decode_envelope(body)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             return 422, msgspec.json.encode({"error": f"not a bridge envelope: {exc}"})
+        except RecursionError:  # msgspec decodes an Any payload recursively
+            return 422, msgspec.json.encode({"error": "not a bridge envelope: nested too deeply"})
         if envelope.agent_id != self.agent_id:
             return 409, msgspec.json.encode({"error": f"this host runs {self.agent_id}"})
         if envelope.event_type != "message_created" or envelope.room_id is None:
