@@ -2,6 +2,8 @@
 
     BandTrioError
     ├── ConfigurationError          bad arguments, missing URL or key
+    ├── AdapterError                an adapter's start-up hook raised or overran
+    ├── PeerProtocolError           a remote peer (LLM, A2A) answered something we cannot read
     ├── PlatformError               talking to the platform failed (REST or websocket)
     │   ├── PlatformUnavailableError    the transport failed: refused, reset, no answer in time
     │   │   └── ConnectionClosedError       the websocket closed under an operation
