@@ -218,12 +218,6 @@ class ForwardRoom:
         refuses it, and the message stays as it was."""
         shared = self._shared
         with trio.move_on_after(shared.policy.cleanup_grace, shield=True):
-            # The mark is not urgent, the close it follows is: two scheduler passes (an
-            # I/O poll between them) let the far side's end of the closed connection be
-            # served before this request is built. With the target in the same process
-            # (the benchmark) the mark otherwise delayed the close it follows by ~0.4 ms.
-            await trio.lowlevel.checkpoint()
-            await trio.lowlevel.checkpoint()
             try:
                 marked = await shared.rest.mark_processed(self.id, message_id)
             except errors.PlatformError as exc:
