@@ -191,3 +191,48 @@ def test_the_how_to_s_example_config_is_valid(tmp_path: Path) -> None:
         "CommandTargetConfig",
     ]
     assert config.health == ("127.0.0.1", 8765) and config.policy.max_forwards == 32
+
+
+def test_each_target_says_who_settles_its_messages() -> None:
+    def with_target(target: dict[str, object]) -> dict[str, object]:
+        data = _one()
+        identities = data["identity"]
+        assert isinstance(identities, list)
+        identities[0]["target"] = target
+        return data
+
+    plain = parse_config(_one(), env={}).identities[0].target
+    assert plain.settle == "bridge"  # the default: the bridge claims and settles
+    for target in (
+        {"type": "http", "url": "http://x", "settle": "target"},
+        {"type": "a2a", "url": "http://x", "settle": "target"},
+        {"type": "command", "argv": ["./x"], "settle": "target"},
+    ):
+        assert parse_config(with_target(target), env={}).identities[0].target.settle == "target"
+    with pytest.raises(ConfigurationError, match=r"\$\.identity\[0\]\.target\.settle"):
+        parse_config(with_target({"type": "http", "url": "http://x", "settle": "me"}), env={})
+
+
+def test_the_retry_policy_comes_from_the_file_and_is_checked() -> None:
+    policy = {"retry_first": 0.5, "retry_max": 4, "forward_attempts": 2}
+    config = parse_config(_one(policy=policy), env={})
+    assert (config.policy.retry_first, config.policy.retry_max) == (0.5, 4)
+    assert config.policy.forward_attempts == 2
+    for bad, says in [
+        ({"retry_first": 0}, "retry_first must be > 0"),
+        ({"retry_first": 2, "retry_max": 1}, "retry_max must be at least retry_first"),
+        ({"forward_attempts": 0}, "forward_attempts must be at least 1"),
+    ]:
+        with pytest.raises(ConfigurationError, match=says):
+            parse_config(_one(policy=bad), env={})
+
+
+def test_the_how_to_s_host_walkthrough_config_is_valid(tmp_path: Path) -> None:
+    doc = Path(__file__).parents[2] / "docs" / "how-to" / "bridge.md"
+    walkthrough = doc.read_text().split("# 3. the bridge", 1)[1].split("DEMO_AGENT_KEY=", 1)[0]
+    lines = [line[len("#      ") :] for line in walkthrough.splitlines()[1:]]
+    path = tmp_path / "bridge.toml"
+    path.write_text("\n".join(lines).replace("AGENT-ID", "agent"))
+    config = load_config(path, env={"DEMO_AGENT_KEY": "k"})
+    (demo,) = config.identities
+    assert demo.target == HttpTargetConfig(url="http://127.0.0.1:8800/", settle="target")

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx2
+import pytest
 import trio
 
 from band_trio import Adapter, Turn
-from band_trio.bridge import BridgePolicy, HostApp, serve_host
+from band_trio.bridge import BridgePolicy, HostApp, HttpTargetConfig, serve_host
 from band_trio.platform import Platform
 from band_trio.testing import TaskTracker
 
@@ -77,6 +79,11 @@ async def running_host(platform: Platform, adapter: Adapter) -> AsyncIterator[tu
     assert tasks.living == set(), f"tasks outlived the host: {tasks.living}"
 
 
+def _settles(url: str) -> HttpTargetConfig:
+    """The host claims and settles each message itself: the bridge must not."""
+    return HttpTargetConfig(url=url, settle="target")
+
+
 def _status(platform: Platform, message_id: str) -> str | None:
     agent_id = platform.info.agent_id
     assert agent_id
@@ -91,7 +98,7 @@ async def test_stop_in_the_room_stops_the_host_adapter_and_play_replays_it_once(
     adapter = _FirstBlocks()
     async with (
         running_host(platform, adapter) as (_, url),
-        running_bridge([identity(platform, url)]) as run,
+        running_bridge([identity(platform, _settles(url))]) as run,
     ):
         with trio.fail_after(10):
             message_id = platform.post_message(room_id, user_id, "work on this")
@@ -170,7 +177,7 @@ async def test_an_interrupt_reaches_the_host_through_the_forward_and_consumes_th
     adapter = _FirstBlocks()
     async with (
         running_host(platform, adapter) as (app, url),
-        running_bridge([identity(platform, url)]) as run,
+        running_bridge([identity(platform, _settles(url))]) as run,
     ):
         ident = run.bridge.identities[agent_id]
         with trio.fail_after(5):
@@ -202,7 +209,7 @@ async def test_a_stop_reaches_the_a2a_task_behind_the_bridge_and_the_host(
         adapter = A2AAdapter(peer.url)
         async with (
             running_host(platform, adapter) as (app, url),
-            running_bridge([identity(platform, url)]) as run,
+            running_bridge([identity(platform, _settles(url))]) as run,
         ):
             with trio.fail_after(15):
                 message_id = platform.post_message(
@@ -268,3 +275,31 @@ async def test_a_host_stopping_cancels_its_open_turns_after_the_grace(
             stop.set()
             await adapter.saw_cancel.wait()
     assert _status(platform, message_id) == "processing"
+
+
+async def test_a_host_left_at_settle_bridge_still_processes_once_and_the_bridge_says_why(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The bridge claims, the host claims the same attempt, runs and settles; the
+    bridge's own `processed` mark then finds no live attempt: one INFO line per
+    identity says to set `settle = "target"`, and the message is processed once."""
+    caplog.set_level(logging.INFO, logger="band_trio.bridge")
+    agent_id, room_id, user_id = seeded(platform)
+    adapter = _FirstBlocks()
+    adapter.calls.append("already one")  # answer at once
+    async with (
+        running_host(platform, adapter) as (_, url),
+        running_bridge([identity(platform, url)]) as run,
+    ):
+        ident = run.bridge.identities[agent_id]
+        with trio.fail_after(5):
+            first = platform.post_message(room_id, user_id, "one")
+            await platform.wait_until(lambda: _status(platform, first) == "processed")
+            await run.bridge.wait_until(lambda: ident.counters.delivered == 1 and ident.rooms_idle)
+            second = platform.post_message(room_id, user_id, "two")
+            await platform.wait_until(lambda: _status(platform, second) == "processed")
+            await run.bridge.wait_until(lambda: ident.counters.delivered == 2 and ident.rooms_idle)
+    assert adapter.calls == ["already one", first, second]  # each once
+    hints = [r for r in caplog.records if 'settle = "target"' in r.getMessage()]
+    assert len(hints) == 1 and hints[0].levelno == logging.INFO  # once per identity
+    assert agent_id in hints[0].getMessage()

@@ -19,7 +19,7 @@ from band_trio.bridge._shared import Forwarded, Shared
 from band_trio.contract import Turn
 from band_trio.errors import ForwardError
 from band_trio.runtime.parts import Changes
-from band_trio.wire import ChatMessage, MessageCreated
+from band_trio.wire import ChatMessage, ContextMeta, MessageCreated, MessagePage
 
 ROOM = "room-1"
 AGENT = "agent-1"
@@ -75,6 +75,7 @@ class _Rest:
     def __init__(self) -> None:
         self.answers: deque[str | None] = deque()
         self.calls = 0
+        self.scans = 0
         self.marked: list[str] = []
         self.hold_from: int | None = None
         """From this call on, `next_message` waits until cancelled."""
@@ -84,6 +85,12 @@ class _Rest:
         await trio.lowlevel.checkpoint()
         self.marked.append(message_id)
         return object()
+
+    async def unprocessed(self, room_id: str, cursor: str | None = None) -> MessagePage:
+        """The room's unprocessed list: empty (what `/next` answers is all there is)."""
+        self.scans += 1
+        await trio.lowlevel.checkpoint()
+        return MessagePage(data=[], metadata=ContextMeta(has_more=False, limit=100))
 
     async def next_message(self, room_id: str) -> ChatMessage | None:
         self.calls += 1
@@ -110,6 +117,8 @@ def _shared(target: _Target, rest: _Rest, limit: int = 32) -> Shared:
         bridge_policy=BridgePolicy(),
         changes=Changes(),
         forwarded=Forwarded(100),
+        given_up=Forwarded(100),
+        settles=False,  # the fake REST client claims nothing (the settle: test_settle.py)
     )
 
 
@@ -172,7 +181,9 @@ async def test_while_stopped_pushed_messages_wait_for_plays_single_catch_up(
             room.play()
         assert room.queued == 1  # one catch-up, not three
         await _until(shared, lambda: room.idle and rest.calls == 2)
-        assert target.taken == ["m1"]  # the second answer was forwarded already: the pass ends
+        # the second answer was forwarded already: the pass walks the room's unprocessed
+        # list past it (empty here) and ends, rather than stopping at the head
+        assert target.taken == ["m1"] and rest.scans == 1
         assert shared.counters.nudges == 1
 
 

@@ -6,6 +6,9 @@ host on the other end.
   forwards, each in its own cancel scope; interrupt and stop cancel the forward
   in flight and clear the queue behind it; play sends one `/next` catch-up per
   room as tracked work; `GET /health` per identity. Targets: HTTP, A2A, command.
+  The bridge claims and settles each message it forwards (`processing`, then
+  `processed`; `failed` after `forward_attempts`) unless the target says
+  `settle = "target"`; a failed forward is retried after a backoff.
 * `HostApp` (`band-trio host --adapter MODULE:FACTORY`) — an ASGI app that
   takes the bridge's envelopes and runs an adapter for each message with the
   normal claim → run → settle; when the forward's request goes away, the turn

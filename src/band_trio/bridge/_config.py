@@ -12,6 +12,7 @@
     target = { type = "http", url = "http://127.0.0.1:9000/band", headers = {} }
     # or { type = "a2a", url = "http://127.0.0.1:9999/" }
     # or { type = "command", argv = ["./handle-event"], cwd = "." }
+    # every target: settle = "bridge" (the default) or "target" (`band-trio host`)
 
 Every mistake is one `ConfigurationError` line naming the file and the key
 (`bridge.toml: $.identity[1].target.url: expected str, got int`), which the
@@ -26,7 +27,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -40,10 +41,18 @@ __all__ = [
     "CommandTargetConfig",
     "HttpTargetConfig",
     "IdentityConfig",
+    "Settle",
     "TargetConfig",
     "load_config",
     "parse_config",
 ]
+
+
+Settle = Literal["bridge", "target"]
+"""Who claims and settles a forwarded message on the platform. `"bridge"`: the
+bridge claims it (`/processing`) before the forward and marks it `processed` once
+the target took it — a target that knows nothing of Band. `"target"`: the target
+does both itself, as `band-trio host` does (the bridge would find it settled)."""
 
 
 class HttpTargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="http"):
@@ -51,6 +60,7 @@ class HttpTargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
 
     url: str
     headers: dict[str, str] = {}
+    settle: Settle = "bridge"
 
 
 class A2ATargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="a2a"):
@@ -59,6 +69,7 @@ class A2ATargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, t
 
     url: str
     streaming: bool | None = None
+    settle: Settle = "bridge"
 
 
 class CommandTargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="command"):
@@ -68,6 +79,7 @@ class CommandTargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     argv: list[str]
     cwd: str | None = None
     env: dict[str, str] | None = None
+    settle: Settle = "bridge"
 
 
 TargetConfig = HttpTargetConfig | A2ATargetConfig | CommandTargetConfig
@@ -89,6 +101,9 @@ class _Policy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     forward_deadline: float | None = None
     shutdown_grace: float | None = None
     forwarded_memory: int | None = None
+    retry_first: float | None = None
+    retry_max: float | None = None
+    forward_attempts: int | None = None
 
 
 class _Bridge(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -11,7 +11,8 @@ interrupt or stop, or the bridge is gone) the turn is aborted as a stop —
 the adapter sees the cancel, its remote work is stopped, and the message is
 left `processing`, so a play (the bridge's `/next` catch-up) replays it. The
 host cannot tell an interrupt from a stop; the bridge can, and consumes an
-interrupted message itself (`processed`, on the host's claim).
+interrupted message itself (`processed`, on the host's claim). The host settles
+what it runs, so its bridge target says `settle = "target"`.
 
 Turns of one room run one at a time (a replay waits until the aborted turn it
 replaces has settled); different rooms run concurrently. The host never runs

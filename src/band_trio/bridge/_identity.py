@@ -90,6 +90,7 @@ class Identity:
         self._rooms: ForwardRooms | None = None
         self._shared: Shared | None = None
         self._forwarded = Forwarded(bridge_policy.forwarded_memory)
+        self._given_up = Forwarded(bridge_policy.forwarded_memory)
         self._stops = RemoteStopLog()
         self.disconnect_reason: errors.DisconnectReason | None = None
         self.ended: str | None = None
@@ -175,6 +176,8 @@ class Identity:
                     bridge_policy=self._bridge_policy,
                     changes=self._changes,
                     forwarded=self._forwarded,
+                    given_up=self._given_up,
+                    settles=config.target.settle == "bridge",
                     stops=self._stops,
                 )
                 end = await self._serve(shared, rest)

@@ -36,13 +36,34 @@ class BridgePolicy:
     """How long the health server (and the host) give open requests when stopping."""
     host_max_body: int = 1024 * 1024
     """The largest envelope the host accepts (a bigger one is answered 413)."""
+    retry_first: float = 1.0
+    """After a failed forward (or a failed `/next`) the room catches up again this
+    long after, by itself: a target that was down is not left until a reconnect."""
+    retry_max: float = 60.0
+    """The retry's delay doubles per consecutive failure up to this; a success resets it."""
+    forward_attempts: int = 5
+    """Consecutive failed forwards of one message before the bridge (when it settles)
+    marks it `failed` and moves on: one bad message must not hold its room for ever."""
 
     def __post_init__(self) -> None:
         if self.max_forwards < 1:
             raise ValueError("max_forwards must be at least 1")
         if self.forwarded_memory < 1:
             raise ValueError("forwarded_memory must be at least 1")
-        for name in ("forward_connect", "forward_deadline", "shutdown_grace", "health_grace"):
+        if self.forward_attempts < 1:
+            raise ValueError("forward_attempts must be at least 1")
+        for name in (
+            "forward_connect",
+            "forward_deadline",
+            "shutdown_grace",
+            "health_grace",
+            "retry_first",
+        ):
             value = getattr(self, name)
             if not value > 0:
                 raise ValueError(f"{name} must be > 0, not {value!r}")
+        if not self.retry_max >= self.retry_first:
+            raise ValueError(
+                f"retry_max must be at least retry_first ({self.retry_first!r}), "
+                f"not {self.retry_max!r}"
+            )

@@ -2,9 +2,12 @@
 
     ForwardRoom.run                 the room's task (its owner cancels it to leave)
     └── one unit at a time, in arrival order, each in a cancel scope:
-        ├── a forward               an event to the target, under the global cap
+        ├── a forward               an event to the target, under the global cap;
+        │                           a message claimed first and marked after, when
+        │                           the bridge settles (`_settle`)
         └── a catch-up              `GET /next`, then a forward of what it returns,
-                                    again until 204 or a message already forwarded
+                                    again until 204; past a head that cannot move on
+                                    here, the room's unprocessed list, page by page
 
 Inputs are synchronous calls from the link's reader (never awaiting, never a
 REST call): `offer` (an event from the tap), `joined` (the room's topics were
@@ -14,11 +17,15 @@ joined: rehydrate through a catch-up), and the control lane's `interrupt`,
 * interrupt and stop cancel the unit in flight *and* clear every unit queued
   behind it: none of them reaches the target. stop also leaves pushed messages
   for `/next` until play; interrupt consumes the message it cut off (marks it
-  `processed` where the far side claimed it, as the host does).
+  `processed`, on the bridge's claim or the target's: `_settle.consume`).
 * play queues one catch-up (never two, nor one beside a catch-up in flight):
   it is tracked work of this task, never run on the receive path, and a
   following stop cancels it while its `/next` is still in flight.
 * A message is remembered as forwarded only once the target took it.
+* A failed forward (or `/next`) makes a catch-up due after a backoff (`Retry`):
+  the room's loop waits for its wake event with that deadline. interrupt and
+  stop clear it with the queue; with the bridge settling, a message that failed
+  `forward_attempts` times in a row is marked `failed` and left behind.
 """
 
 from __future__ import annotations
@@ -33,8 +40,10 @@ from .. import errors
 from ..contract import Message
 from ..link import Socket
 from ..runtime.parts import Inbound, inbound
+from ..wire import ChatMessage
 from ._envelope import Envelope, envelope_for
 from ._port import turn_for
+from ._settle import Claim, Retry, claim, consume, done_here, gave_up, mark_processed
 from ._shared import Forward, Shared
 
 __all__ = ["ForwardRoom"]
@@ -67,6 +76,7 @@ class ForwardRoom:
         self._catch_up_queued = False
         self._stopped = False
         self._wake = trio.Event()
+        self._retry = Retry(shared.bridge_policy)
         self.running: Forward | None = None
         self.signalled_at: float | None = None
         """`time.perf_counter()` when an interrupt or stop last cleared this room (the
@@ -87,6 +97,16 @@ class ForwardRoom:
     @property
     def queued(self) -> int:
         return len(self._queue)
+
+    @property
+    def retry_pending(self) -> bool:
+        """A catch-up is due after a failure's backoff."""
+        return self._retry.pending
+
+    @property
+    def retry_delay(self) -> float:
+        """The backoff the next failure would wait (`retry_first` after a success)."""
+        return self._retry.delay
 
     def joined(self, socket: Socket) -> None:
         """Topics joined (first time, or after a reconnect): rehydrate via `/next`."""
@@ -133,6 +153,7 @@ class ForwardRoom:
         counters.dropped += dropped
         self._queue.clear()
         self._catch_up_queued = False
+        self._retry.clear()  # stop: play's catch-up resumes it; interrupt: the next failure
         running = self.running
         self._queued.clear()
         hit = running is not None and running.cancel(kind, reason)
@@ -159,8 +180,13 @@ class ForwardRoom:
             while not self._queue:
                 if until_empty:
                     return
-                await self._wake.wait()
-                self._wake = trio.Event()
+                if self._retry.take_due() and not self._stopped:
+                    self._catch_up("retry")
+                    continue
+                with trio.move_on_at(self._retry.due):
+                    await self._wake.wait()
+                if self._wake.is_set():
+                    self._wake = trio.Event()
             unit = self._queue.popleft()
             key = unit.envelope.message_id if unit.envelope is not None else None
             forward = self.running = Forward(self.id, key or unit.why or "event", shared.policy)
@@ -172,7 +198,7 @@ class ForwardRoom:
                     else:
                         await self._deliver(unit.envelope, unit.message, forward)
                 if forward.kind == "interrupt" and forward.delivering is not None:
-                    await self._consume(forward.delivering)
+                    await consume(shared, self.id, forward.delivering, forward.claimed)
             finally:
                 self.running = None
                 if unit.envelope is None:  # a later play or rejoin nudges again
@@ -183,8 +209,10 @@ class ForwardRoom:
                 shared.changes.notify()
 
     async def _catch_up_pass(self, forward: Forward, why: str) -> None:
-        """`GET /next`, forward what it returns, again — until 204, a message that
-        was forwarded already, or a forward that failed."""
+        """`GET /next`, forward what it returns, again — until 204, a message queued
+        from a push (the sync point), or a forward that failed. A head that cannot
+        move on here (forwarded already, given up, our own) would come back from
+        every `/next`: the room's unprocessed list is walked past it instead."""
         shared = self._shared
         shared.counters.nudges += 1
         while True:
@@ -192,49 +220,88 @@ class ForwardRoom:
                 wire = await shared.rest.next_message(self.id)
             except errors.PlatformError as exc:
                 log.warning("room %s: the %s catch-up failed: %s", self.id, why, exc)
+                self._failed()
                 return
-            if wire is None:
+            if wire is None or wire.id in self._queued:
                 return
-            if (
-                wire.sender_id == shared.agent_id
-                or wire.id in shared.forwarded
-                or wire.id in self._queued
-            ):
+            if done_here(shared, wire):
+                await self._walk_past(forward, why)
                 return
-            envelope = envelope_for("message_created", shared.agent_id, self.id, wire)
-            message = inbound(self.id, shared.agent_id, wire).message
-            self._queued.add(wire.id)
-            try:
-                if not await self._deliver(envelope, message, forward):
-                    return
-            finally:
-                self._queued.discard(wire.id)
+            if not await self._forward_wire(wire, forward):
+                return
 
-    async def _consume(self, message_id: str) -> None:
-        """An interrupt consumes the message it cut off (semantics §3): `processed`,
-        as an agent would mark it, shielded and bounded by the cleanup grace, in this
-        room's task (never on the receive path). The mark needs the claim the far
-        side made (the host claims); for a target that claims nothing the platform
-        refuses it, and the message stays as it was."""
+    async def _walk_past(self, forward: Forward, why: str) -> None:
+        """The room's unprocessed messages, oldest first, page by page (as the
+        runtime's catch-up walks past a stuck head), forwarding what is still due."""
         shared = self._shared
-        with trio.move_on_after(shared.policy.cleanup_grace, shield=True):
+        cursor: str | None = None
+        while True:
             try:
-                marked = await shared.rest.mark_processed(self.id, message_id)
+                page = await shared.rest.unprocessed(self.id, cursor)
             except errors.PlatformError as exc:
-                log.info("room %s: interrupted %s not consumed: %s", self.id, message_id, exc)
+                log.warning("room %s: the %s catch-up's scan failed: %s", self.id, why, exc)
+                self._failed()
                 return
-            if marked is not None:
-                shared.forwarded.add(message_id)  # done with: never forwarded again
-                log.info("room %s: interrupted %s consumed", self.id, message_id)
+            for wire in page.data:
+                if wire.id in self._queued:
+                    return
+                if done_here(shared, wire) or inbound(self.id, shared.agent_id, wire).processed:
+                    continue
+                if not await self._forward_wire(wire, forward):
+                    return
+            cursor = page.metadata.next_cursor
+            if not page.metadata.has_more or cursor is None:
+                return
+
+    async def _forward_wire(self, wire: ChatMessage, forward: Forward) -> bool:
+        shared = self._shared
+        envelope = envelope_for("message_created", shared.agent_id, self.id, wire)
+        message = inbound(self.id, shared.agent_id, wire).message
+        self._queued.add(wire.id)
+        try:
+            return await self._deliver(envelope, message, forward)
+        finally:
+            self._queued.discard(wire.id)
+
+    def _failed(self) -> None:
+        """A catch-up is due after the backoff (not while stopped: play catches up)."""
+        if not self._stopped:
+            log.info("room %s: catching up again in %gs", self.id, self._retry.failed())
 
     async def _deliver(self, envelope: Envelope, message: Message | None, forward: Forward) -> bool:
-        """One forward under the global cap; True once the target took it. While it is
-        in flight, `forward.delivering` names its message: what an interrupt that cuts
-        it off consumes (a catch-up's earlier, finished forwards are not)."""
-        forward.delivering = envelope.message_id
+        """One forward under the global cap; True once the room may move on (the target
+        took it, or it is settled). While it is in flight, `forward.delivering` names
+        its message: what an interrupt that cuts it off consumes (a catch-up's earlier,
+        finished forwards are not). A cancel leaves it set for the room to consume."""
+        shared = self._shared
+        message_id = envelope.message_id
+        settles = shared.settles and message is not None and message_id is not None
+        forward.delivering = message_id
+        forward.claimed = False
+        if settles and message_id is not None:
+            claimed = await claim(shared, self.id, message_id)
+            if claimed is not Claim.CLAIMED:
+                forward.delivering = None
+                if claimed is Claim.CONSUMED:
+                    shared.forwarded.add(message_id)
+                    return True
+                if claimed is Claim.FAILED:
+                    self._failed()
+                return False
+            forward.claimed = True
         delivered = await self._attempt(envelope, message, forward)
         forward.delivering = None
-        return delivered
+        if delivered:
+            self._retry.succeeded()
+            if message_id is not None:
+                self._retry.forget(message_id)
+                if settles:
+                    await mark_processed(shared, self.id, message_id)
+            return True
+        if message_id is not None and await gave_up(shared, self._retry, self.id, message_id):
+            return True
+        self._failed()
+        return False
 
     async def _attempt(self, envelope: Envelope, message: Message | None, forward: Forward) -> bool:
         shared = self._shared

@@ -70,6 +70,12 @@ class Shared:
     bridge_policy: BridgePolicy
     changes: Changes
     forwarded: Forwarded
+    given_up: Forwarded
+    """Messages marked `failed` after `forward_attempts`: skipped in this process."""
+    settles: bool = True
+    """The target's `settle = "bridge"`: the bridge claims and marks its messages."""
+    settle_hinted: bool = False
+    """The INFO line saying a self-settling target wants `settle = "target"` was logged."""
     stops: RemoteStopLog = field(default_factory=RemoteStopLog)
     counters: Counters = field(default_factory=Counters)
 
@@ -78,7 +84,7 @@ class Forward:
     """One unit of a room's queue in flight: its cancel scope, and the turn control
     that bounds and records the remote stops of its target (A2A, command)."""
 
-    __slots__ = ("control", "delivering", "kind", "scope")
+    __slots__ = ("claimed", "control", "delivering", "kind", "scope")
 
     def __init__(self, room_id: str, key: str, policy: Policy) -> None:
         self.scope = trio.CancelScope()
@@ -91,6 +97,8 @@ class Forward:
         self.kind: str | None = None
         self.delivering: str | None = None
         """The message being forwarded now, if it is one (what an interrupt consumes)."""
+        self.claimed = False
+        """The bridge's claim of `delivering` was answered (a live attempt is ours)."""
 
     def cancel(self, kind: str, reason: str | None) -> bool:
         """Cancel it for `kind` (interrupt, stop); the first cancel wins."""

@@ -1,0 +1,228 @@
+"""The bridge's side of a message's lifecycle on the platform, and the room's retry.
+
+A target that knows nothing of Band (an HTTP endpoint, a command, an A2A agent)
+never marks what it was forwarded, and `GET /next` returns the agent's oldest
+message that is not `processed`: left `delivered`, the first forwarded message
+would come back from every catch-up and hide every message behind it. So with
+`settle = "bridge"` (the default) the bridge does what an agent does around its
+turn (semantics §2, §3):
+
+    claim       POST /processing, before the forward, in the forward's cancel scope
+    settle      POST /processed once the target took it (shielded, cleanup grace)
+    give up     POST /failed after `forward_attempts` consecutive failed forwards
+    stop        nothing: the claim stays `processing`, and play replays it
+    interrupt   POST /processed: the message is consumed (`consume`)
+
+With `settle = "target"` the target does all of it itself (`band-trio host`), and
+the bridge only consumes an interrupted message on the target's claim.
+
+`Retry` is a room's backoff after a failure: when its next catch-up is due, and
+how often in a row the same message failed. The room's loop waits for its wake
+event with that deadline: no task of its own, nothing on the receive path.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+
+import trio
+
+from .. import errors
+from ..wire import ChatMessage
+from ._policy import BridgePolicy
+from ._shared import Shared
+
+__all__ = ["Claim", "Retry", "claim", "consume", "done_here", "gave_up", "mark_processed"]
+
+log = logging.getLogger("band_trio.bridge.room")
+
+_NO_LIVE_ATTEMPT = 422
+"""`/processed` without a live attempt (wire.md, call 9): someone settled it already."""
+
+
+class Claim(enum.Enum):
+    CLAIMED = "claimed"
+    CONSUMED = "consumed"
+    """`processed` on the platform already: nothing left to forward."""
+    STOPPED = "stopped"
+    """204: the platform holds the room stopped; play's catch-up comes back to it."""
+    FAILED = "failed"
+
+
+class Retry:
+    """A room's backoff: `retry_first`, doubling per consecutive failure up to
+    `retry_max`; a success resets it, interrupt and stop clear what is pending."""
+
+    __slots__ = ("_attempts", "_head", "_policy", "due", "failures")
+
+    def __init__(self, policy: BridgePolicy) -> None:
+        self._policy = policy
+        self.failures = 0
+        self.due = math.inf
+        """`trio.current_time()` at which the retry's catch-up is due (inf: none)."""
+        self._head: str | None = None
+        self._attempts = 0
+
+    @property
+    def pending(self) -> bool:
+        return self.due != math.inf
+
+    @property
+    def delay(self) -> float:
+        """How long after the next failure its catch-up would be due."""
+        policy = self._policy
+        return min(policy.retry_first * 2.0 ** min(self.failures, 64), policy.retry_max)
+
+    def failed(self) -> float:
+        """A forward (or a `/next`) failed: a catch-up is due after the backoff."""
+        delay = self.delay
+        self.due = min(self.due, trio.current_time() + delay)
+        self.failures += 1
+        return delay
+
+    def succeeded(self) -> None:
+        """The room moved on: the next failure waits `retry_first` again."""
+        self.failures = 0
+
+    def clear(self) -> None:
+        self.due = math.inf
+
+    def take_due(self) -> bool:
+        """True once, when the pending retry's time has come."""
+        if self.due <= trio.current_time():
+            self.due = math.inf
+            return True
+        return False
+
+    def charge(self, message_id: str) -> int:
+        """One more failed forward of `message_id`: how many in a row it has now."""
+        if message_id != self._head:
+            self._head, self._attempts = message_id, 0
+        self._attempts += 1
+        return self._attempts
+
+    def forget(self, message_id: str) -> None:
+        if message_id == self._head:
+            self._head, self._attempts = None, 0
+
+
+async def claim(shared: Shared, room_id: str, message_id: str) -> Claim:
+    """`POST /processing`, as the runtime's turn claims (idempotent while an attempt is
+    live, so a replay after a stop keeps its attempt)."""
+    try:
+        claimed = await shared.rest.claim(room_id, message_id)
+    except errors.ConflictError as exc:
+        if exc.code == "already_processed":
+            return Claim.CONSUMED
+        log.warning("room %s: claim of %s refused: %s", room_id, message_id, exc)
+        return Claim.FAILED
+    except errors.PlatformError as exc:
+        log.warning("room %s: claim of %s failed: %s", room_id, message_id, exc)
+        return Claim.FAILED
+    if claimed is None:
+        log.info("room %s: claim of %s refused as stopped; left for play", room_id, message_id)
+        return Claim.STOPPED
+    return Claim.CLAIMED
+
+
+async def mark_processed(shared: Shared, room_id: str, message_id: str) -> None:
+    """The target took it: `processed`. Shielded — the target has done its part, and a
+    stop landing now must not leave the message to be forwarded again — and bounded
+    by the cleanup grace, as the runtime settles. A mark that does not land leaves it
+    `processing`: remembered as forwarded here, forwarded again after a restart."""
+    with trio.move_on_after(shared.policy.cleanup_grace, shield=True) as bounded:
+        try:
+            marked = await shared.rest.mark_processed(room_id, message_id)
+        except errors.PlatformResponseError as exc:
+            if exc.status == _NO_LIVE_ATTEMPT:
+                _settled_by_target(shared, room_id, message_id)
+            else:
+                log.warning("room %s: processed mark of %s refused: %s", room_id, message_id, exc)
+            return
+        except errors.PlatformError as exc:
+            log.warning("room %s: processed mark of %s failed: %s", room_id, message_id, exc)
+            return
+        if marked is None:
+            log.info("room %s: processed mark of %s refused as stopped", room_id, message_id)
+    if bounded.cancelled_caught:
+        log.warning(
+            "room %s: processed mark of %s not answered within %gs",
+            room_id,
+            message_id,
+            shared.policy.cleanup_grace,
+        )
+
+
+def _settled_by_target(shared: Shared, room_id: str, message_id: str) -> None:
+    """The bridge claimed it, yet no attempt is live: the target settled it itself
+    (a host left at `settle = "bridge"`). Harmless — it was processed once — but
+    every forward pays for a claim and a mark that are not needed: say so, once."""
+    if shared.settle_hinted:
+        return
+    shared.settle_hinted = True
+    log.info(
+        'identity %s: room %s: %s was settled by the target itself; set settle = "target" '
+        "for this target (the bridge then neither claims nor marks its messages)",
+        shared.agent_id,
+        room_id,
+        message_id,
+    )
+
+
+async def gave_up(shared: Shared, retry: Retry, room_id: str, message_id: str) -> bool:
+    """One more failed forward of `message_id`; True once the bridge gave it up: after
+    `forward_attempts` in a row, when it settles, it marks the message `failed` (the
+    wire's failed mark with a short label, as the runtime marks a failed turn),
+    shielded and bounded by the cleanup grace, and the room moves on. `/next` still
+    returns a failed message: catch-ups walk past it (`done_here`)."""
+    attempts = retry.charge(message_id)
+    if not shared.settles or attempts < shared.bridge_policy.forward_attempts:
+        return False
+    label = f"the bridge's target did not take it in {attempts} forwards"
+    log.warning("room %s: %s: %s; marking it failed", room_id, message_id, label)
+    with trio.move_on_after(shared.policy.cleanup_grace, shield=True):
+        try:
+            await shared.rest.mark_failed(room_id, message_id, label)
+        except errors.PlatformError as exc:
+            log.warning("room %s: failed mark of %s did not land: %s", room_id, message_id, exc)
+    shared.given_up.add(message_id)
+    retry.forget(message_id)
+    retry.succeeded()  # moved on: the next message's first failure waits retry_first
+    return True
+
+
+def done_here(shared: Shared, wire: ChatMessage) -> bool:
+    """Nothing left for the bridge to do with `wire` in this process: our own, taken
+    by the target already, or given up. `/next` may still return it (a target that
+    settles nothing, a mark that did not land, a `failed` mark)."""
+    return (
+        wire.sender_id == shared.agent_id
+        or wire.id in shared.forwarded
+        or wire.id in shared.given_up
+    )
+
+
+async def consume(shared: Shared, room_id: str, message_id: str, claimed: bool) -> None:
+    """An interrupt consumes the message it cut off (semantics §3): `processed`, as an
+    agent would mark it, shielded and bounded by the cleanup grace, in the room's task
+    (never on the receive path). The mark needs a live attempt: the bridge's claim
+    (made again here if the interrupt cut it off), or the target's own."""
+    with trio.move_on_after(shared.policy.cleanup_grace, shield=True):
+        try:
+            if shared.settles and not claimed:
+                await shared.rest.claim(room_id, message_id)
+            marked = await shared.rest.mark_processed(room_id, message_id)
+        except errors.ConflictError as exc:
+            if exc.code == "already_processed":  # the claim found it consumed already
+                shared.forwarded.add(message_id)
+            else:
+                log.info("room %s: interrupted %s not consumed: %s", room_id, message_id, exc)
+            return
+        except errors.PlatformError as exc:
+            log.info("room %s: interrupted %s not consumed: %s", room_id, message_id, exc)
+            return
+        if marked is not None:
+            shared.forwarded.add(message_id)  # done with: never forwarded again
+            log.info("room %s: interrupted %s consumed", room_id, message_id)

@@ -1,0 +1,186 @@
+"""The bridge settles what a plain target takes: it claims a message before the
+forward, marks it `processed` once the target took it, leaves it `processing` on a
+stop and consumes it on an interrupt; a failed forward is retried by a backoff of
+the room's own, and given up (`failed`) after the policy's attempts.
+
+Without the settle, `GET /next` kept returning the oldest forwarded message, and
+every catch-up stopped at it: the messages behind it were never caught up.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from band_trio.bridge import BridgePolicy, open_recording_target
+from band_trio.bridge._recorder import RecordingTarget
+from band_trio.platform import Platform
+
+from ._helpers import identity, running_bridge
+from .conftest import seeded
+
+
+def _status(platform: Platform, message_id: str) -> str | None:
+    agent_id = platform.info.agent_id
+    assert agent_id
+    entry = platform.delivery(message_id).get(agent_id)
+    return None if entry is None else str(entry["status"])
+
+
+def _messages(target: RecordingTarget) -> list[str]:
+    return [m for m in target.message_ids() if m is not None]
+
+
+def _statuses(target: RecordingTarget, message_id: str) -> list[int | None]:
+    return [r.status for r in target.received if r.envelope.message_id == message_id]
+
+
+async def test_a_plain_target_s_messages_are_processed_and_a_restart_forwards_none_again(
+    platform: Platform,
+) -> None:
+    agent_id, room_id, user_id = seeded(platform)
+    async with open_recording_target() as target:
+        async with running_bridge([identity(platform, target.url)]) as run:
+            ids = [platform.post_message(room_id, user_id, f"one of three: {i}") for i in range(3)]
+            with trio.fail_after(5):
+                await platform.wait_until(
+                    lambda: all(_status(platform, m) == "processed" for m in ids)
+                )
+                await run.bridge.wait_until(lambda: run.bridge.identities[agent_id].rooms_idle)
+        assert _messages(target) == ids
+        # no bridge runs now: these two wait for the next one's start-up catch-up
+        later = [platform.post_message(room_id, user_id, f"while away: {i}") for i in range(2)]
+        async with running_bridge([identity(platform, target.url)]) as run:
+            with trio.fail_after(5):
+                await platform.wait_until(
+                    lambda: all(_status(platform, m) == "processed" for m in later)
+                )
+                await run.bridge.wait_until(lambda: run.bridge.identities[agent_id].rooms_idle)
+    assert _messages(target) == ids + later  # none forwarded twice, in order
+
+
+async def test_a_failed_forward_is_retried_by_the_backoff_without_a_reconnect(
+    platform: Platform,
+) -> None:
+    agent_id, room_id, user_id = seeded(platform)
+    policy = BridgePolicy(retry_first=0.05)
+    async with (
+        open_recording_target() as target,
+        running_bridge([identity(platform, target.url)], bridge_policy=policy) as run,
+    ):
+        ident = run.bridge.identities[agent_id]
+        target.fail(500, 2)
+        message_id = platform.post_message(room_id, user_id, "taken on the third try")
+        with trio.fail_after(5):
+            await platform.wait_until(lambda: _status(platform, message_id) == "processed")
+            await run.bridge.wait_until(lambda: ident.rooms_idle)
+        assert ident.link_connects == 1  # no reconnect: the backoff alone retried it
+        rooms = ident.rooms
+        assert rooms is not None
+        room = rooms.get(room_id)
+        assert room is not None
+        assert room.retry_delay == policy.retry_first  # the success reset the backoff
+        assert not room.retry_pending
+    assert _statuses(target, message_id) == [500, 500, 200]
+    assert ident.counters.failed == 2 and ident.counters.delivered == 1
+
+
+async def test_a_message_is_marked_failed_after_the_forward_attempts_and_the_room_moves_on(
+    platform: Platform,
+) -> None:
+    agent_id, room_id, user_id = seeded(platform)
+    policy = BridgePolicy(retry_first=0.01, forward_attempts=3)
+    async with (
+        open_recording_target() as target,
+        running_bridge([identity(platform, target.url)], bridge_policy=policy) as run,
+    ):
+        ident = run.bridge.identities[agent_id]
+        rooms = ident.rooms
+        assert rooms is not None
+        target.fail(500, 3)
+        given_up = platform.post_message(room_id, user_id, "the target never takes this")
+        with trio.fail_after(5):
+            await platform.wait_until(lambda: _status(platform, given_up) == "failed")
+            nxt = platform.post_message(room_id, user_id, "the next one")
+            await platform.wait_until(lambda: _status(platform, nxt) == "processed")
+            # a catch-up gets past the failed head (`/next` still returns it)
+            platform.send_control(agent_id, "stop", room_id=room_id)
+            await run.bridge.wait_until(lambda: rooms.current[room_id].stopped)
+            behind = platform.post_message(room_id, user_id, "sent while stopped")
+            platform.send_control(agent_id, "play", room_id=room_id)
+            await platform.wait_until(lambda: _status(platform, behind) == "processed")
+            await run.bridge.wait_until(lambda: ident.rooms_idle)
+    assert _messages(target) == [given_up] * 3 + [nxt, behind]
+    assert _status(platform, given_up) == "failed"
+
+
+async def test_a_stop_mid_forward_leaves_the_message_processing_and_play_replays_it_once(
+    platform: Platform,
+) -> None:
+    agent_id, room_id, user_id = seeded(platform)
+    async with (
+        open_recording_target() as target,
+        running_bridge([identity(platform, target.url)]) as run,
+    ):
+        ident = run.bridge.identities[agent_id]
+        target.hold = True
+        message_id = platform.post_message(room_id, user_id, "stopped mid-forward")
+        with trio.fail_after(5):
+            await target.wait_until(lambda: message_id in target.message_ids())
+            assert _status(platform, message_id) == "processing"  # claimed before the forward
+            platform.send_control(agent_id, "stop", room_id=room_id)
+            await target.received[-1].closed.wait()
+            await run.bridge.wait_until(lambda: ident.rooms_idle)
+            assert _status(platform, message_id) == "processing"  # left for play
+            assert _messages(target) == [message_id]
+            target.hold = False
+            platform.send_control(agent_id, "play", room_id=room_id)
+            await platform.wait_until(lambda: _status(platform, message_id) == "processed")
+            await run.bridge.wait_until(lambda: ident.rooms_idle)
+    assert _messages(target) == [message_id, message_id]
+
+
+async def test_an_interrupt_mid_forward_consumes_the_message_of_a_plain_target(
+    platform: Platform,
+) -> None:
+    agent_id, room_id, user_id = seeded(platform)
+    async with (
+        open_recording_target() as target,
+        running_bridge([identity(platform, target.url)]) as run,
+    ):
+        ident = run.bridge.identities[agent_id]
+        target.hold = True
+        message_id = platform.post_message(room_id, user_id, "interrupted mid-forward")
+        with trio.fail_after(5):
+            await target.wait_until(lambda: message_id in target.message_ids())
+            platform.send_control(agent_id, "interrupt", room_id=room_id)
+            await platform.wait_until(lambda: _status(platform, message_id) == "processed")
+            await run.bridge.wait_until(lambda: ident.rooms_idle)
+            target.hold = False
+            before = ident.link_connects
+            assert platform.faults.drop_socket(agent_id)  # the rejoin's catch-up
+            await run.bridge.wait_until(lambda: ident.link_connects > before and ident.rooms_idle)
+    assert _messages(target) == [message_id]  # not forwarded again
+
+
+async def test_a_stop_clears_a_pending_retry_and_play_catches_up(platform: Platform) -> None:
+    agent_id, room_id, user_id = seeded(platform)
+    policy = BridgePolicy(retry_first=60)  # never due within the test
+    async with (
+        open_recording_target() as target,
+        running_bridge([identity(platform, target.url)], bridge_policy=policy) as run,
+    ):
+        ident = run.bridge.identities[agent_id]
+        rooms = ident.rooms
+        assert rooms is not None
+        target.fail(500)
+        message_id = platform.post_message(room_id, user_id, "fails, then the room stops")
+        with trio.fail_after(5):
+            await run.bridge.wait_until(lambda: ident.counters.failed == 1 and ident.rooms_idle)
+            room = rooms.get(room_id)
+            assert room is not None and room.retry_pending
+            platform.send_control(agent_id, "stop", room_id=room_id)
+            await run.bridge.wait_until(lambda: room.stopped)
+            assert not room.retry_pending  # cleared with the queue
+            platform.send_control(agent_id, "play", room_id=room_id)
+            await platform.wait_until(lambda: _status(platform, message_id) == "processed")
+    assert _statuses(target, message_id) == [500, 200]
