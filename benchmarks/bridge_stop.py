@@ -29,6 +29,7 @@ import argparse
 import json
 import statistics
 import time
+from typing import Literal
 
 import httpx2
 import trio
@@ -46,6 +47,8 @@ from band_trio.bridge import (
     serve_host,
 )
 from band_trio.platform import Platform, open_platform
+
+Settle = Literal["bridge", "target"]
 
 WAIT = 10.0
 
@@ -68,7 +71,7 @@ class _Blocking(Adapter):
             raise
 
 
-def _identity(platform: Platform, url: str) -> IdentityConfig:
+def _identity(platform: Platform, url: str, settle: Settle = "bridge") -> IdentityConfig:
     info = platform.info
     assert info.agent_id and info.api_key
     return IdentityConfig(
@@ -77,7 +80,7 @@ def _identity(platform: Platform, url: str) -> IdentityConfig:
         api_key=info.api_key,
         rest_url=info.rest_url,
         ws_url=info.ws_url,
-        target=HttpTargetConfig(url=url),
+        target=HttpTargetConfig(url=url, settle=settle),
     )
 
 
@@ -203,7 +206,8 @@ async def main(trials: int) -> dict[str, list[float]]:
             )
         )
         bridge = Bridge(
-            BridgeConfig((_identity(platform, f"http://127.0.0.1:{port}/"),)), policy=policy
+            BridgeConfig((_identity(platform, f"http://127.0.0.1:{port}/", "target"),)),
+            policy=policy,
         )
         await nursery.start(_run_bridge, bridge)
         with trio.fail_after(WAIT):
