@@ -11,7 +11,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import httpx2
 import pytest
@@ -559,3 +559,21 @@ async def test_last_disconnects_outlive_a_restart_and_a_bad_record_is_forgotten(
         store.close()
         async with open_platform(seed=True, db=db) as again:
             assert again.hub.last_disconnect == {}
+
+
+async def test_a_room_id_with_odd_characters_works_everywhere(
+    console: Platform, http: httpx2.AsyncClient
+) -> None:
+    agent_id, _, user_id = seeded(console)
+    odd = "r ?#%&=+ü.."
+    console.create_room("odd", [user_id], id=odd)
+    added = await http.post(
+        f"/_console/api/rooms/{quote(odd, safe='')}/participants", json={"id": agent_id}
+    )
+    assert added.status_code == 200, added.text
+    posted = await http.post("/_console/api/messages", json={"room_id": odd, "content": "hi"})
+    assert posted.status_code == 201
+    async with stream(http, odd) as live:
+        state = await live.until(lambda s: message(s, "hi") is not None)
+    assert state["room"]["id"] == odd
+    assert {p["id"] for p in state["room"]["participants"]} == {user_id, agent_id}
