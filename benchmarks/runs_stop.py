@@ -29,10 +29,15 @@ import argparse
 import json
 import math
 import os
+import re
+import signal
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import IO
 
 import httpx2
 import trio
@@ -44,26 +49,56 @@ WAIT = 20.0
 PROMPT = "[slow] tell me a long story"
 
 
-async def _server(base_url: str, nursery: trio.Nursery) -> tuple[trio.Process, str]:
+@asynccontextmanager
+async def owned_process(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    stdin: int | IO[bytes] | None = None,
+    stdout: int | IO[bytes] | None = None,
+    stderr: int | IO[bytes] | None = None,
+) -> AsyncIterator[trio.Process]:
+    """Run `argv` for the length of the block; on the way out (an error and Ctrl-C too)
+    SIGTERM to its own PID, SIGKILL if it has not exited within WAIT seconds."""
+    process = await trio.lowlevel.open_process(
+        list(argv), env=dict(env), stdin=stdin, stdout=stdout, stderr=stderr
+    )
+    try:
+        yield process
+    finally:
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+            with trio.move_on_after(WAIT):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
+@asynccontextmanager
+async def runs_api(base_url: str, key: str = KEY) -> AsyncIterator[str]:
+    """`band-trio runs-api --adapter band_trio.adapters:openai_chat` on a free port of
+    127.0.0.1, pointed at the OpenAI-compatible `base_url`; its URL once it listens."""
     env = {
         **os.environ,
-        "BAND_RUNS_API_KEY": KEY,
+        "BAND_RUNS_API_KEY": key,
         "BAND_OPENAI_BASE_URL": base_url,
         "BAND_OPENAI_MODEL": "gpt-4o",
     }
     command = "import sys; from band_trio.cli import main; sys.exit(main())"
     argv = [sys.executable, "-c", command, "runs-api", "--adapter"]
     argv += ["band_trio.adapters:openai_chat", "--max-runs", "100"]
-    process = await trio.lowlevel.open_process(argv, stdout=subprocess.PIPE, env=env)
-    assert process.stdout is not None
-    line = b""
-    with trio.fail_after(WAIT):
-        while not line.endswith(b"\n"):
-            chunk = await process.stdout.receive_some(1)
-            if not chunk:
-                raise RuntimeError("band-trio runs-api exited before it listened")
-            line += chunk
-    return process, line.decode().rsplit(" ", 1)[1].strip()
+    async with owned_process(argv, env, stdout=subprocess.PIPE) as process:
+        assert process.stdout is not None
+        line = b""
+        with trio.fail_after(WAIT):
+            while not line.endswith(b"\n"):
+                chunk = await process.stdout.receive_some(1)
+                if not chunk:
+                    raise RuntimeError("band-trio runs-api exited before it listened")
+                line += chunk
+        yield line.decode().rsplit(" ", 1)[1].strip()
 
 
 async def _streaming(peer: Peer, since: int) -> int:
@@ -82,27 +117,34 @@ class Raw:
     millisecond of this process's time on each request; this spends tens of µs, so
     what is timed is the server."""
 
-    def __init__(self, stream: trio.SocketStream, host: str) -> None:
+    def __init__(self, stream: trio.SocketStream, host: str, key: str = KEY) -> None:
         self.stream = stream
         self.host = host
+        self.key = key
         self._buffer = b""
 
     @classmethod
-    async def open(cls, url: str) -> Raw:
-        host, port = url.removeprefix("http://").split(":")
-        return cls(await trio.open_tcp_stream(host, int(port)), f"{host}:{port}")
+    async def open(cls, url: str, key: str = KEY) -> Raw:
+        host, port = url.removeprefix("http://").rstrip("/").split(":")
+        return cls(await trio.open_tcp_stream(host, int(port)), f"{host}:{port}", key)
 
     def build(self, method: str, path: str, body: bytes = b"") -> bytes:
         return (
             f"{method} {path} HTTP/1.1\r\nhost: {self.host}\r\n"
-            f"authorization: Bearer {KEY}\r\ncontent-type: application/json\r\n"
+            f"authorization: Bearer {self.key}\r\ncontent-type: application/json\r\n"
             f"content-length: {len(body)}\r\n\r\n"
         ).encode() + body
+
+    async def _receive(self) -> bytes:
+        chunk = await self.stream.receive_some(65536)
+        if not chunk:
+            raise ConnectionError(f"{self.host} closed the connection")
+        return chunk
 
     async def send(self, request: bytes) -> tuple[int, bytes]:
         await self.stream.send_all(request)
         while b"\r\n\r\n" not in self._buffer:
-            self._buffer += await self.stream.receive_some(65536)
+            self._buffer += await self._receive()
         head, _, rest = self._buffer.partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         length = next(
@@ -111,21 +153,27 @@ class Raw:
             if line.lower().startswith("content-length")
         )
         while len(rest) < length:
-            rest += await self.stream.receive_some(65536)
+            rest += await self._receive()
         self._buffer = rest[length:]
         return int(lines[0].split()[1]), rest[:length]
 
 
-async def _watch_events(url: str, run_id: str, stamp: dict[str, float], ready: trio.Event) -> None:
+CANCELLED = re.compile(rb'"event": ?"run\.cancelled"')
+"""`run.cancelled` in an event's JSON, band-trio's compact or Hermes' `json.dumps` spacing."""
+
+
+async def watch_events(
+    url: str, run_id: str, stamp: dict[str, float], ready: trio.Event, key: str = KEY
+) -> None:
     """Subscribe on a connection of its own; stamp `run.cancelled` as its bytes arrive."""
-    raw = await Raw.open(url)
+    raw = await Raw.open(url, key)
     async with raw.stream:
         await raw.stream.send_all(raw.build("GET", f"/v1/runs/{run_id}/events"))
         seen = b""
         while b"\r\n\r\n" not in seen:
             seen += await raw.stream.receive_some(65536)
         ready.set()
-        while b'"event":"run.cancelled"' not in seen:
+        while not CANCELLED.search(seen):
             chunk = await raw.stream.receive_some(65536)
             if not chunk:
                 raise RuntimeError("the event stream ended without run.cancelled")
@@ -143,7 +191,7 @@ async def _trial(
     async with trio.open_nursery() as nursery:
         subscribed = trio.Event()
         nursery.start_soon(
-            _watch_events, str(client.base_url).rstrip("/"), run_id, stamp, subscribed
+            watch_events, str(client.base_url).rstrip("/"), run_id, stamp, subscribed
         )
         await subscribed.wait()
         req = await _streaming(peer, since)
@@ -182,26 +230,23 @@ async def main(trials: int) -> dict[str, list[float]]:
     rows: dict[str, list[float]] = {}
     async with (
         open_peer("stubllm", "stubllm_server.py", "--chunk-delay-ms", "50") as peer,
-        trio.open_nursery() as nursery,
+        runs_api(str(peer.ready["base_url"])) as url,
     ):
-        process, url = await _server(str(peer.ready["base_url"]), nursery)
-        try:
-            headers = {"authorization": f"Bearer {KEY}"}
-            async with httpx2.AsyncClient(base_url=url, headers=headers, timeout=WAIT) as client:
-                raw = await Raw.open(url)
-                await _trial(client, raw, peer, False, {})  # warm-up: imports, connections
-                async with raw.stream:
-                    for _ in range(trials):
-                        with trio.fail_after(WAIT):
-                            await _trial(client, raw, peer, False, rows)
-                            await _trial(client, raw, peer, True, rows)
-        finally:
-            process.terminate()
-            with trio.move_on_after(WAIT, shield=True):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
+        headers = {"authorization": f"Bearer {KEY}"}
+        async with httpx2.AsyncClient(base_url=url, headers=headers, timeout=WAIT) as client:
+            raw = await Raw.open(url)
+            await _trial(client, raw, peer, False, {})  # warm-up: imports, connections
+            async with raw.stream:
+                for _ in range(trials):
+                    with trio.fail_after(WAIT):
+                        await _trial(client, raw, peer, False, rows)
+                        await _trial(client, raw, peer, True, rows)
     return rows
+
+
+def p90(ordered: Sequence[float]) -> float:
+    """The nearest-rank 90th percentile of an ascending sequence."""
+    return ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]
 
 
 def table(rows: dict[str, list[float]]) -> str:
@@ -209,10 +254,9 @@ def table(rows: dict[str, list[float]]) -> str:
     lines = ["| interval | n | median ms | p90 | min | max |", "|---|---:|---:|---:|---:|---:|"]
     for name, samples in rows.items():
         ms = sorted(s * 1000 for s in samples)
-        p90 = ms[min(len(ms) - 1, math.ceil(0.9 * len(ms)) - 1)]
         median = statistics.median(ms)
         lines.append(
-            f"| {name} | {len(ms)} | {median:.2f} | {p90:.2f} | {ms[0]:.2f} | {ms[-1]:.2f} |"
+            f"| {name} | {len(ms)} | {median:.2f} | {p90(ms):.2f} | {ms[0]:.2f} | {ms[-1]:.2f} |"
         )
     return "\n".join(lines)
 
