@@ -111,6 +111,10 @@ async def test_a_message_is_marked_failed_after_the_forward_attempts_and_the_roo
             await run.bridge.wait_until(lambda: ident.rooms_idle)
     assert _messages(target) == [given_up] * 3 + [nxt, behind]
     assert _status(platform, given_up) == "failed"
+    # the room is told, as the runtime tells it of a failed turn
+    errors = [e for e in platform.store.events(room_id) if e["message_type"] == "error"]
+    assert [e["sender_id"] for e in errors] == [agent_id]
+    assert "did not take it" in errors[0]["content"]
 
 
 async def test_a_stop_mid_forward_leaves_the_message_processing_and_play_replays_it_once(

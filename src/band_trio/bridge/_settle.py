@@ -174,8 +174,9 @@ def _settled_by_target(shared: Shared, room_id: str, message_id: str) -> None:
 async def gave_up(shared: Shared, retry: Retry, room_id: str, message_id: str) -> bool:
     """One more failed forward of `message_id`; True once the bridge gave it up: after
     `forward_attempts` in a row, when it settles, it marks the message `failed` (the
-    wire's failed mark with a short label, as the runtime marks a failed turn),
-    shielded and bounded by the cleanup grace, and the room moves on. `/next` still
+    wire's failed mark with a short label, as the runtime marks a failed turn) and
+    posts an error event to the room, shielded and bounded by the cleanup grace, and
+    the room moves on. `/next` still
     returns a failed message: catch-ups walk past it (`done_here`)."""
     attempts = retry.charge(message_id)
     if not shared.settles or attempts < shared.bridge_policy.forward_attempts:
@@ -187,6 +188,16 @@ async def gave_up(shared: Shared, retry: Retry, room_id: str, message_id: str) -
             await shared.rest.mark_failed(room_id, message_id, label)
         except errors.PlatformError as exc:
             log.warning("room %s: failed mark of %s did not land: %s", room_id, message_id, exc)
+        try:  # the room is told, as the runtime tells it of a failed turn (best effort)
+            await shared.rest.post_event(
+                room_id,
+                f"Not forwarded: {label}; see the bridge's log.",
+                "error",
+                {"failure": {"provider": "band-trio bridge", "code": None, "message": label,
+                             "detail": None}},
+            )  # fmt: skip
+        except errors.PlatformError as exc:
+            log.info("room %s: error event for %s not posted: %s", room_id, message_id, exc)
     shared.given_up.add(message_id)
     retry.forget(message_id)
     retry.succeeded()  # moved on: the next message's first failure waits retry_first
