@@ -93,6 +93,13 @@ class Console:
         )
         self._closing = trio.Event()
         self._requests = 0
+        self.user_id = ""
+        """Who the page posts as, settled once by `open` (the seeded user, or one made
+        for the console), so that reading the state never writes to the store."""
+
+    def open(self) -> None:
+        """The server is listening (the seeded ids are known): settle the console's user."""
+        self.user_id = console_user(self.platform)
 
     def close(self) -> None:
         """End every open stream (the server is shutting down); pages will reconnect."""
@@ -151,7 +158,7 @@ class Console:
         if not content:
             raise HttpError(422, "empty_message", "Write something first: the message is empty.")
         self._room(req.room_id)
-        user = console_user(p)
+        user = self.user_id
         if not p.store.is_participant(req.room_id, user):
             p.add_participant(req.room_id, user)
         members = {}
@@ -174,7 +181,7 @@ class Console:
             raise HttpError(
                 422, "validation_error", f"A room title is at most {_TITLE_CHARS} characters."
             )
-        room = p.create_room(title, [console_user(p), *req.agents])
+        room = p.create_room(title, [self.user_id, *req.agents])
         return {"id": room.id, "title": room.title}
 
     def _add(self, room_id: str, req: _NewParticipant) -> dict[str, Any]:
@@ -205,14 +212,13 @@ class Console:
             delivered=delivered,
             was_working=working,
             correlation_id=correlation_id,
-        )
-        p.changes.notify()
+        )  # no notify of its own: `send_control` woke the streams, which run after this
         return {"press": press.id, "correlation_id": correlation_id}
 
     # -- the live stream ------------------------------------------------------------
 
     def _state(self, room_id: str | None) -> bytes:
-        return _encode(snapshot(self.platform, room_id, self.presses.views()))
+        return _encode(snapshot(self.platform, self.user_id, room_id, self.presses.views()))
 
     async def _stream(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         query = dict(parse_qsl(scope["query_string"].decode("latin-1")))

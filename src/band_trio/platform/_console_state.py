@@ -94,12 +94,13 @@ def _room(p: Platform, room_id: str) -> dict[str, Any]:
     }
 
 
-def snapshot(p: Platform, room_id: str | None, presses: list[dict[str, Any]]) -> dict[str, Any]:
-    """The state a console shows with `room_id` selected (None: no room)."""
+def snapshot(
+    p: Platform, user_id: str, room_id: str | None, presses: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The state a console shows to `user_id` with `room_id` selected (None: no room)."""
     limit = p.policy.console_rooms
     rooms, rooms_total = p.store.rooms(limit)
     agents = list(p.store.agents.values())
-    user_id = console_user(p)
     user = p.store.users[user_id]
     return {
         "user": {"id": user.id, "name": user.name, "handle": user.handle},

@@ -149,6 +149,8 @@ async def _serve(
                         console_url=f"{rest_url}{CONSOLE}/" if pages else None,
                     )
                 )
+                if pages is not None:
+                    pages.open()
                 task_status.started(platform)
                 await server.shutdown_requested.wait()
                 platform.faults.clear()  # held requests proceed rather than hang
