@@ -40,9 +40,11 @@ from .errors import PlatformProtocolError as PlatformProtocolError
 from .errors import PlatformResponseError as PlatformResponseError
 from .errors import PlatformUnavailableError as PlatformUnavailableError
 from .errors import RateLimitedError as RateLimitedError
+from .errors import UpstreamError as UpstreamError
 from .policy import BusyPolicy as BusyPolicy
 from .policy import PlatformPolicy as PlatformPolicy
 from .policy import Policy as Policy
+from .policy import UpstreamPolicy as UpstreamPolicy
 from .policy import WhileBusy as WhileBusy
 
 if TYPE_CHECKING:
@@ -60,6 +62,8 @@ if TYPE_CHECKING:
     from .contract import RemoteWork as RemoteWork
     from .contract import StopOutcome as StopOutcome
     from .contract import Turn as Turn
+    from .contract import UpstreamFault as UpstreamFault
+    from .contract import call_upstream as call_upstream
     from .contract import close_tool_calls as close_tool_calls
     from .contract import not_run_note as not_run_note
     from .contract import run_command as run_command
@@ -91,6 +95,8 @@ _ON_FIRST_USE = {
     "RemoteWork": "band_trio.contract",
     "StopOutcome": "band_trio.contract",
     "Turn": "band_trio.contract",
+    "UpstreamFault": "band_trio.contract",
+    "call_upstream": "band_trio.contract",
     "close_tool_calls": "band_trio.contract",
     "not_run_note": "band_trio.contract",
     "run_command": "band_trio.contract",
@@ -166,7 +172,11 @@ __all__ = [
     "StopResult",
     "Turn",
     "UnsettledMark",
+    "UpstreamError",
+    "UpstreamFault",
+    "UpstreamPolicy",
     "WhileBusy",
+    "call_upstream",
     "close_tool_calls",
     "not_run_note",
     "run_command",

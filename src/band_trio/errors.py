@@ -3,7 +3,8 @@
     BandTrioError
     ├── ConfigurationError          bad arguments, missing URL or key
     ├── AdapterError                an adapter's start-up hook raised or overran
-    ├── PeerProtocolError           a remote peer (LLM, A2A) answered something we cannot read
+    ├── UpstreamError               an upstream (LLM, A2A agent, target) failed the call, for good
+    │   └── PeerProtocolError           it answered something we cannot read
     ├── PlatformError               talking to the platform failed (REST or websocket)
     │   ├── PlatformUnavailableError    the transport failed: refused, reset, no answer in time
     │   │   └── ConnectionClosedError       the websocket closed under an operation
@@ -44,9 +45,20 @@ class AdapterError(BandTrioError):
     ran past its deadline."""
 
 
-class PeerProtocolError(BandTrioError):
+class UpstreamError(BandTrioError):
+    """An adapter's upstream (a model provider, an A2A agent, OpenCode) failed the call
+    for good: a status that is the answer (400, 401, 404, …), or transient faults that
+    outlived the retries `UpstreamPolicy` allows (`contract.call_upstream`).
+
+    Its message says why in words a room's users can read ("the model provider
+    answered 429 three times; last Retry-After 1 s"): a turn that fails with one posts
+    them in its error event. The reference adapters' errors derive from it."""
+
+
+class PeerProtocolError(UpstreamError):
     """An adapter's peer (an LLM server, an A2A agent) sent something unusable: an
-    event too large to hold, a frame that is not what its protocol says."""
+    event too large to hold, a body over its limit, a frame that is not what its
+    protocol says. Never retried."""
 
 
 class PlatformError(BandTrioError):

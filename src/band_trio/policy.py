@@ -1,6 +1,9 @@
-"""Every duration and count band-trio uses, in two frozen objects.
+"""Every duration and count band-trio uses, in frozen objects.
 
-`Policy` is the agent's (the runtime, the link); `PlatformPolicy` the embedded
+`Policy` is the agent's (the runtime, the link); `UpstreamPolicy`, held in
+`Policy.upstream`, is every client band-trio has of an upstream (the reference
+adapters, the bridge's targets, an adapter author's own calls through
+`band_trio.contract.call_upstream`); `PlatformPolicy` is the embedded
 platform's (the server side).
 
 Code never writes a literal timeout: it reads a field of the `Policy` it was
@@ -17,6 +20,87 @@ import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpstreamPolicy:
+    """How a client of an upstream (a model provider, an A2A agent, OpenCode, a bridge
+    target) retries, waits and reads: one rule for all of them (docs/reference/adapters.md).
+
+    A failed attempt is asked again only if its fault is transient (408, 409, 429, 500,
+    502, 503, 504, 529, no connection, a connection dropped or silent, a stream ended
+    before its finish marker), no part of the answer was posted to the room meanwhile,
+    and the turn was not interrupted or stopped. The wait is `Retry-After` (or
+    `retry-after-ms`) when the upstream gives one, else exponential backoff with full
+    jitter; it is a cancellable sleep inside the turn, and never reaches past the
+    turn's deadline. Use `replace()` to derive."""
+
+    # -- retries ---------------------------------------------------------------
+    attempts: int = 3
+    """Attempts of one call at most, the first included (OpenAI's SDK: 2 retries)."""
+    retry_base: float = 0.5
+    """Backoff without `Retry-After`: a wait drawn uniformly from [0, base * 2**n)..."""
+    retry_cap: float = 8.0
+    """...with the upper end capped here."""
+    retry_after_cap: float = 60.0
+    """The longest `Retry-After` waited for; a longer one fails the call at once, saying so."""
+
+    # -- time -------------------------------------------------------------------
+    connect_timeout: float = 10.0
+    """Deadline of one connection to the upstream (and of waiting for a pooled one)."""
+    read_timeout: float = 60.0
+    """The longest silence of an upstream's answer or stream (and of one write): past it
+    the attempt fails as stalled, and is retried under the rules above."""
+    close_grace: float = 1.0
+    """Shielded time to close a client's connections, or one response, after a cancel."""
+    drain_grace: float = 1.0
+    """After an answer's finish marker (`[DONE]`, a terminal A2A state), how long the rest
+    of the stream may take to end before it is closed anyway."""
+    discovery_deadline: float = 5.0
+    """How long an A2A agent card may take (auto streaming); then streaming is assumed."""
+    check_grace: float = 1.0
+    """After an A2A error frame, how long `GetTask` may take to tell whether the task ended."""
+    confirm_share: float = 0.8
+    """After a stop the peer accepted without a terminal state (A2A `CancelTask`), the
+    share of the stop's remaining grace spent polling for one..."""
+    confirm_cap: float = 5.0
+    """...and at most this long (a stop run without a deadline)."""
+    confirm_margin: float = 0.1
+    """An OpenCode stop stops waiting for the run's end this long before its deadline, so
+    an abort OpenCode accepted is reported `requested`, not as unanswered."""
+    resettle_grace: float = 5.0
+    """How long an OpenCode run that an unconfirmed stop left behind may take to end,
+    aborted again before the room's next prompt."""
+
+    # -- sizes ------------------------------------------------------------------
+    max_body: int = 8 * MIB
+    """Bytes of one whole (not streamed) answer body; past it the call fails and its
+    connection is dropped."""
+    max_error_body: int = 4096
+    """Bytes of an error answer read for its message; the rest is not read (the
+    connection is dropped)."""
+    max_event: int = MIB
+    """Bytes of one server-sent event of a stream (its lines together)."""
+    max_answer_chars: int = 1_000_000
+    """Characters of one assembled answer (a model's text, an A2A task's artifacts)."""
+
+    def replace(self, **changes: float | int) -> UpstreamPolicy:
+        """A copy with some fields changed (`UpstreamPolicy().replace(attempts=5)`)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        _check_numbers(self)
+        for name in ("attempts", "max_body", "max_error_body", "max_event", "max_answer_chars"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"UpstreamPolicy.{name} must be >= 1")
+        for name in ("connect_timeout", "read_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"UpstreamPolicy.{name} must be > 0")
+        if self.confirm_share > 1:
+            raise ValueError("UpstreamPolicy.confirm_share must be a share in [0, 1]")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,11 +154,16 @@ class Policy:
     request_deadline: float = 60.0
     """Deadline of one REST call (band-sdk uses 60 s)."""
     rest_max_retries: int = 3
-    """Retries of a REST call answered 429, 408 or 5xx."""
+    """Retries of a REST call answered 408, 429, 500, 502, 503 or 504."""
     rest_retry_base: float = 1.0
-    """First retry delay when the platform gives no `Retry-After`; doubles."""
+    """Without a `Retry-After`, a retry waits a time drawn uniformly from [0, base * 2**n)
+    (full jitter)..."""
     rest_retry_cap: float = 60.0
-    """No retry waits longer than this, whatever `Retry-After` says."""
+    """...with its upper end capped here. A `Retry-After` longer than this is not waited
+    for: the call fails at once with the platform's error (its `retry_after` says when)."""
+    max_response_body: int = 64 * MIB
+    """Bytes of one REST answer the agent reads (a page of 100 messages); past it the call
+    fails with `PlatformProtocolError` and its connection is dropped."""
     rest_backstop: float = 5.0
     """httpx2's own timeout is `request_deadline` plus this: a backstop behind trio's
     deadline, which is the one that governs."""
@@ -117,17 +206,26 @@ class Policy:
     """...capped here."""
     reconnect_stable: float = 60.0
     """A connection that stayed up this long resets the backoff."""
-    max_message_size: int = 16 * 1024 * 1024
+    max_message_size: int = 16 * MIB
     """Bytes of one websocket message the agent accepts (the platform pushes up to
     16 MiB; trio-websocket's own default, 1 MiB, would close the socket with 1009)."""
 
-    def replace(self, **changes: float | int) -> Policy:
+    # -- upstreams (the adapters' peers) --------------------------------------
+    upstream: UpstreamPolicy = dataclasses.field(default_factory=UpstreamPolicy)
+    """Retries, timeouts and read limits of every client of an upstream: the default of
+    the reference adapters (each may be given its own) and of `call_upstream`; an
+    adapter reads it as `Turn.upstream`."""
+
+    def replace(self, **changes: Any) -> Policy:
         """A copy with some fields changed (`Policy().replace(max_attempts=3)`)."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        return dataclasses.replace(self, **changes)
 
     def __post_init__(self) -> None:
         _check_numbers(self)
-        for name in ("max_attempts", "max_message_size", "rest_connections", "max_rooms"):
+        if not isinstance(self.upstream, UpstreamPolicy):
+            raise ValueError(f"Policy.upstream must be an UpstreamPolicy, got {self.upstream!r}")
+        names = ("max_attempts", "max_message_size", "rest_connections", "max_rooms")
+        for name in (*names, "max_response_body"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Policy.{name} must be >= 1")
 
@@ -204,9 +302,11 @@ class PlatformPolicy:
                 raise ValueError(f"PlatformPolicy.{name} must be >= 1")
 
 
-def _check_numbers(policy: Policy | PlatformPolicy) -> None:
+def _check_numbers(policy: Policy | PlatformPolicy | UpstreamPolicy) -> None:
     for field in dataclasses.fields(policy):
         value = getattr(policy, field.name)
+        if isinstance(value, UpstreamPolicy):
+            continue  # checked by its own __post_init__
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             name = type(policy).__name__
             raise ValueError(f"{name}.{field.name} must be a number >= 0, got {value!r}")

@@ -26,7 +26,7 @@ import httpx2
 import pytest
 import trio
 
-from band_trio import Policy, StopOutcome, Turn
+from band_trio import Policy, StopOutcome, Turn, UpstreamPolicy
 from band_trio.adapters import A2AAdapter, a2a
 from band_trio.adapters._a2a import streaming_in_card
 from band_trio.adapters._a2a_rpc import Rpc
@@ -733,7 +733,7 @@ async def test_the_cancel_answer_decides_the_stop_outcome(
     cancel: dict[str, Any], states: list[str], expected: tuple[StopOutcome, str]
 ) -> None:
     async with fake_peer(cancel, states) as client:
-        rpc = Rpc(client, "http://127.0.0.1:9/", V1, poll_interval=0.01)
+        rpc = Rpc(client, "http://127.0.0.1:9/", V1, poll_interval=0.01, upstream=UpstreamPolicy())
         with trio.fail_after(1):
             with trio.move_on_after(0.5):  # the stop's grace, as the runtime sets it
                 outcome = await rpc.cancel("t")
@@ -742,7 +742,7 @@ async def test_the_cancel_answer_decides_the_stop_outcome(
 
 async def test_a_cancel_that_fails_otherwise_raises_so_the_stop_is_unconfirmed() -> None:
     async with fake_peer(rpc_error(-32603, "boom"), ["x"]) as client:
-        rpc = Rpc(client, "http://127.0.0.1:9/", V1, poll_interval=0.01)
+        rpc = Rpc(client, "http://127.0.0.1:9/", V1, poll_interval=0.01, upstream=UpstreamPolicy())
         with pytest.raises(A2ARpcError, match="boom"):
             await rpc.cancel("t")
 

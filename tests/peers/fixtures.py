@@ -69,6 +69,7 @@ import trio
 from band_trio.bench._peer import PEERS
 
 A2A_SCRIPT = PEERS / "a2a_server.py"
+FAULT_PROXY_SCRIPT = PEERS / "fault_proxy.py"
 STUBLLM_SCRIPT = PEERS / "stubllm_server.py"
 STUBLLM_FIXTURES = PEERS / "stubllm_fixtures.yaml"
 
@@ -374,3 +375,48 @@ async def stubllm_peer(
         stop_timeout=stop_timeout,
     ) as peer:
         yield peer
+
+
+@asynccontextmanager
+async def fault_proxy(
+    upstream: str | None = None,
+    *,
+    endless_ceiling: int = 64 * 1024 * 1024,
+    workdir: Path | None = None,
+    start_timeout: float = 20.0,
+    stop_timeout: float = 5.0,
+) -> AsyncIterator[Peer]:
+    """The project's fault-injecting proxy (bench/_peers/fault_proxy.py) in front of
+    `upstream` (a peer's root URL), on 127.0.0.1. Script what the attempts at a
+    request meet with `await plan(proxy, "text in it", [{"status": 503}, ...])`;
+    `proxy.url` is where clients go instead of the peer. Its events: `request` (n,
+    method, path, match, step), `response_end` (n, status, events, how), `rule`."""
+    args = ["--endless-ceiling", str(endless_ceiling)]
+    if upstream is not None:
+        args += ["--upstream", upstream.rstrip("/")]
+    async with _run_peer(
+        "fault-proxy",
+        FAULT_PROXY_SCRIPT,
+        args,
+        workdir=workdir,
+        start_timeout=start_timeout,
+        stop_timeout=stop_timeout,
+    ) as peer:
+        yield peer
+
+
+async def plan(proxy: Peer, match: str, steps: list[dict[str, Any]]) -> None:
+    """Give the requests containing `match` these steps, one per request, in order."""
+    stream = await trio.open_tcp_stream("127.0.0.1", proxy.port)
+    async with stream:
+        body = json.dumps({"match": match, "plan": steps}).encode()
+        head = (
+            f"POST /__faults__ HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+        )
+        await stream.send_all(head.encode() + body)
+        answer = b""
+        while chunk := await stream.receive_some(4096):
+            answer += chunk
+    if not answer.startswith(b"HTTP/1.1 204"):
+        raise PeerError(f"the fault proxy refused the plan: {answer[:200]!r}")

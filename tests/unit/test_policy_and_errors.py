@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import band_trio
-from band_trio import PlatformPolicy, Policy, errors
+from band_trio import PlatformPolicy, Policy, UpstreamPolicy, errors
+from band_trio.bridge import BridgePolicy
 from band_trio.link import error_for_status
 
 
@@ -118,6 +119,19 @@ def test_every_policy_field_is_read_by_the_code() -> None:
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Attribute)  # code, not the docstrings that name them
     }
-    for policy in (Policy, PlatformPolicy):
+    for policy in (Policy, PlatformPolicy, UpstreamPolicy, BridgePolicy):
         for field in dataclasses.fields(policy):
             assert field.name in read, f"{policy.__name__}.{field.name} is read nowhere"
+
+
+def test_the_upstream_policy_refuses_what_would_leave_a_wait_or_a_read_unbounded() -> None:
+    assert Policy().upstream == UpstreamPolicy()
+    assert Policy(upstream=UpstreamPolicy(attempts=5)).upstream.attempts == 5
+    for bad in ({"attempts": 0}, {"read_timeout": 0}, {"max_body": 0}, {"confirm_share": 2}):
+        with pytest.raises(ValueError):
+            UpstreamPolicy(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="read_timeout"):
+        UpstreamPolicy(read_timeout=-1)
+    with pytest.raises(ValueError, match=r"Policy\.upstream"):
+        Policy(upstream=3)  # type: ignore[arg-type]
+    assert Policy().replace(upstream=UpstreamPolicy(attempts=2)).upstream.attempts == 2

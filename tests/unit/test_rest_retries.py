@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
+import time
+
 import httpx2
 import pytest
 import trio
@@ -34,14 +37,31 @@ async def test_429_waits_for_retry_after_then_succeeds(autojump_clock: object) -
     assert times[1] - times[0] == pytest.approx(7, abs=0.01)
 
 
-async def test_retry_after_is_capped_by_the_policy(autojump_clock: object) -> None:
+async def test_a_retry_after_past_the_cap_is_not_waited_for(autojump_clock: object) -> None:
+    """A platform that asks for an hour is not asked again after the cap (that would come
+    before its Retry-After): the call fails at once with its error, which says when."""
     transport, times = scripted(
         httpx2.Response(503, headers={"Retry-After": "3600"}), httpx2.Response(204)
     )
     policy = Policy(rest_retry_cap=5)
     async with RestClient("http://platform", "key", transport=transport, policy=policy) as rest:
-        await rest.next_message("R")
-    assert times[1] - times[0] == pytest.approx(5, abs=0.01)
+        with pytest.raises(errors.PlatformResponseError) as caught:
+            await rest.next_message("R")
+    assert len(times) == 1
+    assert caught.value.retry_after == 3600
+
+
+async def test_retry_after_ms_and_an_http_date_are_honoured(autojump_clock: object) -> None:
+    later = email.utils.formatdate(time.time() + 9, usegmt=True)
+    transport, times = scripted(
+        httpx2.Response(429, headers={"retry-after-ms": "250"}),
+        httpx2.Response(503, headers={"Retry-After": later}),
+        httpx2.Response(204),
+    )
+    async with RestClient("http://platform", "key", transport=transport) as rest:
+        assert await rest.next_message("R") is None
+    assert times[1] - times[0] == pytest.approx(0.25, abs=0.01)
+    assert times[2] - times[1] == pytest.approx(9, abs=1.1)
 
 
 async def test_retries_are_bounded_and_end_in_the_typed_error(autojump_clock: object) -> None:

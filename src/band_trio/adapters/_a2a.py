@@ -35,6 +35,15 @@ conversation; `on_room_left` drops it. After an interrupt or stop, the room's
 next request says so in `message.metadata.bandTrio.previousAnswer` (kind and
 reason, semantics §9): the peer's own history holds the canceled task.
 
+Upstream faults (docs/reference/adapters.md, "Upstream faults"). The turn's
+first request — `SendStreamingMessage` up to its first event, or `SendMessage`
+— is asked again under `call_upstream`'s rules (408/409/429/5xx/529, no
+connection, a connection dropped or silent, a stream that ended before its
+first event) only while no task id is known: once the peer named a task, a
+second request would start a second one, so a stream lost after that is
+followed by `GetTask` instead, and each `GetTask` is retried under the same
+rules. `CancelTask` is retried only within the stop's own deadline.
+
 One `httpx2.AsyncClient` per turn, closed (shielded, bounded) when the turn
 ends, so no socket outlives it. `CancelTask` never queues behind the stream:
 the stream holds its connection, so the stop gets another one.
@@ -56,9 +65,18 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 import trio
 
-from ..contract import Adapter, RemoteWork, Turn
-from ..errors import ConfigurationError
-from ._a2a_rpc import EventStream, Rpc
+from ..contract import (
+    Adapter,
+    RemoteWork,
+    Turn,
+    UpstreamFault,
+    call_upstream,
+    request_body,
+    upstream_timeout,
+)
+from ..errors import ConfigurationError, PeerProtocolError
+from ..policy import UpstreamPolicy
+from ._a2a_rpc import PEER, EventStream, Rpc
 from ._a2a_wire import (
     INTERRUPTED,
     METHOD_NOT_FOUND,
@@ -75,6 +93,7 @@ from ._a2a_wire import (
     decode,
     event_of,
 )
+from ._settings import adapter_upstream
 
 __all__ = ["A2AAdapter", "A2AError", "A2AProtocolError", "A2ARpcError", "A2ATaskError", "a2a"]
 
@@ -84,16 +103,6 @@ T = TypeVar("T")
 Ask = Callable[[Dialect], dict[str, Any]]
 """Builds the `params` of the turn's send request in a dialect."""
 
-_BACKSTOP = httpx2.Timeout(300.0, connect=30.0)
-"""httpx2's own timeouts are a backstop only: the turn's deadline and signals govern."""
-_CLOSE_GRACE = 1.0
-_CARD_DEADLINE = 5.0
-"""How long the agent card may take (auto streaming); then streaming is assumed."""
-_DRAIN_GRACE = 1.0
-"""After the terminal event, how long the peer may take to end the stream before the
-response is closed anyway."""
-_CHECK_GRACE = 1.0
-"""After an error frame, how long a `GetTask` may take to tell whether the task ended."""
 _REFUSES_1_0 = frozenset({METHOD_NOT_FOUND, VERSION_NOT_SUPPORTED})
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -114,7 +123,8 @@ class A2AAdapter(Adapter):
     back to 0.3 if the peer refuses it; "1.0" or "0.3" speaks only that.
     `poll_interval`: seconds between `GetTask` polls (non-streaming peers, and a
     non-terminal `CancelTask` answer). `headers` go with every request
-    (`Authorization`, for instance)."""
+    (`Authorization`, for instance). `upstream`: this adapter's retries, timeouts and
+    read limits, instead of the agent's `Policy.upstream`."""
 
     def __init__(
         self,
@@ -124,6 +134,7 @@ class A2AAdapter(Adapter):
         protocol: Literal["1.0", "0.3"] | None = None,
         poll_interval: float = 0.2,
         headers: Mapping[str, str] | None = None,
+        upstream: UpstreamPolicy | None = None,
     ) -> None:
         if not re.match(r"^https?://[^/\s]+", url):
             raise ConfigurationError(f"the A2A URL must be http(s)://host[:port]/..., not {url!r}")
@@ -138,6 +149,7 @@ class A2AAdapter(Adapter):
         """Whether the peer is streamed to; None until the agent card was read."""
         self.poll_interval = poll_interval
         self.headers = dict(headers or {})
+        self.upstream = upstream
         self.dialect = V03 if protocol == "0.3" else V1
         """The protocol spoken: fixed by `protocol`, or by the first answer of the peer."""
         self._may_fall_back = protocol is None
@@ -155,14 +167,32 @@ class A2AAdapter(Adapter):
     async def on_turn(self, turn: Turn) -> None:
         room = self._rooms.setdefault(turn.room_id, _Room())
         ask = self._ask(turn, room)
-        answer = Answer()
+        upstream = self.upstream or turn.upstream
+        answer = Answer(limit=upstream.max_answer_chars)
         try:
-            async with self._client() as client:
-                rpc = Rpc(client, self.url, self.dialect, poll_interval=self.poll_interval)
-                if await self._streams(client):
-                    await self._streamed(turn, rpc, ask, answer)
-                else:
-                    await self._polled(turn, rpc, ask, answer)
+            async with self._client(upstream) as client:
+                rpc = Rpc(
+                    client,
+                    self.url,
+                    self.dialect,
+                    poll_interval=self.poll_interval,
+                    upstream=upstream,
+                    turn=turn,
+                )
+                streamed = await self._streams(client, upstream)
+                one = self._streamed if streamed else self._polled
+
+                async def attempt() -> None:
+                    await one(turn, rpc, ask, answer)
+
+                await call_upstream(
+                    turn,
+                    attempt,
+                    peer=PEER,
+                    upstream=upstream,
+                    error=A2AError,
+                    may_retry=lambda: answer.task_id is None,  # a retry would start a 2nd task
+                )
         finally:  # the context exists on the peer whatever became of this turn
             room.context_id = answer.context_id or room.context_id
         await turn.reply(_outcome(answer, room))
@@ -189,6 +219,7 @@ class A2AAdapter(Adapter):
         return ask
 
     async def _streamed(self, turn: Turn, rpc: Rpc, ask: Ask, answer: Answer) -> None:
+        """One attempt, streamed: a fault before the first event raises `UpstreamFault`."""
         stream: EventStream | None = None
         try:
             async with turn.remote(stop=rpc.cancel, name="a2a task") as work:
@@ -196,7 +227,7 @@ class A2AAdapter(Adapter):
                     stream = await self._start(rpc, lambda: rpc.open_stream(ask(rpc.dialect)))
                     first = await stream.next()
                     if first is None:
-                        raise A2AProtocolError("the A2A stream ended before its first event")
+                        raise stream.fault()
                     answer.add(first)
                     if answer.task_id is not None:
                         work.started(answer.task_id)
@@ -223,7 +254,8 @@ class A2AAdapter(Adapter):
                 break
             answer.add(event)
         work.finished()
-        with trio.move_on_after(_DRAIN_GRACE), suppress(A2AError):  # let the peer end it
+        drain = rpc.upstream.drain_grace
+        with trio.move_on_after(drain), suppress(A2AError):  # let the peer end it
             while await stream.next() is not None:
                 pass
 
@@ -249,7 +281,7 @@ class A2AAdapter(Adapter):
     async def _check_ended(self, rpc: Rpc, answer: Answer, work: RemoteWork[str]) -> None:
         """After an error frame: a task that ended with it (FAILED) needs no stop."""
         task_id = answer.task_id
-        with trio.move_on_after(_CHECK_GRACE), suppress(A2AError):
+        with trio.move_on_after(rpc.upstream.check_grace), suppress(A2AError):
             while task_id is not None and answer.state not in TERMINAL:
                 answer.add(await rpc.get(task_id))
                 if answer.state not in TERMINAL:
@@ -273,25 +305,29 @@ class A2AAdapter(Adapter):
     # -- the peer -------------------------------------------------------------
 
     @asynccontextmanager
-    async def _client(self) -> AsyncIterator[httpx2.AsyncClient]:
+    async def _client(self, upstream: UpstreamPolicy) -> AsyncIterator[httpx2.AsyncClient]:
         if self._tls is None:
             self._tls = httpx2.create_ssl_context()
-        client = httpx2.AsyncClient(headers=self.headers, timeout=_BACKSTOP, verify=self._tls)
+        timeout = upstream_timeout(upstream)
+        client = httpx2.AsyncClient(headers=self.headers, timeout=timeout, verify=self._tls)
         try:
             yield client
         finally:
-            with trio.move_on_after(_CLOSE_GRACE, shield=True):
+            with trio.move_on_after(upstream.close_grace, shield=True):
                 await client.aclose()
 
-    async def _streams(self, client: httpx2.AsyncClient) -> bool:
-        """Whether to stream: as set, else as the agent card says (read once)."""
+    async def _streams(self, client: httpx2.AsyncClient, upstream: UpstreamPolicy) -> bool:
+        """Whether to stream: as set, else as the agent card says (read once, bounded by
+        `discovery_deadline` and `max_body`)."""
         if self.streaming is None:
             card: object = None
-            with trio.move_on_after(_CARD_DEADLINE):
+            with trio.move_on_after(upstream.discovery_deadline):
                 try:
-                    response = await client.get(self.card_url)
-                    card = decode(response.content, "the agent card")
-                except (httpx2.HTTPError, A2AError) as exc:
+                    _, body = await request_body(
+                        client, "GET", self.card_url, upstream, what="the agent card"
+                    )
+                    card = decode(body, "the agent card")
+                except (httpx2.HTTPError, A2AError, UpstreamFault, PeerProtocolError) as exc:
                     log.info("no agent card at %s (%r): streaming", self.card_url, exc)
             self.streaming = streaming_in_card(card)
         return self.streaming
@@ -330,7 +366,9 @@ def a2a() -> A2AAdapter:
     `BAND_A2A_URL` (required: the JSON-RPC endpoint, e.g. `http://127.0.0.1:9999/`),
     `BAND_A2A_STREAMING` (`auto`, the default, reads the agent card; `yes`; `no`),
     `BAND_A2A_PROTOCOL` (`1.0` or `0.3` to speak only that; unset or `auto`: 1.0,
-    falling back to 0.3), `BAND_A2A_POLL_INTERVAL` (seconds, default 0.2)."""
+    falling back to 0.3), `BAND_A2A_POLL_INTERVAL` (seconds, default 0.2). Retries,
+    timeouts and read limits: `BAND_A2A_<FIELD>` for each `UpstreamPolicy` field
+    (`BAND_A2A_READ_TIMEOUT`, `BAND_A2A_ATTEMPTS`, …) over `BAND_UPSTREAM_<FIELD>`."""
     env = {k: v.strip() for k, v in os.environ.items() if k.startswith("BAND_A2A_")}
     url = env.get("BAND_A2A_URL")
     if not url:
@@ -354,6 +392,7 @@ def a2a() -> A2AAdapter:
             streaming=_STREAMING[streaming.lower()],
             protocol=_PROTOCOLS[protocol],
             poll_interval=interval,
+            upstream=adapter_upstream("BAND_A2A_"),
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"BAND_A2A_URL: {exc}") from None

@@ -1,8 +1,12 @@
 """The A2A JSON-RPC calls over httpx2, for one turn: send, stream, get, and the stop.
 
 `Rpc` is made per turn around the turn's `httpx2.AsyncClient`; it is the one
-seam where httpx2's errors become `A2AError`s. Its `cancel` is the turn's
-remote stop (`turn.remote(stop=rpc.cancel)`), and it reads the outcome from
+seam where httpx2's errors become `A2AError`s: every request goes through
+`call_upstream` (`GetTask` as the turn's call, `CancelTask` within the stop's
+own deadline, the turn's first request by the adapter, which knows when a
+retry would start a second task), and every body is read up to its limit
+(`UpstreamPolicy.max_body`, `max_error_body`, `max_event`). Its `cancel` is the
+turn's remote stop (`turn.remote(stop=rpc.cancel)`), and it reads the outcome from
 the peer's own answer to `CancelTask`, which a2a-sdk sends only once the task
 is terminal (spec/peers.md §1.5):
 
@@ -31,7 +35,19 @@ from typing import Any
 import httpx2
 import trio
 
-from ..contract import StopAnswer, StopOutcome, server_sent_events
+from ..contract import (
+    StopAnswer,
+    StopOutcome,
+    Turn,
+    UpstreamFault,
+    call_upstream,
+    check_status,
+    fault_of,
+    read_body,
+    request_body,
+    server_sent_events,
+)
+from ..policy import UpstreamPolicy
 from ._a2a_wire import (
     TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
@@ -51,27 +67,33 @@ __all__ = ["EventStream", "Rpc"]
 
 log = logging.getLogger("band_trio.adapters.a2a")
 
-_CLOSE_GRACE = 1.0
-"""Shielded time to close a stream's response after a cancel."""
-_CONFIRM_SHARE = 0.8
-"""After a non-terminal `CancelTask` answer, `GetTask` is polled for this share of the
-time left to the stop's deadline (the runtime's `backend_stop_grace`), so that the
-`requested` outcome is still reported before the grace ends."""
-_CONFIRM_CAP = 5.0
-"""... and for at most this long (a stop run without a deadline)."""
-_ERROR_BODY = 2048
+PEER = "the A2A agent"
 
 
 class Rpc:
-    """The JSON-RPC endpoint of one peer, spoken in one dialect, for one turn."""
+    """The JSON-RPC endpoint of one peer, spoken in one dialect, for one turn.
+
+    After a non-terminal `CancelTask` answer, `GetTask` is polled for
+    `UpstreamPolicy.confirm_share` of the time left to the stop's deadline (the
+    runtime's `backend_stop_grace`), at most `confirm_cap`, so that the `requested`
+    outcome is still reported before the grace ends."""
 
     def __init__(
-        self, client: httpx2.AsyncClient, url: str, dialect: Dialect, *, poll_interval: float
+        self,
+        client: httpx2.AsyncClient,
+        url: str,
+        dialect: Dialect,
+        *,
+        poll_interval: float,
+        upstream: UpstreamPolicy,
+        turn: Turn | None = None,
     ) -> None:
         self.client = client
         self.url = url
         self.dialect = dialect
         self.poll_interval = poll_interval
+        self.upstream = upstream
+        self.turn = turn
         self._ids = 0
 
     def _body(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -79,17 +101,32 @@ class Rpc:
         return self.dialect.request(self._ids, method, params)
 
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """One request and its JSON-RPC result (its error raised as `A2ARpcError`)."""
-        body = self._body(method, params)
-        try:
-            response = await self.client.post(self.url, json=body, headers=self.dialect.headers)
-        except httpx2.HTTPError as exc:
-            raise A2AError(f"{method} to {self.url} failed: {exc!r}") from exc
-        _check_status(response, method, response.content)
-        return result_of(decode(response.content, f"the {method} answer"), f"the {method} answer")
+        """One request (one attempt) and its JSON-RPC result; its error raised as
+        `A2ARpcError`, an error status as `UpstreamFault`, for `call_upstream` to judge."""
+        what = f"the {method} answer"
+        _, body = await request_body(
+            self.client,
+            "POST",
+            self.url,
+            self.upstream,
+            what=what,
+            json=self._body(method, params),
+            headers=self.dialect.headers,
+        )
+        return result_of(decode(body, what), what)
+
+    async def retried(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """`call`, asked again under the retry rules (for the turn, if it has one)."""
+
+        async def attempt() -> dict[str, Any]:
+            return await self.call(method, params)
+
+        return await call_upstream(
+            self.turn, attempt, peer=PEER, upstream=self.upstream, error=A2AError
+        )
 
     async def get(self, task_id: str) -> TaskSnapshot:
-        return task_of(await self.call(self.dialect.get, {"id": task_id}))
+        return task_of(await self.retried(self.dialect.get, {"id": task_id}))
 
     async def open_stream(self, params: dict[str, Any]) -> EventStream:
         """`SendStreamingMessage`, open. An error before the first event comes back as
@@ -100,26 +137,32 @@ class Rpc:
         request = self.client.build_request(
             "POST", self.url, json=self._body(method, params), headers=headers
         )
+        response = await self.client.send(request, stream=True)  # a fault: the caller's retry
         try:
-            response = await self.client.send(request, stream=True)
-        except httpx2.HTTPError as exc:
-            raise A2AError(f"{method} to {self.url} failed: {exc!r}") from exc
-        try:
-            if response.status_code >= 400:
-                _check_status(response, method, await _head(response))
+            await check_status(response, self.upstream)
             if "text/event-stream" in response.headers.get("content-type", ""):
-                return EventStream(response)
+                return EventStream(response, self.upstream)
             what = f"the {method} answer"
-            body = decode(await response.aread(), what)
-            return EventStream(response, first=event_of(result_of(body, what)))
+            body = decode(await read_body(response, self.upstream.max_body, what=what), what)
+            return EventStream(response, self.upstream, first=event_of(result_of(body, what)))
         except BaseException:
-            await _close(response)
+            await _close(response, self.upstream.close_grace)
             raise
 
     async def cancel(self, task_id: str) -> StopAnswer:
-        """The turn's remote stop: `CancelTask`, judged by the peer's answer (module doc)."""
+        """The turn's remote stop: `CancelTask`, judged by the peer's answer (module doc).
+
+        Retried under the rules only within the stop's own deadline (it runs shielded
+        under `backend_stop_grace`), never past it."""
+
+        async def attempt() -> dict[str, Any]:
+            return await self.call(self.dialect.cancel, {"id": task_id})
+
         try:
-            task = task_of(await self.call(self.dialect.cancel, {"id": task_id}))
+            answer = await call_upstream(
+                None, attempt, peer=PEER, upstream=self.upstream, error=A2AError
+            )
+            task = task_of(answer)
         except A2ARpcError as error:
             if error.code == TASK_NOT_CANCELABLE:
                 state = await self._state_now(task_id)
@@ -136,33 +179,37 @@ class Rpc:
     async def _until_terminal(self, task: TaskSnapshot) -> str:
         """`GetTask` until the task is terminal, within a share of the stop's grace."""
         state = task.state
-        with trio.move_on_at(_confirm_deadline()), suppress(A2AError):
+        with trio.move_on_at(self._confirm_deadline()), suppress(A2AError):
             while state not in TERMINAL:
                 await trio.sleep(self.poll_interval)
                 state = (await self.get(task.id)).state
         return state
 
     async def _state_now(self, task_id: str) -> str | None:
-        with trio.move_on_at(_confirm_deadline()), suppress(A2AError):
+        with trio.move_on_at(self._confirm_deadline()), suppress(A2AError):
             return (await self.get(task_id)).state
         return None
 
-
-def _confirm_deadline() -> float:
-    now = trio.current_time()
-    end = min(trio.current_effective_deadline(), now + _CONFIRM_CAP)
-    return now + _CONFIRM_SHARE * max(0.0, end - now)
+    def _confirm_deadline(self) -> float:
+        now = trio.current_time()
+        end = min(trio.current_effective_deadline(), now + self.upstream.confirm_cap)
+        return now + self.upstream.confirm_share * max(0.0, end - now)
 
 
 class EventStream:
     """The events of one `SendStreamingMessage` response, read one at a time."""
 
-    def __init__(self, response: httpx2.Response, *, first: Event | None = None) -> None:
+    def __init__(
+        self, response: httpx2.Response, upstream: UpstreamPolicy, *, first: Event | None = None
+    ) -> None:
         self.response = response
+        self.upstream = upstream
         self._first = first
         self._ended = first is not None  # a JSON answer: that one event is all
+        self.lost: httpx2.HTTPError | None = None
+        """What broke the stream, if it did not end on its own (a drop, a read timeout)."""
         # an async generator in fact (the contract types it as an iterator): closed in aclose
-        self._frames = server_sent_events(response)
+        self._frames = server_sent_events(response, max_event=upstream.max_event)
 
     async def next(self) -> Event | None:
         """The next event; None once the stream ended, or was lost (a transport error:
@@ -175,38 +222,29 @@ class EventStream:
         try:
             frame = await anext(self._frames, None)
         except httpx2.HTTPError as exc:
-            log.warning("the A2A stream from %s was lost: %r", self.response.url, exc)
-            frame = None
+            log.info("the A2A stream from %s was lost: %r", self.response.url, exc)
+            self.lost, frame = exc, None
         if frame is None:
             self._ended = True
             return None
         what = "an A2A stream frame" + (f" ({frame.event})" if frame.event != "message" else "")
         return event_of(result_of(decode(frame.data, what), what))
 
+    def fault(self) -> Exception:
+        """Why the stream gave no event, as a fault of the attempt (lost, or ended)."""
+        if self.lost is not None:
+            return UpstreamFault(fault_of(self.lost))
+        return UpstreamFault.truncated("the A2A stream ended before its first event")
+
     async def aclose(self) -> None:
         """Close the response (shielded, bounded: this runs after a cancel too)."""
-        with trio.move_on_after(_CLOSE_GRACE, shield=True):
+        with trio.move_on_after(self.upstream.close_grace, shield=True):
             try:
                 await self._frames.aclose()
             finally:
                 await self.response.aclose()
 
 
-async def _head(response: httpx2.Response) -> bytes:
-    body = b""
-    async for part in response.aiter_bytes():
-        body += part
-        if len(body) >= _ERROR_BODY:
-            break
-    return body
-
-
-def _check_status(response: httpx2.Response, method: str, body: bytes) -> None:
-    if response.status_code >= 400:
-        detail = body[:_ERROR_BODY].decode("utf-8", "replace").strip()
-        raise A2AError(f"{method} answered HTTP {response.status_code}: {detail[:300]}")
-
-
-async def _close(response: httpx2.Response) -> None:
-    with trio.move_on_after(_CLOSE_GRACE, shield=True):
+async def _close(response: httpx2.Response, grace: float) -> None:
+    with trio.move_on_after(grace, shield=True):
         await response.aclose()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..contract import MAX_ANSWER_CHARS
-from ..errors import BandTrioError, PeerProtocolError
+from ..errors import PeerProtocolError, UpstreamError
 
 __all__ = [
     "INTERRUPTED",
@@ -64,7 +64,7 @@ TASK_NOT_FOUND = -32001
 TASK_NOT_CANCELABLE = -32002
 
 
-class A2AError(BandTrioError):
+class A2AError(UpstreamError):
     """The A2A peer failed the request, or answered something the adapter cannot use."""
 
 
@@ -362,8 +362,10 @@ class Answer:
     """The text of a plain message answer (no task)."""
     artifacts: dict[str, list[str]] = field(default_factory=dict)
     final: bool = False
+    limit: int = MAX_ANSWER_CHARS
+    """Characters the artifacts may hold (`UpstreamPolicy.max_answer_chars`)."""
     _size: int = 0
-    """Characters held in `artifacts` (bounded by `MAX_ANSWER_CHARS`)."""
+    """Characters held in `artifacts` (bounded by `limit`)."""
 
     @property
     def over(self) -> bool:
@@ -396,8 +398,8 @@ class Answer:
                 chunks.clear()
             chunks.append(event.text)
             self._size += len(event.text)
-            if self._size > MAX_ANSWER_CHARS:
-                raise PeerProtocolError(f"the agent's answer ran past {MAX_ANSWER_CHARS} chars")
+            if self._size > self.limit:
+                raise PeerProtocolError(f"the agent's answer ran past {self.limit} chars")
 
     def text(self) -> str:
         """The answer to post: the artifacts' text, else the status message, else the

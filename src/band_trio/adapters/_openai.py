@@ -31,6 +31,15 @@ is replayed after play is not added a second time: the note asks the model to
 answer it again. A turn that fails (an error, not an abort) is rolled back:
 the message is marked failed and the model never saw the exchange.
 
+Upstream faults (docs/reference/adapters.md, "Upstream faults"). Each request
+goes through `call_upstream`: a 408/409/429/5xx/529, no connection, a connection
+dropped or silent for `UpstreamPolicy.read_timeout`, and a stream that ended
+before `[DONE]` or a `finish_reason` are asked again (up to `attempts`,
+honouring `Retry-After` / `retry-after-ms`, backoff with full jitter
+otherwise), since nothing of an answer is posted before it is whole; a 400 or a
+malformed chunk fails the turn at once, with the reason. Tool events posted in
+an earlier round are not posted again by a retry: only the request is.
+
 The HTTP client lives for one turn (`httpx2.AsyncClient`, closed shielded on
 the way out, keep-alive across the turn's rounds): an adapter outlives turns
 but has no hook at the agent's end, and a client per turn leaves no socket
@@ -50,20 +59,27 @@ from typing import Any
 import httpx2
 import trio
 
-from ..contract import Adapter, Turn, close_tool_calls, stream_request
+from ..contract import (
+    Adapter,
+    Turn,
+    UpstreamFault,
+    call_upstream,
+    check_status,
+    close_tool_calls,
+    read_body,
+    stream_request,
+    upstream_timeout,
+)
 from ..errors import ConfigurationError
-from ._openai_stream import Draft, Msg, OpenAIChatError, check, decode, read_stream
+from ..policy import UpstreamPolicy
+from ._openai_stream import Draft, Msg, OpenAIChatError, decode, read_stream
+from ._settings import adapter_upstream
 
 __all__ = ["OpenAIChatAdapter", "OpenAIChatError", "Tool", "openai_chat"]
 
 ToolFn = Callable[[dict[str, Any], Turn], Awaitable[str]]
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_BACKSTOP = httpx2.Timeout(300.0, connect=30.0)
-"""httpx2's own timeouts are a backstop only (a server that stops sending): the turn's
-deadline (`Policy.turn_deadline`) and its signals govern."""
-_CLOSE_GRACE = 1.0
-"""Shielded time to close the client's connections after a cancel (local work)."""
 _UNEXPLAINED = "not run: the turn was cut off before this tool call finished"
 
 
@@ -102,7 +118,10 @@ class _Room:
 
 
 class OpenAIChatAdapter(Adapter):
-    """Answers each message with an OpenAI-compatible chat completion (see the module)."""
+    """Answers each message with an OpenAI-compatible chat completion (see the module).
+
+    `upstream`: this adapter's retries, timeouts and read limits, instead of the
+    agent's `Policy.upstream`."""
 
     def __init__(
         self,
@@ -115,6 +134,7 @@ class OpenAIChatAdapter(Adapter):
         max_history: int = 50,
         max_rounds: int = 8,
         post_tool_events: bool = True,
+        upstream: UpstreamPolicy | None = None,
     ) -> None:
         if not re.match(r"^https?://[^/\s]+", base_url):
             raise ConfigurationError(
@@ -135,6 +155,7 @@ class OpenAIChatAdapter(Adapter):
         self.max_history = max_history
         self.max_rounds = max_rounds
         self.post_tool_events = post_tool_events
+        self.upstream = upstream
         self._headers = {"accept": "text/event-stream"}
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
@@ -173,10 +194,22 @@ class OpenAIChatAdapter(Adapter):
         """Ask the model, run the tools it asks for, ask again; return its final text."""
         if self._tls is None:
             self._tls = httpx2.create_ssl_context()
-        client = httpx2.AsyncClient(headers=self._headers, timeout=_BACKSTOP, verify=self._tls)
+        upstream = self.upstream or turn.upstream
+        timeout = upstream_timeout(upstream)
+        client = httpx2.AsyncClient(headers=self._headers, timeout=timeout, verify=self._tls)
+
+        async def complete() -> Msg:
+            return await self._complete(turn, client, messages, upstream)
+
         try:
             for _ in range(self.max_rounds):
-                answer = await self._complete(turn, client, messages)
+                answer = await call_upstream(
+                    turn,
+                    complete,
+                    peer="the model provider",
+                    upstream=upstream,
+                    error=OpenAIChatError,
+                )
                 calls = answer.get("tool_calls")
                 if not calls:
                     text = answer.get("content") or ""
@@ -187,7 +220,7 @@ class OpenAIChatAdapter(Adapter):
                     result = await self._run_tool(turn, call)
                     messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
         finally:
-            with trio.move_on_after(_CLOSE_GRACE, shield=True):
+            with trio.move_on_after(upstream.close_grace, shield=True):
                 await client.aclose()
         raise OpenAIChatError(f"the model still asked for tools after {self.max_rounds} requests")
 
@@ -198,22 +231,24 @@ class OpenAIChatAdapter(Adapter):
             body["tools"] = [tool.spec() for tool in self.tools.values()]
         return body
 
-    async def _complete(self, turn: Turn, client: httpx2.AsyncClient, messages: list[Msg]) -> Msg:
-        """One streamed completion; its assistant message is appended to `messages`.
+    async def _complete(
+        self, turn: Turn, client: httpx2.AsyncClient, messages: list[Msg], upstream: UpstreamPolicy
+    ) -> Msg:
+        """One streamed completion (one attempt); its assistant message is appended to
+        `messages`. A fault of the exchange raises `UpstreamFault` or httpx2's error,
+        for `call_upstream` to judge.
 
         Cut off by an abort, what arrived so far is appended (tool calls only)."""
-        draft = Draft()
+        draft = Draft(upstream.max_answer_chars)
         try:
             async with stream_request(
                 turn, client, "POST", self.url, json=self._request(messages), name="chat completion"
             ) as response:
-                await check(response)
+                await check_status(response, upstream)
                 if "text/event-stream" in response.headers.get("content-type", ""):
-                    await read_stream(response, draft)
+                    await read_stream(response, draft, upstream)
                 else:  # a server that ignored "stream": one JSON answer
-                    draft.whole(decode(await response.aread()))
-        except httpx2.HTTPError as exc:
-            raise OpenAIChatError(f"chat completions request failed: {exc!r}") from exc
+                    draft.whole(decode(await read_body(response, upstream.max_body)))
         except BaseException as exc:
             if not isinstance(exc, Exception):
                 partial = draft.message(cut=True)
@@ -221,7 +256,7 @@ class OpenAIChatAdapter(Adapter):
                     messages.append(partial)
             raise
         if not draft.ended:
-            raise OpenAIChatError("the stream ended before the answer was finished")
+            raise UpstreamFault.truncated("the stream ended before [DONE] or a finish_reason")
         answer = draft.message(cut=False)
         assert answer is not None
         messages.append(answer)
@@ -310,7 +345,10 @@ def openai_chat() -> OpenAIChatAdapter:
     `BAND_OPENAI_BASE_URL` (required, e.g. `http://127.0.0.1:8765/v1`),
     `BAND_OPENAI_MODEL` (default `gpt-4o`), `BAND_OPENAI_API_KEY`,
     `BAND_OPENAI_SYSTEM` (a system prompt) and `BAND_OPENAI_MAX_HISTORY` (messages
-    kept per room, default 50). No tools: those are given in code."""
+    kept per room, default 50). No tools: those are given in code. Retries,
+    timeouts and read limits: `BAND_OPENAI_<FIELD>` for each `UpstreamPolicy` field
+    (`BAND_OPENAI_READ_TIMEOUT`, `BAND_OPENAI_ATTEMPTS`, …) over the agent-wide
+    `BAND_UPSTREAM_<FIELD>`."""
     env = {
         key: value.strip() for key, value in os.environ.items() if key.startswith("BAND_OPENAI_")
     }
@@ -329,6 +367,7 @@ def openai_chat() -> OpenAIChatAdapter:
             api_key=env.get("BAND_OPENAI_API_KEY") or None,
             system=os.environ.get("BAND_OPENAI_SYSTEM") or None,
             max_history=int(history),
+            upstream=adapter_upstream("BAND_OPENAI_"),
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"BAND_OPENAI_BASE_URL: {exc}") from None

@@ -17,19 +17,15 @@ import httpx2
 import trio
 
 from ..contract import MAX_ANSWER_CHARS, server_sent_events
-from ..errors import BandTrioError, PeerProtocolError
+from ..errors import PeerProtocolError, UpstreamError
+from ..policy import UpstreamPolicy
 
-__all__ = ["Draft", "Msg", "OpenAIChatError", "check", "decode", "read_stream"]
+__all__ = ["Draft", "Msg", "OpenAIChatError", "decode", "read_stream"]
 
 Msg = dict[str, Any]
 
-_DRAIN_GRACE = 1.0
-"""After `[DONE]`, how long the rest of the body may take to end before the response
-is closed anyway."""
-_ERROR_BODY = 4096
 
-
-class OpenAIChatError(BandTrioError):
+class OpenAIChatError(UpstreamError):
     """The chat completions server failed the request or answered something unusable."""
 
 
@@ -63,7 +59,9 @@ class Draft:
     with a new `id` at an index already in use starts a new call (stubllm 0.1.5
     streams every call at index 0)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_ANSWER_CHARS) -> None:
+        self.limit = limit
+        """Characters the answer may hold (`UpstreamPolicy.max_answer_chars`)."""
         self.content: list[str] = []
         self.calls: list[_Call] = []
         self.at: dict[int, _Call] = {}
@@ -92,8 +90,8 @@ class Draft:
 
     def _grew(self, by: int) -> None:
         self.size += by
-        if self.size > MAX_ANSWER_CHARS:
-            raise PeerProtocolError(f"the model's answer ran past {MAX_ANSWER_CHARS} characters")
+        if self.size > self.limit:
+            raise PeerProtocolError(f"the model's answer ran past {self.limit} characters")
 
     def _fragment(self, fragment: Msg) -> None:
         index = fragment.get("index", len(self.calls))
@@ -134,26 +132,10 @@ class Draft:
         return answer
 
 
-async def check(response: httpx2.Response) -> None:
-    if response.status_code < 400:
-        return
-    body = b""
-    async for part in response.aiter_bytes():
-        body += part
-        if len(body) >= _ERROR_BODY:
-            break
-    detail = body[:_ERROR_BODY].decode("utf-8", "replace").strip()
-    try:
-        error = json.loads(detail)["error"]
-        detail = str(error.get("message") or error) if isinstance(error, dict) else str(error)
-    except (ValueError, KeyError, TypeError):
-        pass
-    raise OpenAIChatError(f"chat completions answered {response.status_code}: {detail[:300]}")
-
-
-async def read_stream(response: httpx2.Response, draft: Draft) -> None:
-    """Feed the stream's events to `draft` until `[DONE]` (or the end of the body)."""
-    events = server_sent_events(response)
+async def read_stream(response: httpx2.Response, draft: Draft, upstream: UpstreamPolicy) -> None:
+    """Feed the stream's events to `draft` until `[DONE]` (or the end of the body); the
+    rest of the body gets `drain_grace` to end."""
+    events = server_sent_events(response, max_event=upstream.max_event)
     with trio.CancelScope() as drain:
         async with aclosing(events):
             async for event in events:
@@ -161,7 +143,7 @@ async def read_stream(response: httpx2.Response, draft: Draft) -> None:
                     continue  # after [DONE]: let the body end, so the server sees no abort
                 if event.data.strip() == "[DONE]":
                     draft.done = True
-                    drain.deadline = trio.current_time() + _DRAIN_GRACE
+                    drain.deadline = trio.current_time() + upstream.drain_grace
                     continue
                 draft.add(decode(event.data.encode()))
 

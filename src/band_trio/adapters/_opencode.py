@@ -34,41 +34,55 @@ to the system prompt for that run) saying the previous answer was interrupted or
 why (semantics §9); OpenCode keeps its own transcript valid (tool calls of an aborted run are
 closed by OpenCode itself).
 
+Upstream faults (docs/reference/adapters.md, "Upstream faults"). Creating the
+session, subscribing to `GET /event` and the prompt are each asked again under
+`call_upstream`'s rules (408/409/429/5xx/529, no connection, a connection
+dropped or silent) — the prompt only until OpenCode accepted it (`204`): after
+that a second one would be a second run, so a broken event stream fails the
+turn. The abort is retried only within the stop's own deadline. Every body is
+read up to its limit, and the event stream has `UpstreamPolicy.read_timeout`
+(OpenCode sends a heartbeat every 10 s).
+
 One `httpx2.AsyncClient` per turn, closed (shielded, bounded) before the reply
 is posted, so no socket outlives the turn.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import ssl
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 import trio
 
-from ..contract import Adapter, StopAnswer, StopOutcome, Turn
+from ..contract import (
+    Adapter,
+    StopAnswer,
+    StopOutcome,
+    Turn,
+    UpstreamFault,
+    call_upstream,
+    request_body,
+    upstream_timeout,
+)
 from ..errors import ConfigurationError
+from ..policy import UpstreamPolicy
 from ._opencode_events import Answer, Events, OpenCodeError, run_ended, subscribe
+from ._settings import adapter_upstream
 
 __all__ = ["OpenCodeAdapter", "OpenCodeError", "opencode"]
 
 log = logging.getLogger("band_trio.adapters.opencode")
 
-_BACKSTOP = httpx2.Timeout(300.0, connect=30.0)
-"""httpx2's own timeouts are a backstop only (OpenCode's event stream sends a heartbeat
-every 10 s): the turn's deadline and its signals govern."""
-_CLOSE_GRACE = 1.0
-_CONFIRM_MARGIN = 0.1
-"""The stop stops waiting for the run's end this long before its deadline, so that an
-abort OpenCode accepted is reported `requested`, not as unanswered."""
-_SETTLE_GRACE = 5.0
-"""How long the run an unconfirmed stop left behind may take to end, re-aborted."""
+PEER = "OpenCode"
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -87,7 +101,9 @@ class OpenCodeAdapter(Adapter):
     `password` is the server's `OPENCODE_SERVER_PASSWORD` (basic auth, user `opencode`);
     `directory` is the project directory the sessions work in (default: the server's);
     `max_retries` is how many failed model calls OpenCode may retry before the message
-    fails (OpenCode itself retries with backoff for minutes)."""
+    fails (OpenCode itself retries with backoff for minutes). `upstream`: this
+    adapter's retries, timeouts and read limits, instead of the agent's
+    `Policy.upstream`."""
 
     def __init__(
         self,
@@ -98,6 +114,7 @@ class OpenCodeAdapter(Adapter):
         password: str | None = None,
         directory: str | None = None,
         max_retries: int = 2,
+        upstream: UpstreamPolicy | None = None,
     ) -> None:
         if not re.match(r"^https?://[^/\s]+", base_url):
             raise ConfigurationError(
@@ -112,6 +129,7 @@ class OpenCodeAdapter(Adapter):
         self.auth = ("opencode", password) if password else None
         self.params = {"directory": directory} if directory else {}
         self.max_retries = max_retries
+        self.upstream = upstream
         self._rooms: dict[str, _Room] = {}
         self._tls: ssl.SSLContext | None = None
 
@@ -125,14 +143,25 @@ class OpenCodeAdapter(Adapter):
 
     async def on_turn(self, turn: Turn) -> None:
         room = self._rooms.setdefault(turn.room_id, _Room())
+        upstream = self.upstream or turn.upstream
         try:
-            async with self._client() as client:
+            async with self._client(upstream) as client, AsyncExitStack() as stack:
                 if room.session is None:
-                    room.session = await self._create_session(client, turn.room_id)
-                async with subscribe(client, room.session, self.params) as events:
-                    if room.unsettled:
-                        await self._settle(client, events)
-                    text = await self._run(turn, client, events, room)
+                    room.session = await self._retried(
+                        turn, upstream, lambda: self._create_session(client, turn.room_id, upstream)
+                    )
+                session = room.session
+                events = await self._retried(
+                    turn,
+                    upstream,
+                    lambda: stack.enter_async_context(
+                        subscribe(client, session, self.params, upstream)
+                    ),
+                )
+                if room.unsettled:
+                    await self._settle(client, events, upstream)
+                text = await self._run(turn, client, events, room, upstream)
+                await stack.aclose()  # the subscription ends before the client closes
             await turn.reply(text)
         except BaseException as exc:
             if not isinstance(exc, Exception):  # aborted, not failed
@@ -141,15 +170,27 @@ class OpenCodeAdapter(Adapter):
 
     # -- one turn -------------------------------------------------------------
 
+    async def _retried(
+        self, turn: Turn, upstream: UpstreamPolicy, attempt: Callable[[], Awaitable[T]]
+    ) -> T:
+        """`attempt()` under the retry rules, as OpenCode's call."""
+        return await call_upstream(turn, attempt, peer=PEER, upstream=upstream, error=OpenCodeError)
+
     async def _run(
-        self, turn: Turn, client: httpx2.AsyncClient, events: Events, room: _Room
+        self,
+        turn: Turn,
+        client: httpx2.AsyncClient,
+        events: Events,
+        room: _Room,
+        upstream: UpstreamPolicy,
     ) -> str:
-        """Prompt the session and read its events until the run ends; return its text."""
+        """Prompt the session and read its events until the run ends; return its text.
+        The prompt is asked again under the retry rules until OpenCode accepted it."""
 
         async def stop(session: str) -> StopAnswer:
-            return await self._stop(client, events, room)
+            return await self._stop(client, events, room, upstream)
 
-        answer = Answer(self.max_retries)
+        answer = Answer(self.max_retries, limit=upstream.max_answer_chars)
         body: dict[str, Any] = {
             "model": self.model,
             "parts": [{"type": "text", "text": turn.message.content}],
@@ -157,15 +198,29 @@ class OpenCodeAdapter(Adapter):
         note = _abort_note(room, turn)
         if note:
             body["system"] = note
-        async with turn.remote(stop=stop, name="opencode session") as work:
-            with work.starting():
-                room.unsettled = True
-                await self._prompt(client, room, body)
-                work.started(events.session)
-            while not answer.done:
-                answer.add(await events.next())
-            work.finished()
-            room.unsettled = False
+        accepted = False
+
+        async def attempt() -> None:
+            nonlocal accepted
+            async with turn.remote(stop=stop, name="opencode session") as work:
+                with work.starting():
+                    room.unsettled = True
+                    await self._prompt(client, room, body, upstream)
+                    accepted = True
+                    work.started(events.session)
+                while not answer.done:
+                    answer.add(await events.next())
+                work.finished()
+                room.unsettled = False
+
+        await call_upstream(
+            turn,
+            attempt,
+            peer=PEER,
+            upstream=upstream,
+            error=OpenCodeError,
+            may_retry=lambda: not accepted,  # a second prompt would be a second run
+        )
         if answer.failure:
             raise OpenCodeError(answer.failure)
         text = answer.text()
@@ -173,13 +228,15 @@ class OpenCodeAdapter(Adapter):
             raise OpenCodeError("OpenCode's answer had no text")
         return text
 
-    async def _stop(self, client: httpx2.AsyncClient, events: Events, room: _Room) -> StopAnswer:
+    async def _stop(
+        self, client: httpx2.AsyncClient, events: Events, room: _Room, upstream: UpstreamPolicy
+    ) -> StopAnswer:
         """Abort the run; `confirmed` once the session's events show it ended."""
-        response = await self._post_abort(client, events.session)
-        if response.status_code != 200 or response.content.strip() != b"true":
-            return StopOutcome.UNCONFIRMED, f"abort answered {response.status_code}"
+        answered = await self._post_abort(client, events.session, upstream)
+        if answered != b"true":
+            return StopOutcome.UNCONFIRMED, f"abort answered {answered[:100]!r}"
         detail = "the session did not go idle in time"
-        with trio.move_on_at(trio.current_effective_deadline() - _CONFIRM_MARGIN):
+        with trio.move_on_at(trio.current_effective_deadline() - upstream.confirm_margin):
             try:
                 while not (ended := run_ended(await events.next())):
                     pass
@@ -190,61 +247,94 @@ class OpenCodeAdapter(Adapter):
                 return StopOutcome.CONFIRMED, ended
         return StopOutcome.REQUESTED, f"abort answered true; {detail}"
 
-    async def _settle(self, client: httpx2.AsyncClient, events: Events) -> None:
+    async def _settle(
+        self, client: httpx2.AsyncClient, events: Events, upstream: UpstreamPolicy
+    ) -> None:
         """End a run that the last stop could not confirm, before the next prompt."""
-        status = await self._call(client, "GET", "/session/status")
+        status = await self._call(client, "GET", "/session/status", upstream)
         if not isinstance(status, dict) or events.session not in status:
             return  # not busy
         log.info("OpenCode session %s still busy: aborting it again", events.session)
-        await self._post_abort(client, events.session)
-        with trio.move_on_after(_SETTLE_GRACE):
+        await self._post_abort(client, events.session, upstream)
+        with trio.move_on_after(upstream.resettle_grace):
             while not run_ended(await events.next()):
                 pass
 
     # -- the server -----------------------------------------------------------
 
-    async def _create_session(self, client: httpx2.AsyncClient, room_id: str) -> str:
+    async def _create_session(
+        self, client: httpx2.AsyncClient, room_id: str, upstream: UpstreamPolicy
+    ) -> str:
         # A title of our own also spares a model call: OpenCode titles untitled sessions.
-        session = await self._call(client, "POST", "/session", json={"title": f"Band {room_id}"})
+        title = {"title": f"Band {room_id}"}
+        session = await self._call(client, "POST", "/session", upstream, json=title)
         if not isinstance(session, dict) or not isinstance(session.get("id"), str):
             raise OpenCodeError(f"POST /session answered without a session id: {session!r:.200}")
         return str(session["id"])
 
-    async def _prompt(self, client: httpx2.AsyncClient, room: _Room, body: dict[str, Any]) -> None:
+    async def _prompt(
+        self,
+        client: httpx2.AsyncClient,
+        room: _Room,
+        body: dict[str, Any],
+        upstream: UpstreamPolicy,
+    ) -> None:
+        """One prompt (one attempt): `204` is accepted; an error status an `UpstreamFault`."""
         path = f"/session/{room.session}/prompt_async"
         try:
-            response = await client.post(path, params=self.params, json=body)
-        except httpx2.HTTPError as exc:
-            raise OpenCodeError(f"POST {path} failed: {exc!r}") from exc
-        if response.status_code == 404:
-            room.session = None  # gone from OpenCode: the next message starts a new one
-        if response.status_code != 204:
-            raise OpenCodeError(
-                f"POST {path} answered {response.status_code}: {response.text:.300}"
+            response, answer = await request_body(
+                client, "POST", path, upstream, params=self.params, json=body
             )
+        except UpstreamFault as fault:
+            if fault.fault.status == 404:
+                room.session = None  # gone from OpenCode: the next message starts a new one
+            raise
+        if response.status_code != 204:
+            raise OpenCodeError(f"POST {path} answered {response.status_code}: {answer[:300]!r}")
 
-    async def _post_abort(self, client: httpx2.AsyncClient, session: str) -> httpx2.Response:
-        return await client.post(f"/session/{session}/abort", params=self.params)
+    async def _post_abort(
+        self, client: httpx2.AsyncClient, session: str, upstream: UpstreamPolicy
+    ) -> bytes:
+        """`POST /session/{id}/abort`, asked again only within the stop's own deadline;
+        OpenCode's answer (`true`)."""
 
-    async def _call(self, client: httpx2.AsyncClient, method: str, path: str, **kw: Any) -> Any:
+        async def attempt() -> bytes:
+            path = f"/session/{session}/abort"
+            _, body = await request_body(client, "POST", path, upstream, params=self.params)
+            return body.strip()
+
+        result: bytes = await call_upstream(
+            None, attempt, peer=PEER, upstream=upstream, error=OpenCodeError
+        )
+        return result
+
+    async def _call(
+        self,
+        client: httpx2.AsyncClient,
+        method: str,
+        path: str,
+        upstream: UpstreamPolicy,
+        **kw: Any,
+    ) -> Any:
+        """One request (one attempt) and its JSON answer, bounded by `upstream`."""
+        _, body = await request_body(client, method, path, upstream, params=self.params, **kw)
         try:
-            response = await client.request(method, path, params=self.params, **kw)
-            response.raise_for_status()
-            return response.json()
-        except (httpx2.HTTPError, ValueError) as exc:
-            raise OpenCodeError(f"{method} {path} failed: {exc!r:.300}") from exc
+            return json.loads(body)
+        except ValueError as exc:
+            raise OpenCodeError(f"{method} {path} answered something not JSON: {exc}") from exc
 
     @asynccontextmanager
-    async def _client(self) -> AsyncIterator[httpx2.AsyncClient]:
+    async def _client(self, upstream: UpstreamPolicy) -> AsyncIterator[httpx2.AsyncClient]:
         if self._tls is None:
             self._tls = httpx2.create_ssl_context()
+        timeout = upstream_timeout(upstream)
         client = httpx2.AsyncClient(
-            base_url=self.base_url, auth=self.auth, timeout=_BACKSTOP, verify=self._tls
+            base_url=self.base_url, auth=self.auth, timeout=timeout, verify=self._tls
         )
         try:
             yield client
         finally:
-            with trio.move_on_after(_CLOSE_GRACE, shield=True):
+            with trio.move_on_after(upstream.close_grace, shield=True):
                 await client.aclose()
 
 
@@ -275,7 +365,9 @@ def opencode() -> OpenCodeAdapter:
     `BAND_OPENCODE_URL` (required, e.g. `http://127.0.0.1:4096`), `BAND_OPENCODE_MODEL`
     (required, `provider/model` as OpenCode names it, e.g. `anthropic/claude-sonnet-4`),
     `BAND_OPENCODE_PASSWORD` (the server's basic-auth password, if it has one) and
-    `BAND_OPENCODE_DIRECTORY` (the sessions' project directory; default the server's)."""
+    `BAND_OPENCODE_DIRECTORY` (the sessions' project directory; default the server's).
+    Retries, timeouts and read limits: `BAND_OPENCODE_<FIELD>` for each
+    `UpstreamPolicy` field (`BAND_OPENCODE_READ_TIMEOUT`, …) over `BAND_UPSTREAM_<FIELD>`."""
     env = {k: v.strip() for k, v in os.environ.items() if k.startswith("BAND_OPENCODE_")}
     url = env.get("BAND_OPENCODE_URL")
     if not url:
@@ -294,6 +386,7 @@ def opencode() -> OpenCodeAdapter:
             model_id=model_id,
             password=os.environ.get("BAND_OPENCODE_PASSWORD") or None,
             directory=env.get("BAND_OPENCODE_DIRECTORY") or None,
+            upstream=adapter_upstream("BAND_OPENCODE_"),
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"BAND_OPENCODE_URL: {exc}") from None

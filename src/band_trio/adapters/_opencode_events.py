@@ -31,15 +31,16 @@ from typing import Any
 import httpx2
 import trio
 
-from ..contract import MAX_ANSWER_CHARS, server_sent_events
-from ..errors import BandTrioError, PeerProtocolError
+from ..contract import MAX_ANSWER_CHARS, UpstreamFault, check_status, server_sent_events
+from ..errors import PeerProtocolError, UpstreamError
+from ..policy import UpstreamPolicy
 
 __all__ = ["Answer", "Event", "Events", "OpenCodeError", "run_ended", "subscribe"]
 
 Event = dict[str, Any]
 
 
-class OpenCodeError(BandTrioError):
+class OpenCodeError(UpstreamError):
     """OpenCode refused a request, failed the prompt, or its event stream broke."""
 
 
@@ -61,13 +62,16 @@ class Events:
 
 @asynccontextmanager
 async def subscribe(
-    client: httpx2.AsyncClient, session: str, params: dict[str, str]
+    client: httpx2.AsyncClient, session: str, params: dict[str, str], upstream: UpstreamPolicy
 ) -> AsyncIterator[Events]:
-    """`GET /event` read by a task of its own; subscribed (`server.connected`) on entry."""
+    """`GET /event` read by a task of its own; subscribed (`server.connected`) on entry.
+
+    A failure to subscribe raises the attempt's fault (`UpstreamFault`, or httpx2's
+    error) for `call_upstream` to judge; each event is bounded by `max_event`."""
     events = Events(session)
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(_pump, client, events, params)
+            await nursery.start(_pump, client, events, params, upstream)
             try:
                 yield events
             finally:
@@ -82,6 +86,7 @@ async def _pump(
     client: httpx2.AsyncClient,
     events: Events,
     params: dict[str, str],
+    upstream: UpstreamPolicy,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -89,9 +94,10 @@ async def _pump(
     with events.scope, events.send:
         try:
             async with client.stream("GET", "/event", params=params) as response:
+                await check_status(response, upstream)
                 if response.status_code != 200:
                     raise OpenCodeError(f"GET /event answered {response.status_code}")
-                frames = server_sent_events(response)
+                frames = server_sent_events(response, max_event=upstream.max_event)
                 async with aclosing(frames):
                     async for frame in frames:
                         event = json.loads(frame.data)
@@ -101,19 +107,25 @@ async def _pump(
                             subscribed = True
                             events.scope.shield = True  # from now on only our block's end stops it
                             task_status.started()
-        except (httpx2.HTTPError, OpenCodeError, ValueError, AttributeError) as exc:
+        except (httpx2.HTTPError, UpstreamFault) as exc:
+            if not subscribed:
+                raise  # the attempt's fault: `call_upstream` judges it
+            events.error = f"{type(exc).__name__}: {exc}"[:300]
+        except (UpstreamError, ValueError, AttributeError) as exc:
             if not subscribed:
                 raise OpenCodeError(f"subscribing to OpenCode's events failed: {exc!r}") from exc
             events.error = f"{type(exc).__name__}: {exc}"[:300]
         if not subscribed:
-            raise OpenCodeError("OpenCode's event stream ended before it was subscribed")
+            raise UpstreamFault.truncated("OpenCode's event stream ended before it was subscribed")
 
 
 class Answer:
     """The run of one prompt, assembled from its session's events."""
 
-    def __init__(self, max_retries: int) -> None:
+    def __init__(self, max_retries: int, *, limit: int = MAX_ANSWER_CHARS) -> None:
         self.max_retries = max_retries
+        self.limit = limit
+        """Characters the answer may hold (`UpstreamPolicy.max_answer_chars`)."""
         self.running = False
         """A `busy` status was seen: an `idle` now means this run ended."""
         self.done = False
@@ -122,7 +134,7 @@ class Answer:
         self.parts: dict[str, list[str]] = {}
         """Text parts of the assistant's messages, in the order they began."""
         self._size = 0
-        """Characters held in `parts` (bounded by `MAX_ANSWER_CHARS`)."""
+        """Characters held in `parts` (bounded by `limit`)."""
 
     def add(self, event: Event) -> None:
         """Take one event of the session; raises if OpenCode keeps retrying the model."""
@@ -168,8 +180,8 @@ class Answer:
                 delta = str(props.get("delta") or "")
                 chunks.append(delta)
                 self._size += len(delta)
-        if self._size > MAX_ANSWER_CHARS:
-            raise PeerProtocolError(f"OpenCode's answer ran past {MAX_ANSWER_CHARS} characters")
+        if self._size > self.limit:
+            raise PeerProtocolError(f"OpenCode's answer ran past {self.limit} characters")
 
     def text(self) -> str:
         texts = ("".join(chunks).strip() for chunks in self.parts.values())

@@ -36,6 +36,10 @@ class BridgePolicy:
     """How long the health server (and the host) give open requests when stopping."""
     host_max_body: int = 1024 * 1024
     """The largest envelope the host accepts (a bigger one is answered 413)."""
+    target_max_body: int = 64 * 1024
+    """Bytes of an HTTP target's answer the bridge reads (only its status decides; the
+    body is for the log): past it the connection is dropped, and an error status is
+    still the forward's failure."""
     retry_first: float = 1.0
     """After a failed forward (or a failed `/next`) the room catches up again this
     long after, by itself: a target that was down is not left until a reconnect."""
@@ -52,6 +56,8 @@ class BridgePolicy:
             raise ValueError("forwarded_memory must be at least 1")
         if self.forward_attempts < 1:
             raise ValueError("forward_attempts must be at least 1")
+        if self.target_max_body < 1:
+            raise ValueError("target_max_body must be at least 1")
         for name in (
             "forward_connect",
             "forward_deadline",

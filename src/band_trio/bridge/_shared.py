@@ -93,6 +93,7 @@ class Forward:
             key,
             stop_grace=policy.backend_stop_grace,
             kill_grace=policy.subprocess_kill_grace,
+            upstream=policy.upstream,
         )
         self.kind: str | None = None
         self.delivering: str | None = None

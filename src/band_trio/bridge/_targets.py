@@ -5,9 +5,16 @@ Every target is called inside the forward's cancel scope with a contract
 the way its kind of work stops:
 
 * HTTP — cancelling the request closes its connection; a server that watches
-  for the client going away (the host does) sees it at once.
+  for the client going away (the host does) sees it at once. The POST goes
+  through `call_upstream`: a 408/409/429/5xx/529, no connection or a dropped
+  one is asked again under `Policy.upstream` (Retry-After honoured, backoff
+  with full jitter, the wait cancelled by an interrupt or stop). No read
+  timeout: the host keeps the request open for its whole turn
+  (`BridgePolicy.forward_deadline` bounds it). Only `target_max_body` bytes of
+  the answer are read; past them the connection is dropped.
 * A2A — through `A2AAdapter`: a cancelled forward cancels the A2A task
-  (`CancelTask`) under the remote-stop deadline, and the outcome is recorded.
+  (`CancelTask`) under the remote-stop deadline, and the outcome is recorded;
+  its requests are retried as the adapter's are.
 * command — through `run_command`: the envelope on stdin, the whole process
   group ended on cancel (SIGTERM, SIGKILL after the kill grace).
 
@@ -25,8 +32,9 @@ import httpx2
 import msgspec
 
 from ..adapters import A2AAdapter
-from ..contract import Turn, run_command
-from ..errors import ForwardError
+from ..contract import Turn, UpstreamFault, call_upstream, error_detail, read_body, run_command
+from ..errors import ForwardError, PeerProtocolError
+from ..retry import retry_after
 from ._config import A2ATargetConfig, CommandTargetConfig, HttpTargetConfig, TargetConfig
 from ._envelope import Envelope
 from ._policy import BridgePolicy
@@ -45,20 +53,36 @@ class Target(Protocol):
 class HttpTarget:
     """POST the envelope as JSON; any 2xx answer is a delivered forward."""
 
-    def __init__(self, config: HttpTargetConfig, client: httpx2.AsyncClient) -> None:
+    def __init__(
+        self, config: HttpTargetConfig, client: httpx2.AsyncClient, *, max_body: int
+    ) -> None:
         self._url = config.url
         self._headers = {**config.headers, "content-type": "application/json"}
         self._client = client
+        self._max_body = max_body
 
     async def forward(self, envelope: Envelope, turn: Turn) -> None:
-        try:
-            response = await self._client.post(
-                self._url, content=envelope.encode(), headers=self._headers
-            )
-        except httpx2.HTTPError as exc:
-            raise ForwardError(f"POST {self._url} failed: {type(exc).__name__}: {exc}") from exc
-        if not 200 <= response.status_code < 300:
-            raise ForwardError(f"POST {self._url} answered {response.status_code}")
+        content = envelope.encode()
+
+        async def attempt() -> None:
+            async with self._client.stream(
+                "POST", self._url, content=content, headers=self._headers
+            ) as response:
+                try:
+                    body = await read_body(response, self._max_body, what="the target's answer")
+                except PeerProtocolError as exc:
+                    if 200 <= response.status_code < 300:  # taken: the body is not needed
+                        log.info("POST %s: %s; the connection is dropped", self._url, exc)
+                        return
+                    body = str(exc).encode()
+                if not 200 <= response.status_code < 300:
+                    raise UpstreamFault.status(
+                        response.status_code,
+                        retry_after=retry_after(response.headers),
+                        detail=error_detail(body),
+                    )
+
+        await call_upstream(turn, attempt, peer=f"the target {self._url}", error=ForwardError)
 
 
 class CommandTarget:
@@ -114,7 +138,7 @@ async def open_target(config: TargetConfig, policy: BridgePolicy, stack: AsyncEx
             ),
         )
         await stack.enter_async_context(client)
-        return HttpTarget(config, client)
+        return HttpTarget(config, client, max_body=policy.target_max_body)
     if isinstance(config, CommandTargetConfig):
         return CommandTarget(config)
     return A2ATarget(config)

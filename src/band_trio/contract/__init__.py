@@ -14,15 +14,29 @@ how remote work is owned by the turn.
   process group: SIGTERM, SIGKILL after `Policy.subprocess_kill_grace`),
   `stream_request` (an httpx2 stream closed by the cancel), and
   `close_tool_calls` (a valid transcript after an abort mid tool-calls).
+* Calls to an upstream: `call_upstream`, the one retry helper (Retry-After,
+  backoff with full jitter, attempts capped, never after a post or an abort,
+  the wait cancellable), `UpstreamFault` for an attempt to raise, and bounded
+  reads (`check_status`, `read_body`, `request_body`, `upstream_timeout`), all
+  under `Turn.upstream` (`Policy.upstream`), or an adapter's own
+  `UpstreamPolicy` (`upstream_from_env` reads one from `BAND_*` variables).
 """
 
 from __future__ import annotations
 
+from ..policy import UpstreamPolicy as UpstreamPolicy
 from ._adapter import Adapter as Adapter
+from ._env import UPSTREAM_SETTINGS as UPSTREAM_SETTINGS
+from ._env import upstream_from_env as upstream_from_env
 from ._http import MAX_EVENT_BYTES as MAX_EVENT_BYTES
 from ._http import ServerSentEvent as ServerSentEvent
+from ._http import check_status as check_status
+from ._http import error_detail as error_detail
+from ._http import read_body as read_body
+from ._http import request_body as request_body
 from ._http import server_sent_events as server_sent_events
 from ._http import stream_request as stream_request
+from ._http import upstream_timeout as upstream_timeout
 from ._message import MAX_ANSWER_CHARS as MAX_ANSWER_CHARS
 from ._message import AgentInfo as AgentInfo
 from ._message import LastAbort as LastAbort
@@ -42,11 +56,15 @@ from ._transcript import close_tool_calls as close_tool_calls
 from ._transcript import not_run_note as not_run_note
 from ._turn import Turn as Turn
 from ._turn import TurnPort as TurnPort
+from ._upstream import UpstreamFault as UpstreamFault
+from ._upstream import call_upstream as call_upstream
+from ._upstream import fault_of as fault_of
 
 __all__ = [
     "DEFAULT_OUTPUT_LIMIT",
     "MAX_ANSWER_CHARS",
     "MAX_EVENT_BYTES",
+    "UPSTREAM_SETTINGS",
     "Adapter",
     "AgentInfo",
     "CommandResult",
@@ -62,10 +80,20 @@ __all__ = [
     "Turn",
     "TurnControl",
     "TurnPort",
+    "UpstreamFault",
+    "UpstreamPolicy",
+    "call_upstream",
+    "check_status",
     "close_tool_calls",
+    "error_detail",
+    "fault_of",
     "not_run_note",
+    "read_body",
+    "request_body",
     "run_command",
     "run_in_thread",
     "server_sent_events",
     "stream_request",
+    "upstream_from_env",
+    "upstream_timeout",
 ]

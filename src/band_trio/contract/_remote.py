@@ -44,6 +44,8 @@ from typing import Any, Generic, TypeVar
 
 import trio
 
+from ..policy import UpstreamPolicy
+
 __all__ = ["RemoteStop", "RemoteWork", "StopAnswer", "StopFn", "StopOutcome", "TurnControl"]
 
 log = logging.getLogger("band_trio.remote")
@@ -108,6 +110,7 @@ class TurnControl:
         stop_grace: float,
         kill_grace: float = 2.0,
         deadline: float = math.inf,
+        upstream: UpstreamPolicy | None = None,
     ) -> None:
         self.room_id = room_id
         self.message_id = message_id
@@ -118,6 +121,11 @@ class TurnControl:
         """`Policy.subprocess_kill_grace`: SIGTERM to SIGKILL for a process group."""
         self.deadline = deadline
         """The turn's own deadline (trio clock); starts are bounded by it plus the grace."""
+        self.upstream = upstream or UpstreamPolicy()
+        """`Policy.upstream`: retries, timeouts and read limits of the turn's upstream calls."""
+        self.posted = 0
+        """Messages and events the turn posted to the room so far (`Turn.reply`,
+        `Turn.send_event`): a retry never follows a post made during its attempt."""
         self.aborted_at: float | None = None
         self.abort_kind: str | None = None
         self.abort_reason: str | None = None

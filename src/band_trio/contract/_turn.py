@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
+from ..policy import UpstreamPolicy
 from ._message import LastAbort, Message, Participant
 from ._remote import RemoteStop, RemoteWork, StopFn, TurnControl
 
@@ -79,6 +80,22 @@ class Turn:
         return self._control.kill_grace
 
     @property
+    def upstream(self) -> UpstreamPolicy:
+        """`Policy.upstream`: how calls to an upstream retry, wait and read
+        (`call_upstream` uses it unless given an adapter's own)."""
+        return self._control.upstream
+
+    @property
+    def posted(self) -> int:
+        """How many messages and events this turn has posted to the room so far."""
+        return self._control.posted
+
+    @property
+    def aborted(self) -> bool:
+        """Whether the turn was interrupted or stopped (its scope is being cancelled)."""
+        return self._control.aborted_at is not None
+
+    @property
     def remote_works(self) -> tuple[RemoteWork[Any], ...]:
         """The remote works this turn registered so far (`is_started`, `is_finished`,
         `stop_result`): what a test or the conformance kit looks at."""
@@ -125,6 +142,7 @@ class Turn:
         targets = list(mentions) if mentions is not None else [self.message.sender_id]
         if not targets:
             raise ValueError("a reply needs at least one mention")
+        self._control.posted += 1  # before the call: a post cut off may still have landed
         return await self._port.post_message(content, targets)
 
     async def send_event(
@@ -135,6 +153,7 @@ class Turn:
         metadata: dict[str, Any] | None = None,
     ) -> str:
         """Post a non-message event (`thought`, `tool_call`, `tool_result`, ...)."""
+        self._control.posted += 1
         return await self._port.post_event(content, message_type, metadata)
 
     # -- work elsewhere -------------------------------------------------------

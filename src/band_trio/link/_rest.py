@@ -1,17 +1,19 @@
 """The agent REST API over httpx2, with one seam for transport errors.
 
 Every call runs under a deadline from the `Policy` (trio's, not httpx's: the
-httpx timeout is only a backstop), retries 429/408/5xx as band-sdk does while
-honouring `Retry-After`, and raises only band-trio errors. Every call goes
-through `RestClient._call`, the single seam: it sends, retries, turns an error
-status into the error its envelope `code` names, and decodes the answer, with
-httpx2 and msgspec exceptions translated by `map_transport_errors`.
+httpx timeout is only a backstop), retries 408/429/500/502/503/504 under the
+rules every client of band-trio follows (`band_trio.retry`: `Retry-After`
+honoured up to `rest_retry_cap`, backoff with full jitter otherwise), and raises
+only band-trio errors. Every call goes through `RestClient._call`, the single
+seam: it sends, reads the answer up to `Policy.max_response_body` (past it the
+connection is dropped), retries, turns an error status into the error its
+envelope `code` names, and decodes the answer, with httpx2 and msgspec
+exceptions translated by `map_transport_errors`.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,6 +26,7 @@ import trio
 
 from .. import errors
 from ..policy import Policy
+from ..retry import PLATFORM_RETRY_STATUSES, Fault, FaultKind, GiveUp, Retries, retry_after
 from ..wire import (
     ActivityReport,
     AgentProfile,
@@ -50,7 +53,6 @@ __all__ = ["RestClient", "map_transport_errors"]
 log = logging.getLogger("band_trio.link.rest")
 
 T = TypeVar("T")
-_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _UNSENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
 """Transport errors raised before a request was sent: safe to retry, whatever it was."""
 _POST_CODES: Codes = {"forbidden": errors.ExecutionStoppedError}
@@ -158,69 +160,89 @@ class RestClient:
         takes, so transport errors, error envelopes and unreadable bodies are
         translated here and nowhere else.
 
-        429, 408 and 5xx are retried as the policy allows (honouring `Retry-After`),
-        and so is a request that never left (the connection could not be made),
-        unless `retry_unsent` is False;
+        408, 429, 500, 502, 503 and 504 are retried as the policy allows (honouring
+        `Retry-After`: a longer one than `rest_retry_cap` raises at once), and so is a
+        request that never left (the connection could not be made), unless
+        `retry_unsent` is False;
         any other error status raises the error its envelope `code` names (`codes`
         first: what a code means on this route). A 204 returns None. A lifecycle
         call (`lifecycle=True`) must answer exactly 200 with `success` not false.
         """
         content = None if body is None else _encoder.encode(body)
         what = f"{method} {path}"
-        attempt = 0
         policy = self._policy
+        retries = Retries(
+            attempts=policy.rest_max_retries + 1,
+            base=policy.rest_retry_base,
+            cap=policy.rest_retry_cap,
+            retry_after_cap=policy.rest_retry_cap,
+            peer="the platform",
+            statuses=PLATFORM_RETRY_STATUSES,
+        )
         with map_transport_errors(what):
             while True:
                 try:
                     with trio.fail_after(deadline or policy.request_deadline):
-                        response = await self._client.request(
-                            method, path, content=content, params=params
-                        )
+                        response, answer = await self._send(method, path, content, params)
                 except _UNSENT as exc:
                     # The request never left: the platform is restarting, or briefly
                     # away. Trying again cannot duplicate anything, even a post.
-                    if not (retry and retry_unsent) or attempt >= policy.rest_max_retries:
+                    if not (retry and retry_unsent):
                         raise
-                    wait = min(self._backoff(attempt), policy.rest_retry_cap)
-                    log.info("%s: %r; retry %d in %.2fs", what, exc, attempt + 1, wait)
-                    attempt += 1
-                    await trio.sleep(wait)
+                    decision = retries.after(Fault(FaultKind.UNSENT, detail=repr(exc)))
+                    if isinstance(decision, GiveUp):
+                        raise
+                    log.info("%s: %r; retry in %.2fs", what, exc, decision.delay)
+                    await trio.sleep(decision.delay)
                     continue
                 if response.is_success:
                     break
-                error = error_for_status(
-                    response.status_code,
-                    response.content,
-                    response.headers.get("retry-after"),
-                    codes,
-                )
-                if not retry or response.status_code not in _RETRY_STATUSES:
+                error = error_for_status(response.status_code, answer, None, codes)
+                wait = retry_after(response.headers)
+                if wait is not None:
+                    error.retry_after = wait
+                if not retry:
                     raise error
-                if attempt >= policy.rest_max_retries:
+                fault = Fault(FaultKind.STATUS, status=error.status, retry_after=error.retry_after)
+                decision = retries.after(fault)
+                if isinstance(decision, GiveUp):
+                    log.info("%s: %s", what, decision.reason)
                     raise error
-                delay = error.retry_after
-                if delay is None:
-                    delay = self._backoff(attempt)
-                delay = min(delay, policy.rest_retry_cap)
-                log.info(
-                    "%s answered %s; retry %d in %.2fs", what, error.status, attempt + 1, delay
-                )
-                attempt += 1
-                await trio.sleep(delay)
+                log.info("%s answered %s; retry in %.2fs", what, error.status, decision.delay)
+                await trio.sleep(decision.delay)
             if response.status_code == 204:
                 return None
             if lifecycle and response.status_code != 200:
                 raise errors.PlatformProtocolError(
                     f"{what}: expected 200, got {response.status_code}"
                 )
-            if not response.content:
+            if not answer:
                 raise errors.PlatformProtocolError(
                     f"{what}: status {response.status_code} with an empty body"
                 )
-            return _decode(kind, response.content)
+            return _decode(kind, answer)
 
-    def _backoff(self, attempt: int) -> float:
-        return float(self._policy.rest_retry_base * 2.0**attempt * random.uniform(0.9, 1.1))
+    async def _send(
+        self, method: str, path: str, content: bytes | None, params: dict[str, Any] | None
+    ) -> tuple[httpx2.Response, bytes]:
+        """One request and its answer's body, read up to `Policy.max_response_body`:
+        past it `PlatformProtocolError`, and the connection is dropped, not pooled."""
+        limit = self._policy.max_response_body
+        async with self._client.stream(method, path, content=content, params=params) as response:
+            announced = response.headers.get("content-length", "")
+            if announced.isdigit() and int(announced) > limit:
+                raise errors.PlatformProtocolError(
+                    f"{method} {path}: an answer of {announced} bytes, over the {limit}-byte limit"
+                )
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > limit:
+                    raise errors.PlatformProtocolError(
+                        f"{method} {path}: the answer ran past the {limit}-byte limit"
+                        " (Policy.max_response_body)"
+                    )
+        return response, bytes(body)
 
     async def _lifecycle(self, path: str, body: Any = None) -> LifecycleResult | None:
         """A lifecycle call: exactly 200 is success, 204 means the room is stopped."""

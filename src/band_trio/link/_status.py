@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import msgspec
 
 from .. import errors
+from ..retry import retry_after_seconds
 from ..wire import ErrorEnvelope
 
 __all__ = ["Codes", "error_for_status", "parse_retry_after"]
@@ -39,14 +40,8 @@ _BY_STATUS: dict[int, type[errors.PlatformResponseError]] = {
 
 
 def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a `Retry-After` header (delta-seconds form only), or None."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 else None
+    """Seconds from a `Retry-After` header (delta-seconds or an HTTP date), or None."""
+    return retry_after_seconds(value)
 
 
 def error_for_status(

@@ -112,13 +112,18 @@ async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) ->
 
 
 async def _error_event(rest: RestClient, turn: ActiveTurn) -> None:
-    """After a `failed` mark: an error event to the room (best effort)."""
+    """After a `failed` mark: an error event to the room (best effort), saying why when
+    the adapter's error says it in words (an `UpstreamError`), else pointing at the log
+    (band-sdk's words: other errors may hold what a room should not read)."""
     message = turn.message
     label = turn.failure or "adapter error"
+    content = "Internal error while processing message; see agent logs."
+    if turn.explained is not None:  # an upstream's failure, in words (the log has more)
+        content = f"Could not answer: {turn.explained.rstrip('.')}."
     try:
         await rest.post_event(
             message.room_id,
-            "Internal error while processing message; see agent logs.",
+            content,
             "error",
             {"failure": {"provider": "band-trio", "code": None, "message": label, "detail": None}},
         )

@@ -127,13 +127,11 @@ async def _run(ctx: RoomContext, turn: ActiveTurn, last_abort: LastAbort | None)
     except Exception as exc:
         turn.finished = True
         turn.failure = f"{type(exc).__name__}: {exc}"[:200]
-        log.warning(
-            "room %s: adapter failed on %s: %s",
-            message.room_id,
-            message.id,
-            turn.failure,
-            exc_info=exc,
-        )
+        if isinstance(exc, errors.UpstreamError):  # its message is written for the room
+            turn.explained = " ".join(str(exc).split())[:500]
+        # one line for the operator; the traceback (often a long chain) only at DEBUG
+        log.warning("room %s: adapter failed on %s: %s", message.room_id, message.id, turn.failure)
+        log.debug("room %s: adapter failed on %s", message.room_id, message.id, exc_info=exc)
         return Outcome.FAILED
     return Outcome.SUCCEEDED
 

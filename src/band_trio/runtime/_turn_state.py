@@ -60,6 +60,7 @@ class ActiveTurn:
         "claimed",
         "control",
         "done",
+        "explained",
         "failure",
         "finished",
         "message",
@@ -75,6 +76,7 @@ class ActiveTurn:
             message.id,
             stop_grace=policy.backend_stop_grace,
             kill_grace=policy.subprocess_kill_grace,
+            upstream=policy.upstream,
         )
         """The turn's remote work reads the abort from here (`contract.Turn.remote`)."""
         self.done = trio.Event()
@@ -91,6 +93,8 @@ class ActiveTurn:
         """True once `working: true` may have reached the platform."""
         self.failure: str | None = None
         """A short label of the adapter's error, if it raised."""
+        self.explained: str | None = None
+        """Why the turn failed in words for the room (an `UpstreamError`'s message)."""
         self.finished = False
         """True once the adapter returned or raised: a signal after that aborts nothing."""
 
