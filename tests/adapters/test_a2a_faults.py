@@ -60,6 +60,8 @@ ROWS: list[tuple[str, list[dict[str, Any]], str, int, int]] = [
     ("r4 no first event", [{"stall": True}], ANSWER, 2, 1),
     ("r5 dropped after the task", [{"drop_after": 1}], ANSWER, 1, 1),
     ("r6 a corrupted frame", [{"corrupt": 1}], "failed", 1, 1),
+    ("r7 an endless 500", [{"status": 500, "endless": True}], ANSWER, 2, 1),
+    ("r8 an endless answer", [{"status": 200, "endless": True}], "failed", 1, 0),
 ]
 
 
@@ -100,6 +102,7 @@ async def test_each_fault_ends_with_the_answer_or_a_clear_error_and_one_task(
     assert all(later - earlier >= 1.0 for earlier, later in itertools.pairwise(times)), times
     assert "answered 400" in errors_posted(platform, rooms[2])[0]
     assert ran["r6 a corrupted frame"] == cancels  # the failed turn's task was cancelled
+    assert "ran past the 8388608-byte limit" in errors_posted(platform, rooms[-1])[0]
 
 
 @early_close

@@ -56,6 +56,8 @@ ROWS: list[tuple[str, list[dict[str, Any]], str, int]] = [
     ("[quick] no answer", [{"stall": True}], QUICK, 2),
     ("[quick] reset", [{"reset": True}], QUICK, 2),
     ("[quick] a 529 then a 502", [{"status": 529}, {"status": 502}], QUICK, 3),
+    ("[quick] an endless 500", [{"status": 500, "endless": True}], QUICK, 2),
+    ("[quick] an endless 200", [{"status": 200, "endless": True}], "failed", 1),
 ]
 
 
@@ -80,6 +82,7 @@ async def test_each_fault_ends_with_the_whole_answer_or_a_clear_error(platform: 
                         lambda m=message: status(platform, m) in ("processed", "failed")
                     )
             seen = {text: attempts(proxy, text) for text, *_ in ROWS}
+            await proxy.wait_for(lambda e: e["how"] == "endless", event="response_end")
     for room, (text, _, outcome, tries) in zip(rooms, ROWS, strict=True):
         assert len(seen[text]) == tries, (text, seen[text])
         if outcome == "failed":
@@ -98,6 +101,10 @@ async def test_each_fault_ends_with_the_whole_answer_or_a_clear_error(platform: 
     assert "answered 400" in why and "bad" in why
     [why] = errors_posted(platform, rooms[5])
     assert "not JSON" in why
+    [why] = errors_posted(platform, rooms[-1])
+    assert "ran past the 8388608-byte limit" in why  # read up to max_body, then dropped
+    ended = [e for e in proxy.events("response_end") if e["how"] == "endless"]
+    assert len(ended) == 2 and all(e["sent"] <= 9 * 2**20 for e in ended), ended
 
 
 async def test_a_retry_after_past_the_cap_fails_at_once_and_says_so(platform: Platform) -> None:

@@ -21,13 +21,13 @@ import trio
 
 from .. import errors
 from ..adapters import DemoAdapter
-from ..contract import Adapter
-from ..policy import Policy, WhileBusy
+from ..contract import Adapter, upstream_from_env
+from ..policy import Policy, UpstreamPolicy, WhileBusy
 from ..runtime import Agent
 from ._exits import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, single
 from ._ready import read_ready_file
 
-__all__ = ["add_parser", "load_adapter", "serve_until_signalled"]
+__all__ = ["add_parser", "load_adapter", "serve_until_signalled", "upstream_policy"]
 
 log = logging.getLogger("band_trio.cli")
 
@@ -130,7 +130,9 @@ def _run(args: argparse.Namespace) -> int:
         api_key=chosen["api_key"] or "",
         rest_url=chosen["rest_url"] or "",
         ws_url=chosen["ws_url"] or "",
-        policy=Policy(shutdown_grace=_shutdown_grace(args.shutdown_grace)),
+        policy=Policy(
+            shutdown_grace=_shutdown_grace(args.shutdown_grace), upstream=upstream_policy()
+        ),
         while_busy=_while_busy(args.while_busy),
         reject_conflict=args.reject_conflict,
     )
@@ -156,6 +158,13 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_CRASH
         raise
     return 0
+
+
+def upstream_policy() -> UpstreamPolicy:
+    """`Policy.upstream` from `BAND_UPSTREAM_<FIELD>` (`BAND_UPSTREAM_ATTEMPTS=5`,
+    `BAND_UPSTREAM_READ_TIMEOUT=120`, …): the retries, timeouts and read limits of every
+    adapter without settings of its own."""
+    return upstream_from_env(os.environ, "BAND_UPSTREAM_") or UpstreamPolicy()
 
 
 def _shutdown_grace(flag: str | None) -> float:

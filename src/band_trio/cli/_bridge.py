@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..policy import Policy
+from ._agent import upstream_policy
 from ._exits import EXIT_CRASH, EXIT_DISCONNECTED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -37,7 +39,8 @@ def add_parser(commands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from ..bridge import Bridge, load_config  # loaded only for this command
 
-    bridge = Bridge(load_config(args.config))
+    policy = Policy(upstream=upstream_policy())  # BAND_UPSTREAM_*: the targets' retries
+    bridge = Bridge(load_config(args.config), policy=policy)
     result = trio.run(_serve, bridge)
     if result is None:
         return EXIT_OK  # stopped at once by a second signal

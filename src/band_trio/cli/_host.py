@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .. import errors
-from ._agent import load_adapter
+from ..policy import Policy
+from ._agent import load_adapter, upstream_policy
 from ._exits import EXIT_OK
 from ._ready import read_ready_file
 
@@ -69,7 +70,8 @@ def _run(args: argparse.Namespace) -> int:
     host, port = _listen(args.listen)
     from ..bridge import HostApp  # loaded only for this command
 
-    app = HostApp(load_adapter(args.adapter), agent_id=str(agent_id))
+    policy = Policy(upstream=upstream_policy())  # BAND_UPSTREAM_*: the adapter's default
+    app = HostApp(load_adapter(args.adapter), agent_id=str(agent_id), policy=policy)
     trio.run(_serve, app, str(api_key), str(rest_url), host, port)
     return EXIT_OK
 
