@@ -9,6 +9,7 @@ came are the proxy's own records. One fault per room, all rooms at once.
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from typing import Any
 
@@ -121,7 +122,12 @@ async def test_a_retry_after_past_the_cap_fails_at_once_and_says_so(platform: Pl
     assert "Retry-After 120 s" in why and "60 s" in why
 
 
-async def test_a_429_storm_is_asked_at_most_attempts_times(platform: Platform) -> None:
+async def test_a_429_storm_is_asked_at_most_attempts_times(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    """...and the failed turn is one WARNING line for the operator (no traceback: that
+    is at DEBUG) and one error event in words for the room."""
+    caplog.set_level(logging.DEBUG, logger="band_trio")
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with stubllm_peer() as llm, fault_proxy(llm.url) as proxy:
@@ -133,7 +139,16 @@ async def test_a_429_storm_is_asked_at_most_attempts_times(platform: Platform) -
                 await platform.wait_until(lambda: status(platform, message) == "failed")
             assert len(attempts(proxy, "[quick] storm")) == 3
     [why] = errors_posted(platform, room)
-    assert "answered 429 three times; last Retry-After 0.02 s" in why
+    assert why == (
+        "Could not answer: the model provider answered 429 three times; last Retry-After 0.02 s."
+    )
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage().split(": ", 2)[-1] for r in warnings] == [
+        "OpenAIChatError: the model provider answered 429 three times; last Retry-After 0.02 s"
+    ]
+    assert warnings[0].exc_info is None
+    [traceback] = [r for r in caplog.records if r.levelno == logging.DEBUG and r.exc_info]
+    assert "adapter failed" in traceback.getMessage()
 
 
 async def test_an_interrupt_during_the_backoff_wait_cancels_it_at_once(platform: Platform) -> None:

@@ -405,9 +405,11 @@ async def fault_proxy(
         yield peer
 
 
-async def plan(proxy: Peer, match: str, steps: list[dict[str, Any]]) -> None:
-    """Give the requests containing `match` these steps, one per request, in order."""
-    stream = await trio.open_tcp_stream("127.0.0.1", proxy.port)
+async def plan(proxy: Peer | int, match: str, steps: list[dict[str, Any]]) -> None:
+    """Give the requests containing `match` these steps, one per request, in order
+    (`proxy`: the fault proxy, or its port)."""
+    port = proxy if isinstance(proxy, int) else proxy.port
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
     async with stream:
         body = json.dumps({"match": match, "plan": steps}).encode()
         head = (
