@@ -18,6 +18,7 @@ import trio
 
 from band_trio import Policy, UpstreamPolicy
 from band_trio.adapters import A2AAdapter
+from band_trio.contract import UpstreamFault
 from band_trio.platform import Platform
 from peers import Peer, a2a_peer, fault_proxy, plan
 from support import replies, rooms_with_the_agent, running_agent, seeded, status
@@ -62,6 +63,10 @@ ROWS: list[tuple[str, list[dict[str, Any]], str, int, int]] = [
     ("r6 a corrupted frame", [{"corrupt": 1}], "failed", 1, 1),
     ("r7 an endless 500", [{"status": 500, "endless": True}], ANSWER, 2, 1),
     ("r8 an endless answer", [{"status": 200, "endless": True}], "failed", 1, 0),
+    # the stream ends, or breaks, before its first event: the peer had started a task
+    # whose id never arrived (it cannot be cancelled), and the retry starts another
+    ("r9 ended before the first event", [{"end_after": 0}], ANSWER, 2, 2),
+    ("r10 cut before the first event", [{"drop_after": 0}], ANSWER, 2, 2),
 ]
 
 
@@ -102,7 +107,7 @@ async def test_each_fault_ends_with_the_answer_or_a_clear_error_and_one_task(
     assert all(later - earlier >= 1.0 for earlier, later in itertools.pairwise(times)), times
     assert "answered 400" in errors_posted(platform, rooms[2])[0]
     assert ran["r6 a corrupted frame"] == cancels  # the failed turn's task was cancelled
-    assert "ran past the 8388608-byte limit" in errors_posted(platform, rooms[-1])[0]
+    assert "ran past the 8388608-byte limit" in errors_posted(platform, rooms[7])[0]
 
 
 @early_close
@@ -187,3 +192,31 @@ async def test_cancel_task_is_retried_within_the_stop_grace_and_never_past_it(
     assert len(cancels) == 3  # two for the first stop, one for the second
     assert "Retry-After 10 s" in stops[1].detail or "deadline" in stops[1].detail
     assert stops[1].took < FAST.backend_stop_grace
+
+
+@early_close
+async def test_a_fault_after_the_task_was_named_is_never_a_second_task(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard behind the structure: should a transient fault ever escape once the
+    peer named the task (today every path after it is followed with `GetTask`), the
+    turn's first request is not sent again."""
+
+    async def broken(*args: object) -> None:
+        raise UpstreamFault.dropped("after the task was named")
+
+    monkeypatch.setattr(A2AAdapter, "_follow", broken)
+    _, room, user = seeded(platform)
+    text = "mode=normal chunks=5 delay=0.05 guarded"
+    with trio.fail_after(DEADLINE):
+        async with a2a_peer() as peer, fault_proxy(peer.base_url) as proxy:
+            await plan(proxy, text, [])
+            adapter = A2AAdapter(proxy.url, streaming=True)
+            async with running_agent(platform, adapter, policy=FAST):
+                message = platform.post_message(room, user, text)
+                await platform.wait_until(lambda: settled(platform, message))
+            sends = attempts(proxy, text)
+            ran = tasks_for(peer, text)
+    assert status(platform, message) == "failed"
+    assert len(sends) == 1 and len(ran) == 1
+    assert "after its work had started there" in errors_posted(platform, room)[0]
