@@ -40,6 +40,7 @@ from band_trio.adapters._a2a_wire import (
     event_of,
     result_of,
 )
+from band_trio.bench._peers.fault_proxy import read_request
 from band_trio.contract import RemoteStop
 from band_trio.errors import ConfigurationError
 from band_trio.platform import Platform
@@ -170,25 +171,9 @@ class Front:
 
 
 async def _read_request(stream: trio.SocketStream) -> bytes | None:
-    """One whole HTTP request (headers and a Content-Length body)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = await stream.receive_some(65536)
-        if not chunk:
-            return None
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    while len(body) < length:
-        chunk = await stream.receive_some(65536)
-        if not chunk:
-            return None
-        body += chunk
-    return data[: len(head) + 4] + body
+    """One whole HTTP request (headers and a Content-Length body), as the fault proxy reads it."""
+    found = await read_request(stream)
+    return None if found is None else found[2]
 
 
 def _method(request: bytes) -> str:

@@ -508,6 +508,26 @@ def test_an_error_chunk_mid_stream_is_an_error() -> None:
         Draft().add({"error": {"message": "overloaded"}})
 
 
+@pytest.mark.parametrize(
+    ("chunk", "says"),
+    [
+        ({"choices": {"0": {}}}, "choices that are not a list"),
+        ({"choices": ["text"]}, "choices that are not a list"),
+        ({"choices": [{"delta": "w00"}]}, "a delta that is not an object"),
+        ({"choices": [{"delta": {"content": 5}}]}, "content that is not text"),
+        ({"choices": [{"delta": {"tool_calls": {"id": "x"}}}]}, "tool_calls that are not"),
+        ({"choices": [{"delta": {"tool_calls": [{"function": "f"}]}}]}, "function that is not"),
+    ],
+)
+def test_a_chunk_of_the_wrong_shape_fails_the_turn_saying_so(
+    chunk: dict[str, Any], says: str
+) -> None:
+    """Never skipped: a garbled stream must not end as a shorter answer."""
+    with pytest.raises(OpenAIChatError, match=says):
+        Draft().add(chunk)
+    Draft().add({"choices": [], "usage": {"total_tokens": 3}})  # a usage chunk is fine
+
+
 def test_trimming_starts_at_a_user_message_and_keeps_the_latest_exchange() -> None:
     u, a = {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}
     ask = {"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}

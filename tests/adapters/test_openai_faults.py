@@ -108,17 +108,27 @@ async def test_each_fault_ends_with_the_whole_answer_or_a_clear_error(platform: 
     assert len(ended) == 2 and all(e["sent"] <= 9 * 2**20 for e in ended), ended
 
 
-async def test_a_retry_after_past_the_cap_fails_at_once_and_says_so(platform: Platform) -> None:
+async def failed_turn(
+    platform: Platform, text: str, steps: list[dict[str, Any]]
+) -> tuple[int, str]:
+    """Post `text` with these faults planned; once its message failed: the attempts the
+    proxy saw and the room's one error event."""
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with stubllm_peer() as llm, fault_proxy(llm.url) as proxy:
-            await plan(proxy, "[quick] later", [{"status": 429, "retry_after": "120"}])
+            await plan(proxy, text, steps)
             adapter = OpenAIChatAdapter(proxy.base_url + "/v1", "gpt-4o")
             async with running_agent(platform, adapter, policy=FAST):
-                message = platform.post_message(room, user, "[quick] later")
+                message = platform.post_message(room, user, text)
                 await platform.wait_until(lambda: status(platform, message) == "failed")
-            assert len(attempts(proxy, "[quick] later")) == 1
+            made = len(attempts(proxy, text))
     [why] = errors_posted(platform, room)
+    return made, why
+
+
+async def test_a_retry_after_past_the_cap_fails_at_once_and_says_so(platform: Platform) -> None:
+    made, why = await failed_turn(platform, "[quick] later", [{"status": 429, "retry_after": 120}])
+    assert made == 1
     assert "Retry-After 120 s" in why and "60 s" in why
 
 
@@ -128,17 +138,9 @@ async def test_a_429_storm_is_asked_at_most_attempts_times(
     """...and the failed turn is one WARNING line for the operator (no traceback: that
     is at DEBUG) and one error event in words for the room."""
     caplog.set_level(logging.DEBUG, logger="band_trio")
-    _, room, user = seeded(platform)
-    with trio.fail_after(DEADLINE):
-        async with stubllm_peer() as llm, fault_proxy(llm.url) as proxy:
-            storm = [{"status": 429, "retry_after_ms": 20}] * 10
-            await plan(proxy, "[quick] storm", storm)
-            adapter = OpenAIChatAdapter(proxy.base_url + "/v1", "gpt-4o")
-            async with running_agent(platform, adapter, policy=FAST):
-                message = platform.post_message(room, user, "[quick] storm")
-                await platform.wait_until(lambda: status(platform, message) == "failed")
-            assert len(attempts(proxy, "[quick] storm")) == 3
-    [why] = errors_posted(platform, room)
+    storm = [{"status": 429, "retry_after_ms": 20}] * 10
+    made, why = await failed_turn(platform, "[quick] storm", storm)
+    assert made == 3
     assert why == (
         "Could not answer: the model provider answered 429 three times; last Retry-After 0.02 s."
     )

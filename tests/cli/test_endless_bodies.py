@@ -128,6 +128,7 @@ async def test_a_bridge_whose_target_answers_500_with_an_endless_body_stays_smal
                 message = platform.post_message(room, user, "to a target that never ends")
                 # five forwards of three attempts each, then the bridge gives the message up
                 await platform.wait_until(lambda: status(platform, message) == "failed")
+                await target.wait_for(lambda e: e["n"] == 15, event="response_end", timeout=10)
                 ended = [e for e in target.events("response_end") if e["how"] == "endless"]
                 proc.terminate()
                 code, err, peak = await finish(proc, log)

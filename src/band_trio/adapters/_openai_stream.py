@@ -74,16 +74,22 @@ class Draft:
         return self.done or self.finish is not None
 
     def add(self, chunk: Msg) -> None:
+        """One chunk. A chunk not shaped as OpenAI's (choices not a list of objects, a
+        delta or tool call not an object, content not text) fails the turn, saying what
+        it was: never skipped, so a garbled stream is not posted as an answer."""
         if "error" in chunk:
             raise OpenAIChatError(f"the server sent an error mid-stream: {chunk['error']}")
-        for choice in chunk.get("choices") or []:
+        for choice in _list(chunk.get("choices"), "choices", chunk):
             if choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
-            if isinstance(delta.get("content"), str):
-                self.content.append(delta["content"])
-                self._grew(len(delta["content"]))
-            for fragment in delta.get("tool_calls") or []:
+            delta = _obj(choice.get("delta") or {}, "a delta", chunk)
+            content = delta.get("content")
+            if content is not None and not isinstance(content, str):
+                raise OpenAIChatError(f"the server sent content that is not text: {chunk!r:.200}")
+            if content:
+                self.content.append(content)
+                self._grew(len(content))
+            for fragment in _list(delta.get("tool_calls"), "tool_calls", chunk):
                 self._fragment(fragment)
             if choice.get("finish_reason"):
                 self.finish = str(choice["finish_reason"])
@@ -102,7 +108,7 @@ class Draft:
             self.calls.append(call)
         call.id = call.id or fid
         call.type = fragment.get("type") or call.type
-        function = fragment.get("function") or {}
+        function = _obj(fragment.get("function") or {}, "a tool call's function", fragment)
         call.name = call.name or function.get("name") or ""
         arguments = function.get("arguments")
         if isinstance(arguments, str):
@@ -146,6 +152,23 @@ async def read_stream(response: httpx2.Response, draft: Draft, upstream: Upstrea
                     drain.deadline = trio.current_time() + upstream.drain_grace
                     continue
                 draft.add(decode(event.data.encode()))
+
+
+def _list(value: object, what: str, chunk: Msg) -> list[Msg]:
+    """`value` as a list of objects (None: empty), or the turn fails naming the chunk."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise OpenAIChatError(
+            f"the server sent {what} that are not a list of objects: {chunk!r:.200}"
+        )
+    return value
+
+
+def _obj(value: object, what: str, chunk: Msg) -> Msg:
+    if not isinstance(value, dict):
+        raise OpenAIChatError(f"the server sent {what} that is not an object: {chunk!r:.200}")
+    return value
 
 
 def decode(raw: bytes) -> Msg:

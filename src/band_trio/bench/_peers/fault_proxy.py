@@ -72,7 +72,7 @@ class Proxy:
     async def handle(self, stream: trio.SocketStream) -> None:
         try:
             async with stream:
-                request = await _read_request(stream)
+                request = await read_request(stream)
                 if request is not None:
                     await self._serve(stream, *request)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -232,7 +232,9 @@ async def _until_closed(stream: trio.SocketStream) -> None:
         pass
 
 
-async def _read_request(stream: trio.SocketStream) -> tuple[bytes, bytes, bytes] | None:
+async def read_request(stream: trio.SocketStream) -> tuple[bytes, bytes, bytes] | None:
+    """One whole HTTP/1.1 request (headers, and a `content-length` body): its head, its
+    body, and both as sent; None if the client went away first (or sent 1 MiB of head)."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = await stream.receive_some(65536)
@@ -262,7 +264,9 @@ async def main(args: argparse.Namespace) -> None:
     url = f"http://127.0.0.1:{port}"
     proxy.emit("ready", port=port, url=url + "/", pid=os.getpid())
     ready = {"port": port, "url": url + "/", "base_url": url, "pid": os.getpid()}
-    await trio.Path(args.ready_file).write_text(json.dumps(ready), encoding="utf-8")
+    partial = trio.Path(args.ready_file + ".partial")  # a reader never sees half of it
+    await partial.write_text(json.dumps(ready), encoding="utf-8")
+    await partial.replace(args.ready_file)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(trio.serve_listeners, proxy.handle, listeners)
