@@ -26,7 +26,7 @@ from support import replies, rooms_with_the_agent, running_agent, seeded, status
 DEADLINE = 30
 FAST = Policy(
     backend_stop_grace=1.0,
-    upstream=UpstreamPolicy(read_timeout=0.5, retry_base=0.05, retry_cap=0.2),
+    upstream=UpstreamPolicy(read_timeout=1.0, retry_base=0.05, retry_cap=0.2),
 )
 ANSWER = "chunk 0 chunk 1 chunk 2"
 

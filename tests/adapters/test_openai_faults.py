@@ -26,7 +26,7 @@ DEADLINE = 30
 QUICK = "quick answer"
 SLOW = " ".join(f"w{i:02d}" for i in range(80))
 FAST = Policy(
-    upstream=UpstreamPolicy(read_timeout=0.5, retry_base=0.05, retry_cap=0.2),
+    upstream=UpstreamPolicy(read_timeout=1.0, retry_base=0.05, retry_cap=0.2),
 )
 
 early_close = pytest.mark.filterwarnings(

@@ -159,7 +159,7 @@ class OpenCodeAdapter(Adapter):
                     ),
                 )
                 if room.unsettled:
-                    await self._settle(client, events, upstream)
+                    await self._settle(turn, client, events, upstream)
                 text = await self._run(turn, client, events, room, upstream)
                 await stack.aclose()  # the subscription ends before the client closes
             await turn.reply(text)
@@ -248,10 +248,12 @@ class OpenCodeAdapter(Adapter):
         return StopOutcome.REQUESTED, f"abort answered true; {detail}"
 
     async def _settle(
-        self, client: httpx2.AsyncClient, events: Events, upstream: UpstreamPolicy
+        self, turn: Turn, client: httpx2.AsyncClient, events: Events, upstream: UpstreamPolicy
     ) -> None:
         """End a run that the last stop could not confirm, before the next prompt."""
-        status = await self._call(client, "GET", "/session/status", upstream)
+        status = await self._retried(
+            turn, upstream, lambda: self._call(client, "GET", "/session/status", upstream)
+        )
         if not isinstance(status, dict) or events.session not in status:
             return  # not busy
         log.info("OpenCode session %s still busy: aborting it again", events.session)
