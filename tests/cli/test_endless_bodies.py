@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 import trio
@@ -51,6 +53,7 @@ async def with_peak(*args: str, env: dict[str, str], stderr: Path) -> trio.Proce
             stdout=subprocess.DEVNULL,
             stderr=sink,
             env={**os.environ, **env},
+            start_new_session=True,  # its own process group: `stop` ends the child with it
         )
 
 
@@ -63,13 +66,19 @@ async def finish(proc: trio.Process, stderr: Path) -> tuple[int, str, int]:
 
 
 async def stop(proc: trio.Process) -> None:
+    """End the wrapper and its child by their process group (the wrapper's pid, signalled
+    only while the wrapper is not reaped, so never a reused pid): SIGTERM, then SIGKILL to
+    both 10 s later. The wrapper exits only after its child, so a reaped one left none."""
+    if proc.returncode is not None:
+        return
+    with suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with trio.move_on_after(10):
+        await proc.wait()
     if proc.returncode is None:
-        proc.terminate()
-        with trio.move_on_after(10):
-            await proc.wait()
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
 
 
 async def test_an_agent_at_a_platform_with_an_endless_body_exits_naming_the_limit(
