@@ -162,7 +162,7 @@ class PlatformPolicy:
     log_entries: int = 20_000
     """The request log keeps this many entries, the newest (a ring)..."""
     log_text_limit: int = 1024
-    """...and cuts each logged body, frame or path to this many characters."""
+    """...and cuts each logged body, frame, path or query string to this many characters."""
 
     # -- the browser console (`band-trio platform --console`) --------------------
     console_push_interval: float = 0.05

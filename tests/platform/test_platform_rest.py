@@ -321,3 +321,31 @@ async def test_rest_requests_are_logged(platform: Platform, client: httpx2.Async
     assert entry.body == '{"working":true}'
     assert entry.agent_id == platform.info.agent_id
     assert entry.t > 0
+
+
+async def test_the_request_log_keeps_the_query_string(
+    platform: Platform, client: httpx2.AsyncClient
+) -> None:
+    room = platform.info.room_id or ""
+    await client.get(room_path(room, "/messages?status=processing&page=1&page_size=50"))
+    await client.get(room_path(room, "/messages/next"))
+    first, second = [e for e in platform.log() if e.kind == "rest"]
+    assert first.path == room_path(room, "/messages")
+    assert first.query == "status=processing&page=1&page_size=50"
+    assert second.query is None  # no query: none logged
+
+
+async def test_a_long_query_string_is_cut_like_a_body(platform: Platform) -> None:
+    from band_trio import PlatformPolicy
+    from band_trio.platform import open_platform
+
+    async with open_platform(seed=True, policy=PlatformPolicy(log_text_limit=64)) as small:
+        info = small.info
+        async with httpx2.AsyncClient(
+            base_url=info.rest_url, headers={"X-API-Key": info.api_key or ""}
+        ) as c:
+            await c.get(room_path(info.room_id or "", "/messages"), params={"cursor": "9" * 5000})
+        (entry,) = [e for e in small.log() if e.kind == "rest"]
+    assert entry.query is not None
+    assert entry.query.startswith("cursor=999") and entry.query.endswith("[5007 characters]")
+    assert len(entry.query) < 100

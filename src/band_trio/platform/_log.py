@@ -86,6 +86,7 @@ class RequestLog:
         agent_id: str | None = None,
         method: str | None = None,
         path: str | None = None,
+        query: str | None = None,
         status: int | None = None,
         body: str | None = None,
         frame: str | None = None,
@@ -95,6 +96,8 @@ class RequestLog:
         limit = self._text_limit
         if body is not None and len(body) > limit:
             body = f"{body[:limit]}... [{len(body)} characters]"
+        if query is not None and len(query) > limit:
+            query = f"{query[:limit]}... [{len(query)} characters]"
         if frame is not None and len(frame) > limit:
             frame = f"{frame[:limit]}... [{len(frame)} characters]"
         if path is not None and len(path) > limit:
@@ -107,6 +110,7 @@ class RequestLog:
                 agent_id=agent_id,
                 method=method,
                 path=path,
+                query=query,
                 status=status,
                 body=body,
                 frame=frame,

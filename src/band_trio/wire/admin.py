@@ -142,6 +142,8 @@ class AdminLogEntry(_Admin):
     agent_id: str | None = None
     method: str | None = None
     path: str | None = None
+    query: str | None = None
+    """The request's query string as sent (percent-encoded), when it had one."""
     status: int | None = None
     body: str | None = None
     frame: str | None = None
