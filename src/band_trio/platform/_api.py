@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from time import perf_counter
 
 from ..wire import (
     ActivityReport,
@@ -154,11 +155,12 @@ def _mark(
     if mark == "failed" and body.strip():
         decode_body(body, FailedMark)
     if mark == "processing":
-        if delivery.status == "processed":
-            # The stand-in's rule: `processed` is terminal. A claim that arrives late
-            # (sent before the message was consumed) must not reopen it.
-            raise HttpError(409, "already_processed", f"message {message_id} is processed")
         if delivery.status != "processing":
+            # A new attempt on the first mark and after ANY terminal status: a claim of
+            # a `processed` message re-opens it, and /next serves it again
+            # (band-client-rest 0.0.51). Counted, so tests can see a client do it.
+            if delivery.status == "processed":
+                _reopen(p, agent, room, message_id)
             attempt = delivery.attempts + 1
             delivery = Delivery("processing", attempt, attempt)
     elif delivery.status != "processing":
@@ -176,6 +178,17 @@ def _mark(
         id=message.id, status=delivery.status, attempt_number=delivery.current_attempt, success=True
     )
     return json_response(Data(data=result))
+
+
+def _reopen(p: Platform, agent: Agent, room: str, message_id: str) -> None:
+    """A claim of a `processed` message: re-opened as documented, unless a test asked
+    for `processed` to be terminal (`Faults.keep_processed`)."""
+    path = "/".join(("", *PREFIX, "chats", room, "messages", message_id, "processing"))
+    if p.faults.processed_terminal:
+        p.faults.refused_reopen(agent.id, path)
+        raise HttpError(409, "already_processed", f"message {message_id} is processed")
+    p.request_log.count("reopened")
+    p.request_log.append("note", perf_counter(), agent_id=agent.id, path=path, body="reopened")
 
 
 def _participants(

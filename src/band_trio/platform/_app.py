@@ -142,8 +142,8 @@ class App:
             if admin is not None:
                 return handle_admin(p, admin, query, body), None
         p.request_log.count("unhandled_routes")
-        query = scope["query_string"].decode("latin-1") or None
         p.request_log.append(
-            "note", perf_counter(), method=method, path=path, query=query, body="unhandled_route"
-        )
+            "note", perf_counter(), method=method, path=path,
+            query=query_string.decode("latin-1") or None, body="unhandled_route",
+        )  # fmt: skip
         raise HttpError(404, "not_found", f"no route for {method} {path}")

@@ -33,7 +33,8 @@ COUNTERS = (
     "pushes_unjoined", "pushes_offline", "faults", "faults_rest_failed", "faults_rest_held",
     "faults_rest_delayed", "faults_sockets_dropped", "faults_sockets_closed",
     "faults_upgrades_refused", "faults_joins_refused", "faults_heartbeats_dropped",
-    "faults_superseded", "bodies_too_large", "log_evicted",
+    "faults_superseded", "faults_reopens_refused", "bodies_too_large", "log_evicted",
+    "reopened",
 )  # fmt: skip
 """Counters reported from the start, at 0, so a reader can rely on every key."""
 

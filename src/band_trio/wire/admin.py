@@ -28,6 +28,7 @@ __all__ = [
     "FaultHold",
     "FaultHoldState",
     "FaultJoins",
+    "FaultProcessed",
     "FaultRelease",
     "FaultRest",
     "FaultResult",
@@ -217,6 +218,12 @@ class FaultJoins(_Admin):
     count: int | None = None
     reason: str = "fault injected: join refused"
     clear: bool = False
+
+
+class FaultProcessed(_Admin):
+    """`POST /faults/processed`: `processed` terminal (`keep_processed`) or not."""
+
+    terminal: bool = True
 
 
 class FaultHold(_Admin):
