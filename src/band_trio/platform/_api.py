@@ -15,12 +15,10 @@ from time import perf_counter
 from ..wire import (
     ActivityReport,
     AgentProfile,
-    ContextMeta,
     Data,
     EventCreated,
     FailedMark,
     LifecycleResult,
-    MessagePage,
     NewEventBody,
     NewMessageBody,
     PageMeta,
@@ -31,14 +29,15 @@ from ..wire import (
     RoomSummary,
 )
 from ._http import NO_CONTENT, HttpError, Response, decode_body, json_response
+from ._listing import context, list_messages
 from ._payloads import chat_message
 from ._platform import Platform
+from ._route_args import int_param, member
 from ._store import Agent, Delivery, User
 
 __all__ = ["PREFIX", "Route", "describe", "handle", "route"]
 
 PREFIX = ("api", "v1", "agent")
-CONTEXT_LIMIT = 50
 PAGE_LIMIT = 100
 
 Handler = Callable[..., Response]
@@ -61,13 +60,13 @@ def route(method: str, rest: list[str]) -> Route | None:
         case "GET", ["chats", room, "participants"]:
             return _participants, (room,)
         case "GET", ["chats", room, "context"]:
-            return _context, (room,)
+            return context, (room,)
         case "POST", ["chats", room, "activity"]:
             return _activity, (room,)
         case "POST", ["chats", room, "messages"]:
             return _post_message, (room,)
         case "GET", ["chats", room, "messages"]:
-            return _list_messages, (room,)
+            return list_messages, (room,)
         case "POST", ["chats", room, "events"]:
             return _post_event, (room,)
     return None
@@ -90,20 +89,9 @@ def _me(p: Platform, agent: Agent, query: Mapping[str, str], body: bytes) -> Res
     return json_response(Data(data=profile))
 
 
-def _int(query: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise HttpError(400, "bad_request", f"{name} must be an integer") from None
-    return min(max(value, low), high)
-
-
 def _chats(p: Platform, agent: Agent, query: Mapping[str, str], body: bytes) -> Response:
-    page = _int(query, "page", 1, 1, 1_000_000)
-    size = _int(query, "page_size", PAGE_LIMIT, 1, PAGE_LIMIT)
+    page = int_param(query, "page", 1, 1, 1_000_000)
+    size = int_param(query, "page_size", PAGE_LIMIT, 1, PAGE_LIMIT)
     total = p.store.count_rooms_of(agent.id)
     rooms = p.store.rooms_of(agent.id, offset=(page - 1) * size, limit=size)
     summaries = [
@@ -119,13 +107,8 @@ def _chats(p: Platform, agent: Agent, query: Mapping[str, str], body: bytes) -> 
     return json_response(RoomPage(data=summaries, metadata=meta))
 
 
-def _member(p: Platform, agent: Agent, room_id: str) -> None:
-    if not p.store.is_participant(room_id, agent.id):
-        raise HttpError(404, "not_found", f"chat room {room_id} not found")
-
-
 def _next(p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str) -> Response:
-    _member(p, agent, room)
+    member(p, agent, room)
     if p.store.is_stopped(agent.id, room):
         return NO_CONTENT
     pending = p.store.next_pending(agent.id, room)
@@ -145,7 +128,7 @@ def _mark(
     mark: str,
 ) -> Response:
     """`/processing` opens (or repeats) an attempt; `/processed` and `/failed` settle it."""
-    _member(p, agent, room)
+    member(p, agent, room)
     if p.store.is_stopped(agent.id, room):
         return NO_CONTENT
     message = p.store.message(message_id)
@@ -194,7 +177,7 @@ def _reopen(p: Platform, agent: Agent, room: str, message_id: str) -> None:
 def _participants(
     p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str
 ) -> Response:
-    _member(p, agent, room)
+    member(p, agent, room)
     live = p.hub.live
     roster: list[Participant] = []
     for position, pid in enumerate(p.store.participants(room)):
@@ -216,22 +199,11 @@ def _participants(
     return json_response(Data(data=roster))
 
 
-def _context(
-    p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str
-) -> Response:
-    _member(p, agent, room)
-    rows = p.store.context(agent.id, room, limit=CONTEXT_LIMIT + 1)
-    has_more = len(rows) > CONTEXT_LIMIT
-    messages = [chat_message(m, agent.id, d) for m, d in rows[-CONTEXT_LIMIT:]]
-    meta = ContextMeta(has_more=has_more, limit=CONTEXT_LIMIT)
-    return json_response(MessagePage(data=messages, metadata=meta))
-
-
 def _activity(
     p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str
 ) -> Response:
     """Answering `working: false` to a `working: true` tells the client it is stopped."""
-    _member(p, agent, room)
+    member(p, agent, room)
     report = decode_body(body, ActivityReport)
     working = report.working and not p.store.is_stopped(agent.id, room)
     p.working[(agent.id, room)] = working
@@ -239,7 +211,7 @@ def _activity(
 
 
 def _stopped_gate(p: Platform, agent: Agent, room: str) -> None:
-    _member(p, agent, room)
+    member(p, agent, room)
     if p.store.is_stopped(agent.id, room):
         raise HttpError(403, "forbidden", _STOPPED)
 
@@ -267,22 +239,6 @@ def _post_message(
     return json_response(Data(data=posted), status=201)
 
 
-def _list_messages(
-    p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str
-) -> Response:
-    """Every message not yet processed by this agent, oldest first, with a seq cursor."""
-    _member(p, agent, room)
-    limit = _int(query, "limit", PAGE_LIMIT, 1, PAGE_LIMIT)
-    after = _int(query, "cursor", 0, 0, 2**62)
-    rows = p.store.pending(agent.id, room, after_seq=after, limit=limit + 1)
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    cursor = str(rows[-1][0].seq) if has_more else None
-    messages = [chat_message(m, agent.id, d) for m, d in rows]
-    meta = ContextMeta(has_more=has_more, limit=limit, next_cursor=cursor)
-    return json_response(MessagePage(data=messages, metadata=meta))
-
-
 def _post_event(
     p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str
 ) -> Response:
@@ -299,10 +255,10 @@ _NAMES: dict[Handler, str] = {
     _chats: "chats",
     _next: "next",
     _participants: "participants",
-    _context: "context",
+    context: "context",
     _activity: "activity",
     _post_message: "post_message",
-    _list_messages: "list_messages",
+    list_messages: "list_messages",
     _post_event: "post_event",
 }
 

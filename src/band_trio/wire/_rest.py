@@ -127,9 +127,19 @@ class Participant(_Body):
 
 
 class ContextMeta(_Body):
+    """The `metadata` of `/context` and `/messages`: the cursor path's `has_more`,
+    `limit` and `next_cursor` (null when no more pages); the deprecated page path's
+    `page`, `page_size`, `total_count`, `total_pages`; and, on `/messages`, the
+    `status_filter` applied."""
+
     has_more: bool
     limit: int
     next_cursor: str | None = None
+    page: int | None = None
+    page_size: int | None = None
+    status_filter: str | None = None
+    total_count: int | None = None
+    total_pages: int | None = None
 
 
 class MessagePage(_Body):
