@@ -25,7 +25,12 @@ async def test_a_message_over_a_mebibyte_reaches_the_agent_and_the_signal_behind
     info = platform.info
     assert info.agent_id and info.room_id and info.user_id
     gate = Gate()
-    adapter = Recorder(gate)
+
+    async def reply_within_the_cap(turn: Turn) -> None:
+        await gate.release.wait()  # an agent's message is at most 512 KiB (band-client-rest)
+        await turn.reply(f"done: {turn.message.content[: 512 * 1024 - 6]}")
+
+    adapter = Recorder(reply_within_the_cap)
     big = "x" * (2 * 1024 * 1024)  # trio-websocket's own limit is 1 MiB
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter) as running:
@@ -37,8 +42,8 @@ async def test_a_message_over_a_mebibyte_reaches_the_agent_and_the_signal_behind
             assert adapter.cancelled == ["first"]
             gate.release.set()
             await platform.wait_until(lambda: status(platform, large) == "processed")
-            # the agent's own 2 MiB reply is echoed back to it too, on the same socket
-            assert replies(platform, info.room_id) == [f"done: {big}"]
+            # the agent's own 512 KiB reply is echoed back to it too, on the same socket
+            assert replies(platform, info.room_id) == [f"done: {big[: 512 * 1024 - 6]}"]
             assert running.agent.connected
     assert ws_opens(platform) == 1  # never disconnected (1009) by the size
     assert running.agent.stats.bad_frames == 0

@@ -28,6 +28,7 @@ from ..wire import (
     RoomPage,
     RoomSummary,
 )
+from ._checks import check_activity, check_event, check_message
 from ._http import NO_CONTENT, HttpError, Response, decode_body, json_response
 from ._listing import context, list_messages
 from ._payloads import chat_message
@@ -135,8 +136,8 @@ def _mark(
     delivery = None if message is None else p.store.delivery(message.seq, agent.id)
     if message is None or message.room_id != room or delivery is None:
         raise HttpError(404, "not_found", f"message {message_id} not found")
-    if mark == "failed" and body.strip():
-        decode_body(body, FailedMark)
+    if mark == "failed":  # its `error` is required
+        decode_body(body or b"{}", FailedMark)
     if mark == "processing":
         if delivery.status != "processing":
             # A new attempt on the first mark and after ANY terminal status: a claim of
@@ -205,6 +206,7 @@ def _activity(
     """Answering `working: false` to a `working: true` tells the client it is stopped."""
     member(p, agent, room)
     report = decode_body(body, ActivityReport)
+    check_activity(report.activity)
     working = report.working and not p.store.is_stopped(agent.id, room)
     p.working[(agent.id, room)] = working
     return json_response(Data(data=ActivityReport(working=working)))
@@ -222,6 +224,7 @@ def _post_message(
     """Recipients are the mentioned participants; deliveries go to the mentioned agents."""
     _stopped_gate(p, agent, room)
     new = decode_body(body, NewMessageBody).message
+    check_message(new)
     members = set(p.store.participants(room))
     mentioned: list[Agent | User] = []
     for mention in new.mentions:
@@ -244,6 +247,7 @@ def _post_event(
 ) -> Response:
     _stopped_gate(p, agent, room)
     event = decode_body(body, NewEventBody).event
+    check_event(event)
     event_id = p.store.add_event(room, agent.id, event.content, event.message_type, event.metadata)
     p.changes.notify()
     created = EventCreated(id=event_id, message_type=event.message_type, success=True)

@@ -29,6 +29,7 @@ from ._frames import FrameError as FrameError
 from ._frames import decode_frame as decode_frame
 from ._frames import encode_frame as encode_frame
 from ._frames import payload_or_empty as payload_or_empty
+from ._rest import ActivityDetail as ActivityDetail
 from ._rest import ActivityReport as ActivityReport
 from ._rest import AgentProfile as AgentProfile
 from ._rest import ChatMessage as ChatMessage
@@ -55,6 +56,7 @@ from ._rest import RoomSummary as RoomSummary
 __all__ = [
     "EVENT_TYPES",
     "HEARTBEAT_TOPIC",
+    "ActivityDetail",
     "ActivityReport",
     "AgentControl",
     "AgentProfile",

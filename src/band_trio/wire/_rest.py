@@ -15,6 +15,7 @@ from msgspec import UNSET, UnsetType
 from ._events import MessageMetadata
 
 __all__ = [
+    "ActivityDetail",
     "ActivityReport",
     "AgentProfile",
     "ChatMessage",
@@ -149,10 +150,20 @@ class MessagePage(_Body):
     metadata: ContextMeta
 
 
+class ActivityDetail(_Body):
+    """What the agent is doing while it works: `kind` (`reasoning`, `tool_call`,
+    `memory`, `permission`) and, for a tool call only, the tool's `name`."""
+
+    kind: str
+    name: str | None = None
+
+
 class ActivityReport(_Body):
-    """`POST /activity` request and response: `{"working": bool}`."""
+    """`POST /activity` request and response: `{"working": bool}`; a request may say
+    what the agent is doing (`activity`; none means `reasoning`)."""
 
     working: bool
+    activity: ActivityDetail | None = None
 
 
 class MentionRef(_Body):
