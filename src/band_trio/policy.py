@@ -85,6 +85,12 @@ class Policy:
     """HTTP connections the REST client keeps at most, every one of them kept alive:
     a burst (every room's first `/next` at start-up) waits for one of them instead
     of opening and closing connections, which overflowed a listener's backlog."""
+    history_messages: int = 100
+    """`Turn.history()` keeps the room's newest this many messages (its own and those
+    that mention it). The platform serves them oldest first, a page at a time..."""
+    history_pages: int = 50
+    """...so the history reads up to this many pages of 100 to reach the newest; a
+    room with more is cut at that point, with a warning."""
     room_restart_base: float = 0.5
     """A room loop that crashed is restarted by its owner after this, doubling..."""
     room_restart_cap: float = 30.0
@@ -127,7 +133,14 @@ class Policy:
 
     def __post_init__(self) -> None:
         _check_numbers(self)
-        for name in ("max_attempts", "max_message_size", "rest_connections", "max_rooms"):
+        for name in (
+            "max_attempts",
+            "max_message_size",
+            "rest_connections",
+            "max_rooms",
+            "history_messages",
+            "history_pages",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"Policy.{name} must be >= 1")
 

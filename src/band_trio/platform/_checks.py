@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import msgspec
 
-from ..wire import ActivityDetail, NewEvent, NewMessage
+from ..wire import (
+    EVENT_CONTENT_CHARS,
+    EVENT_METADATA_BYTES,
+    MESSAGE_ATTACHMENTS,
+    MESSAGE_CONTENT_BYTES,
+    ActivityDetail,
+    NewEvent,
+    NewMessage,
+)
 from ._http import HttpError
 
 __all__ = ["check_activity", "check_event", "check_message"]
 
-MESSAGE_BYTES = 512 * 1024
-"""A message's content: at most 512 KiB of UTF-8."""
-MESSAGE_ATTACHMENTS = 10
-EVENT_CHARS = 16384
-"""An event's content: at most 16384 characters..."""
-EVENT_METADATA_BYTES = 65536
-"""...and its metadata at most 65536 serialized bytes (events fan out to everyone)."""
 EVENT_TYPES = frozenset({"tool_call", "tool_result", "thought", "error", "task", "attention"})
 ATTENTION_KINDS = frozenset({"question", "assumption", "failure", "review"})
 ACTIVITY_KINDS = frozenset({"reasoning", "tool_call", "memory", "permission"})
@@ -36,8 +37,8 @@ def check_message(new: NewMessage) -> None:
     (the stand-in holds none, so any attachment id is unknown)."""
     if not new.mentions:
         raise _invalid("mentions", "must name at least one participant")
-    if len(new.content.encode("utf-8", "surrogatepass")) > MESSAGE_BYTES:
-        raise _invalid("content", f"is over {MESSAGE_BYTES} bytes of UTF-8")
+    if len(new.content.encode("utf-8", "surrogatepass")) > MESSAGE_CONTENT_BYTES:
+        raise _invalid("content", f"is over {MESSAGE_CONTENT_BYTES} bytes of UTF-8")
     attachments = new.attachment_ids if isinstance(new.attachment_ids, list) else []
     if len(attachments) > MESSAGE_ATTACHMENTS:
         raise _invalid("attachment_ids", f"holds more than {MESSAGE_ATTACHMENTS} files")
@@ -50,8 +51,8 @@ def check_event(event: NewEvent) -> None:
     `attention` event's `metadata.kind`."""
     if event.message_type not in EVENT_TYPES:
         raise _invalid("message_type", f"must be one of {', '.join(sorted(EVENT_TYPES))}")
-    if len(event.content) > EVENT_CHARS:
-        raise _invalid("content", f"is over {EVENT_CHARS} characters")
+    if len(event.content) > EVENT_CONTENT_CHARS:
+        raise _invalid("content", f"is over {EVENT_CONTENT_CHARS} characters")
     metadata = event.metadata
     if metadata is not None and len(_encode(metadata)) > EVENT_METADATA_BYTES:
         raise _invalid("metadata", f"is over {EVENT_METADATA_BYTES} bytes")

@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..wire import ContextMeta, MessagePage
+from ..wire import PAGE_LIMIT_MAX, ContextMeta, MessagePage
 from ._http import HttpError, Response, json_response
 from ._payloads import chat_message
 from ._platform import Platform
@@ -32,7 +32,7 @@ LIST_LIMIT = 20
 """`GET .../messages`: the documented default `limit` (and the page path's `page_size`)."""
 CONTEXT_LIMIT = 50
 """`GET .../context`: the documented default `limit`."""
-MAX_LIMIT = 100
+MAX_LIMIT = PAGE_LIMIT_MAX
 SUNSET = "Thu, 01 Oct 2026 00:00:00 GMT"
 """When `page` / `page_size` go away: "removed in API 2.0.0 (2026-10-01)"."""
 _DEPRECATED: tuple[tuple[bytes, bytes], ...] = (

@@ -15,6 +15,11 @@ from msgspec import UNSET, UnsetType
 from ._events import MessageMetadata
 
 __all__ = [
+    "EVENT_CONTENT_CHARS",
+    "EVENT_METADATA_BYTES",
+    "MESSAGE_ATTACHMENTS",
+    "MESSAGE_CONTENT_BYTES",
+    "PAGE_LIMIT_MAX",
     "ActivityDetail",
     "ActivityReport",
     "AgentProfile",
@@ -38,9 +43,33 @@ __all__ = [
     "Recipient",
     "RoomPage",
     "RoomSummary",
+    "cut_event_content",
 ]
 
 T = TypeVar("T")
+
+# The platform's documented limits (band-client-rest 0.0.51), shared by both sides.
+MESSAGE_CONTENT_BYTES = 512 * 1024
+"""A message's content: at most 512 KiB of UTF-8 (a longer one is refused 422)."""
+MESSAGE_ATTACHMENTS = 10
+"""Attachments one message may list."""
+EVENT_CONTENT_CHARS = 16384
+"""An event's content: at most this many characters..."""
+EVENT_METADATA_BYTES = 65536
+"""...and its metadata at most this many bytes, serialized."""
+PAGE_LIMIT_MAX = 100
+"""The largest `limit` (or `page_size`) a paginated route honours."""
+
+
+def cut_event_content(content: str, limit: int = EVENT_CONTENT_CHARS) -> str:
+    """An event's `content` within `limit` characters: its head and tail, and a note
+    of how much was cut between them (64 characters of it, whatever the count)."""
+    if len(content) <= limit:
+        return content
+    marker = f"\n… [{len(content) - limit + 64} characters cut] …".ljust(63) + "\n"
+    keep = limit - len(marker)
+    head = keep - keep // 2
+    return f"{content[:head]}{marker}{content[len(content) - keep // 2 :]}"
 
 
 class _Body(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
