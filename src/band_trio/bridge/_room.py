@@ -279,7 +279,11 @@ class ForwardRoom:
         forward.delivering = message_id
         forward.claimed = False
         if settles and message_id is not None:
-            claimed = await claim(shared, self.id, message_id)
+            forward.claiming = True  # a cancel waits for the answer (`Forward.cancel`)
+            try:
+                claimed = await claim(shared, self.id, message_id)
+            finally:
+                forward.claim_answered()
             if claimed is not Claim.CLAIMED:
                 forward.delivering = None
                 if claimed is Claim.CONSUMED:
