@@ -94,6 +94,7 @@ async def test_a_failed_processed_mark_of_an_interrupt_is_retried_without_rerunn
     ]
     assert marks == [503, 200]  # retried, once
     assert adapter.calls == ["interrupt me"]  # never re-run
+    assert claims(platform, message) == 1  # the retried mark needs no second claim
 
 
 async def test_reconnect_while_stopped_does_not_call_the_adapter(platform: Platform) -> None:

@@ -27,12 +27,16 @@ import logging
 import trio
 
 from .. import errors
+from ..contract import Message
 from ..link import RestClient
 from ..policy import Policy
 from ._ledger import Ledger
 from ._turn_state import ActiveTurn
 
 __all__ = ["Outcome", "report_idle", "settle"]
+
+_NO_LIVE_ATTEMPT = 422
+"""A mark answered 422: the message has no live attempt (band-client-rest 0.0.51)."""
 
 log = logging.getLogger("band_trio.runtime.settle")
 
@@ -55,43 +59,38 @@ async def report_idle(rest: RestClient, room_id: str) -> None:
         log.debug("room %s: activity report failed: %s", room_id, exc)
 
 
-async def _live_attempt(rest: RestClient, turn: ActiveTurn) -> bool:
-    """Make sure the message has a live attempt for its final mark.
-
-    A claim whose outcome is unknown (cut off in the claim window, or a retried mark
-    whose attempt may have lapsed) is made again: claiming is idempotent while an
-    attempt is live, and opens one otherwise. False: the room is stopped (204)."""
-    if turn.claimed is True:
-        return True
-    turn.claimed = await rest.claim(turn.message.room_id, turn.message.id) is not None
-    return turn.claimed
-
-
 async def _final_mark(
     rest: RestClient, ledger: Ledger, turn: ActiveTurn, failure: str | None
 ) -> bool:
     """Record ack-pending first, then send the final mark: `processed`, or `failed`
     with `failure` as its label. True once the platform accepted it; otherwise the
-    message stays ack-pending and only the mark is retried later."""
+    message stays ack-pending and only the mark is retried later.
+
+    The mark is never preceded by a claim, not even when it is retried: the turn's
+    own claim opened the attempt, and nothing but a mark ends it. A claim sent now
+    could land after an earlier mark that did reach the platform, and re-open the
+    message (a claim after `processed` opens a new attempt, band-client-rest 0.0.51).
+    A mark answered 422 finds no live attempt: an earlier mark (or another client)
+    settled it already, so it is settled here too."""
     message = turn.message
     what = "processed" if failure is None else "failed"
     ledger.ack_pending(message.id, failure)
     try:
-        if not await _live_attempt(rest, turn):
-            result = None
-        elif failure is None:
+        if failure is None:
             result = await rest.mark_processed(message.room_id, message.id)
         else:
             result = await rest.mark_failed(message.room_id, message.id, failure)
+    except errors.PlatformResponseError as exc:
+        if exc.status != _NO_LIVE_ATTEMPT:
+            return _not_landed(message, what, exc)
+        log.info(
+            "room %s: %s mark of %s found no live attempt: settled already", message.room_id,
+            what, message.id,
+        )  # fmt: skip
+        _settled(ledger, message.id, failure)
+        return True
     except errors.PlatformError as exc:
-        log.warning(
-            "room %s: %s mark of %s did not land (%s); it stays ack-pending",
-            message.room_id,
-            what,
-            message.id,
-            exc,
-        )
-        return False
+        return _not_landed(message, what, exc)
     if result is None:
         log.info(
             "room %s: %s mark of %s refused as stopped; it stays ack-pending",
@@ -100,11 +99,26 @@ async def _final_mark(
             message.id,
         )
         return False
-    if failure is None:
-        ledger.complete(message.id)
-    else:
-        ledger.failed(message.id)
+    _settled(ledger, message.id, failure)
     return True
+
+
+def _settled(ledger: Ledger, message_id: str, failure: str | None) -> None:
+    if failure is None:
+        ledger.complete(message_id)
+    else:
+        ledger.failed(message_id)
+
+
+def _not_landed(message: Message, what: str, exc: errors.PlatformError) -> bool:
+    log.warning(
+        "room %s: %s mark of %s did not land (%s); it stays ack-pending",
+        message.room_id,
+        what,
+        message.id,
+        exc,
+    )
+    return False
 
 
 async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bool:
