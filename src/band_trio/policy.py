@@ -85,6 +85,9 @@ class Policy:
     """HTTP connections the REST client keeps at most, every one of them kept alive:
     a burst (every room's first `/next` at start-up) waits for one of them instead
     of opening and closing connections, which overflowed a listener's backlog."""
+    scan_pages: int = 1000
+    """A walk through the room's unprocessed list (past a head `/next` keeps serving)
+    reads at most this many pages of 100, and stops at a repeated cursor."""
     history_messages: int = 100
     """`Turn.history()` keeps the room's newest this many messages (its own and those
     that mention it). The platform serves them oldest first, a page at a time..."""
@@ -140,6 +143,7 @@ class Policy:
             "max_rooms",
             "history_messages",
             "history_pages",
+            "scan_pages",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"Policy.{name} must be >= 1")

@@ -9,6 +9,7 @@ in the claim window, during settling, across a reconnect or a stop and play.
 
 from __future__ import annotations
 
+import httpx2
 import trio
 
 from band_trio import Policy, Turn
@@ -123,3 +124,40 @@ async def test_a_replay_after_play_keeps_its_attempt_and_reopens_nothing(
     assert replies(platform, info.room_id) == ["done: stop me", "done: later"]
     assert platform.stats["reopened"] == 0
     assert platform.delivery(message)[info.agent_id] == {"status": "processed", "attempts": 1}
+
+
+async def test_a_list_whose_cursor_never_moves_ends_the_scan(platform: Platform) -> None:
+    """A hostile (or broken) platform answers every page of the unprocessed list with
+    `has_more: true` and the same cursor: the catch-up's scan past a stuck head stops
+    at the repeated cursor instead of asking for ever."""
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    adapter = Recorder()
+    policy = Policy(reconcile_interval=0.05, reconcile_interval_max=0.05)
+    endless = b'{"data": [], "metadata": {"has_more": true, "limit": 100, "next_cursor": "7"}}'
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=policy):
+            done = platform.post_message(info.room_id, info.user_id, "done")
+            await platform.wait_until(lambda: status(platform, done) == "processed")
+            key = info.api_key or ""
+            async with httpx2.AsyncClient(base_url=info.rest_url, headers={"X-API-Key": key}) as c:
+                await c.post(f"/api/v1/agent/chats/{info.room_id}/messages/{done}/processing")
+            # /next now serves a message this agent completed: each reconcile scans past it
+            platform.faults.fail_rest("list_messages", 200, count=1_000_000, body=endless)
+            mark = platform.request_log.next_seq
+
+            def scans() -> int:
+                return sum(
+                    1 for e in platform.log(mark)
+                    if e.kind == "rest" and e.method == "GET"
+                    and (e.path or "").endswith("/messages")
+                )  # fmt: skip
+
+            await platform.wait_until(lambda: scans() >= 2)
+            # the pass must end, or the push below would wait behind it for ever
+            after = platform.post_message(info.room_id, info.user_id, "still answering")
+            await platform.wait_until(lambda: status(platform, after) == "processed")
+            repeated = scans()
+            platform.faults.clear()
+    assert adapter.calls == ["done", "still answering"]
+    assert repeated < 1000  # two requests a scan (the cursor repeated), not a million
