@@ -851,7 +851,7 @@ def test_a_walk_through_pages_ends_whatever_the_platform_says(
         st.fixed_dictionaries({"kind": json_values}, optional={"name": json_values}),
         json_values,
     )
-)  # noqa: E501
+)
 def test_an_activity_report_decodes_its_detail_or_is_refused(activity: Any) -> None:
     body = json.dumps({"working": True, "activity": activity}).encode()
     valid = activity is None or (
