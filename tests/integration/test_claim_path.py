@@ -161,3 +161,34 @@ async def test_a_list_whose_cursor_never_moves_ends_the_scan(platform: Platform)
             platform.faults.clear()
     assert adapter.calls == ["done", "still answering"]
     assert repeated < 1000  # two requests a scan (the cursor repeated), not a million
+
+
+async def test_a_mark_that_finds_no_live_attempt_takes_the_message_as_settled(
+    platform: Platform,
+) -> None:
+    """Another client with the same key marked the message while the adapter ran: the
+    turn's own mark is answered 422 (no live attempt). The message is settled, not
+    left ack-pending for retries that could never land (nor claimed to make one)."""
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    entered, go = trio.Event(), trio.Event()
+
+    async def slow(turn: Turn) -> None:
+        entered.set()
+        await go.wait()
+        await turn.reply("done")
+
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(slow)) as running:
+            message = platform.post_message(info.room_id, info.user_id, "marked elsewhere")
+            await entered.wait()
+            key = info.api_key or ""
+            async with httpx2.AsyncClient(base_url=info.rest_url, headers={"X-API-Key": key}) as c:
+                mark = f"/api/v1/agent/chats/{info.room_id}/messages/{message}/processed"
+                assert (await c.post(mark)).status_code == 200
+            go.set()
+            room = running.agent.rooms[info.room_id]
+            await platform.wait_until(lambda: marks(platform, message) == [200, 422])
+            await running.agent.wait_until(lambda: room.standing(message) == "completed")
+    assert claims(platform, message) == 1
+    assert platform.stats["reopened"] == 0
