@@ -38,6 +38,7 @@ async def test_interrupt_in_the_claim_window_never_calls_the_adapter_and_consume
     assert replies(platform, info.room_id) == ["echo: after"]
     assert claims(platform, message) == 1  # consumed with the one claim
     assert platform.delivery(message)[info.agent_id] == {"status": "processed", "attempts": 1}
+    assert platform.stats["reopened"] == 0  # nothing claimed it after the consuming mark
 
 
 async def test_stop_in_the_claim_window_never_calls_the_adapter_and_leaves(
