@@ -114,7 +114,7 @@ async def claim(shared: Shared, room_id: str, message_id: str) -> Claim:
     try:
         claimed = await shared.rest.claim(room_id, message_id)
     except errors.ConflictError as exc:
-        if exc.code == "already_processed":
+        if exc.code == "already_processed":  # only a platform stricter than its docs
             return Claim.CONSUMED
         log.warning("room %s: claim of %s refused: %s", room_id, message_id, exc)
         return Claim.FAILED

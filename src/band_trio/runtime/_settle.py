@@ -48,7 +48,8 @@ class Outcome(enum.Enum):
     NOT_CLAIMED = "not_claimed"
     CLAIM_STOPPED = "claim_stopped"
     CONSUMED = "consumed"
-    """The claim found the message already `processed` (a late copy of it)."""
+    """The claim was refused 409 `already_processed`: a platform stricter than its docs
+    (band-client-rest 0.0.51 says a claim re-opens a processed message) found it done."""
 
 
 async def report_idle(rest: RestClient, room_id: str) -> None:

@@ -99,7 +99,8 @@ async def _claim(ctx: RoomContext, turn: ActiveTurn) -> Outcome | None:
         claim = await ctx.rest.claim(message.room_id, message.id)
     except errors.ConflictError as exc:
         turn.claimed = False
-        if exc.code == "already_processed":  # consumed on the platform meanwhile
+        if exc.code == "already_processed":  # a platform stricter than its docs says
+            # it was consumed meanwhile (the documented one re-opens it instead)
             return Outcome.CONSUMED
         log.warning("room %s: claim of %s refused: %s", message.room_id, message.id, exc)
         return Outcome.NOT_CLAIMED
