@@ -192,3 +192,41 @@ async def test_a_mark_that_finds_no_live_attempt_takes_the_message_as_settled(
             await running.agent.wait_until(lambda: room.standing(message) == "completed")
     assert claims(platform, message) == 1
     assert platform.stats["reopened"] == 0
+
+
+async def test_an_interrupt_whose_claim_was_refused_as_stopped_is_consumed_after_play(
+    platform: Platform,
+) -> None:
+    """An interrupt in the claim window, then a stop whose gate answers the claim 204:
+    the claim opened no attempt, so the consuming mark needs a claim of its own, after
+    play. (Without one, the mark finds no attempt, 422, and the message would be taken
+    as settled while still `delivered`: lost.) Claiming is safe here: no mark of ours
+    can have landed without an attempt."""
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    adapter = Recorder()
+    policy = Policy(reconcile_interval=0.05, reconcile_interval_max=0.05)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=policy) as running:
+            hold = platform.faults.hold_rest("processing", count=1)
+            message = platform.post_message(info.room_id, info.user_id, "interrupted, stopped")
+            await hold.arrived.wait()
+            room = running.agent.rooms[info.room_id]
+            platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
+            await running.agent.wait_until(lambda: running.agent.signals.applied == 1)
+            platform.send_control(info.agent_id, "stop", room_id=info.room_id)
+            await running.agent.wait_until(lambda: room.stopped)
+            hold.release()  # answered 204: the gate is closed
+            await running.agent.wait_until(lambda: room.standing(message) == "ack_pending")
+            assert status(platform, message) == "delivered"
+            platform.send_control(info.agent_id, "play", room_id=info.room_id)
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+            await running.agent.wait_until(lambda: room.standing(message) == "completed")
+    assert adapter.calls == []  # consumed, never run
+    claimed = [
+        e.status
+        for e in platform.log()
+        if e.kind == "rest" and (e.path or "").endswith(f"{message}/processing")
+    ]
+    assert claimed[0] == 204 and claimed[-1] == 200 and claimed.count(200) == 1
+    assert platform.stats["reopened"] == 0

@@ -67,16 +67,25 @@ async def _final_mark(
     with `failure` as its label. True once the platform accepted it; otherwise the
     message stays ack-pending and only the mark is retried later.
 
-    The mark is never preceded by a claim, not even when it is retried: the turn's
-    own claim opened the attempt, and nothing but a mark ends it. A claim sent now
-    could land after an earlier mark that did reach the platform, and re-open the
-    message (a claim after `processed` opens a new attempt, band-client-rest 0.0.51).
-    A mark answered 422 finds no live attempt: an earlier mark (or another client)
-    settled it already, so it is settled here too."""
+    Once an attempt of ours was opened, the mark is never preceded by a claim, not
+    even when it is retried: a claim could land after an earlier mark that did reach
+    the platform, and re-open the message (a claim after `processed` opens a new
+    attempt, band-client-rest 0.0.51). A mark answered 422 then finds no live
+    attempt: an earlier mark (or another client) settled it already, so it is
+    settled here too. Only a turn whose claim opened no attempt (answered 204, or
+    failed) and that an interrupt consumes claims first: no mark of ours can have
+    landed for it, so that claim re-opens nothing."""
     message = turn.message
     what = "processed" if failure is None else "failed"
-    ledger.ack_pending(message.id, failure)
+    if turn.claimed is None:  # a retry: the ledger knows whether an attempt was opened
+        turn.claimed = ledger.pending_claimed(message.id)
+    ledger.ack_pending(message.id, failure, claimed=turn.claimed)
     try:
+        if not turn.claimed:
+            if await rest.claim(message.room_id, message.id) is None:
+                return _stopped(message, what)
+            turn.claimed = True
+            ledger.ack_pending(message.id, failure)  # from now on: never claimed again
         if failure is None:
             result = await rest.mark_processed(message.room_id, message.id)
         else:
@@ -93,15 +102,19 @@ async def _final_mark(
     except errors.PlatformError as exc:
         return _not_landed(message, what, exc)
     if result is None:
-        log.info(
-            "room %s: %s mark of %s refused as stopped; it stays ack-pending",
-            message.room_id,
-            what,
-            message.id,
-        )
-        return False
+        return _stopped(message, what)
     _settled(ledger, message.id, failure)
     return True
+
+
+def _stopped(message: Message, what: str) -> bool:
+    log.info(
+        "room %s: %s mark of %s refused as stopped; it stays ack-pending",
+        message.room_id,
+        what,
+        message.id,
+    )
+    return False
 
 
 def _settled(ledger: Ledger, message_id: str, failure: str | None) -> None:

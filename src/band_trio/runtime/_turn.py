@@ -92,7 +92,8 @@ async def _claim(ctx: RoomContext, turn: ActiveTurn) -> Outcome | None:
     flight (the claim window) still aborts the turn — it cancels the scope before
     the scope is entered, so the adapter is never called — but it cannot cut the
     request off: its outcome is always known, so consuming an interrupted message
-    never needs a second claim, and no late claim can reopen it.
+    never needs a second claim (unless this one opened no attempt: answered 204, or
+    failed), and no late claim can reopen it.
     """
     message = turn.message
     try:
