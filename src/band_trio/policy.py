@@ -174,6 +174,15 @@ class Policy:
     """HTTP connections the REST client keeps at most, every one of them kept alive:
     a burst (every room's first `/next` at start-up) waits for one of them instead
     of opening and closing connections, which overflowed a listener's backlog."""
+    scan_pages: int = 1000
+    """A walk through the room's unprocessed list (past a head `/next` keeps serving)
+    reads at most this many pages of 100, and stops at a repeated cursor."""
+    history_messages: int = 100
+    """`Turn.history()` keeps the room's newest this many messages (its own and those
+    that mention it). The platform serves them oldest first, a page at a time..."""
+    history_pages: int = 50
+    """...so the history reads up to this many pages of 100 to reach the newest; a
+    room with more is cut at that point, with a warning."""
     room_restart_base: float = 0.5
     """A room loop that crashed is restarted by its owner after this, doubling..."""
     room_restart_cap: float = 30.0
@@ -224,8 +233,16 @@ class Policy:
         _check_numbers(self)
         if not isinstance(self.upstream, UpstreamPolicy):
             raise ValueError(f"Policy.upstream must be an UpstreamPolicy, got {self.upstream!r}")
-        names = ("max_attempts", "max_message_size", "rest_connections", "max_rooms")
-        for name in (*names, "max_response_body"):
+        for name in (
+            "max_attempts",
+            "max_message_size",
+            "rest_connections",
+            "max_rooms",
+            "max_response_body",
+            "history_messages",
+            "history_pages",
+            "scan_pages",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"Policy.{name} must be >= 1")
 
@@ -260,7 +277,7 @@ class PlatformPolicy:
     log_entries: int = 20_000
     """The request log keeps this many entries, the newest (a ring)..."""
     log_text_limit: int = 1024
-    """...and cuts each logged body, frame or path to this many characters."""
+    """...and cuts each logged body, frame, path or query string to this many characters."""
 
     # -- the browser console (`band-trio platform --console`) --------------------
     console_push_interval: float = 0.05

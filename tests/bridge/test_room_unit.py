@@ -77,6 +77,8 @@ class _Rest:
         self.calls = 0
         self.scans = 0
         self.marked: list[str] = []
+        self.endless = False
+        """`unprocessed` answers `has_more` for ever, always with the same cursor."""
         self.hold_from: int | None = None
         """From this call on, `next_message` waits until cancelled."""
         self.held = trio.Event()
@@ -90,6 +92,9 @@ class _Rest:
         """The room's unprocessed list: empty (what `/next` answers is all there is)."""
         self.scans += 1
         await trio.lowlevel.checkpoint()
+        if self.endless:
+            meta = ContextMeta(has_more=True, limit=100, next_cursor="7")
+            return MessagePage(data=[], metadata=meta)
         return MessagePage(data=[], metadata=ContextMeta(has_more=False, limit=100))
 
     async def next_message(self, room_id: str) -> ChatMessage | None:
@@ -185,6 +190,22 @@ async def test_while_stopped_pushed_messages_wait_for_plays_single_catch_up(
         # list past it (empty here) and ends, rather than stopping at the head
         assert target.taken == ["m1"] and rest.scans == 1
         assert shared.counters.nudges == 1
+
+
+async def test_a_scan_whose_cursor_never_moves_ends_at_the_repeat(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A platform that answers `has_more` for ever with one cursor: the catch-up's walk
+    past a forwarded head stops at the repeated cursor (it asked for ever before)."""
+    async with _one_room() as (target, rest, shared, room):
+        rest.endless = True
+        room.offer(_envelope("m1"))
+        await _until(shared, lambda: room.idle)
+        rest.answers.extend(["m1"])  # /next serves the forwarded head again
+        room.play()
+        await _until(shared, lambda: room.idle and rest.calls == 1)
+        assert target.taken == ["m1"]
+        assert rest.scans == 2  # the first page, and the one whose cursor repeated
 
 
 async def test_a_forward_waiting_for_the_cap_is_cancelled_without_reaching_the_target(

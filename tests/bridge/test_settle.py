@@ -188,3 +188,34 @@ async def test_a_stop_clears_a_pending_retry_and_play_catches_up(platform: Platf
             platform.send_control(agent_id, "play", room_id=room_id)
             await platform.wait_until(lambda: _status(platform, message_id) == "processed")
     assert _statuses(target, message_id) == [500, 200]
+
+
+async def test_an_interrupt_in_the_claim_window_consumes_once_and_reopens_nothing(
+    platform: Platform,
+) -> None:
+    """An interrupt while the bridge's claim is in flight: the claim is not cut off
+    (its answer is awaited), nothing is forwarded, and the message is consumed on
+    that one claim. Cut off, the claim could still land after the consuming mark and
+    re-open the message (band-client-rest 0.0.51: a claim after `processed` opens a
+    new attempt), for `/next` to serve and a restart to forward."""
+    agent_id, room_id, user_id = seeded(platform)
+    async with (
+        open_recording_target() as target,
+        running_bridge([identity(platform, target.url)]) as run,
+    ):
+        ident = run.bridge.identities[agent_id]
+        hold = platform.faults.hold_rest("processing", count=1)
+        message_id = platform.post_message(room_id, user_id, "interrupted while claimed")
+        with trio.fail_after(5):
+            await hold.arrived.wait()
+            platform.send_control(agent_id, "interrupt", room_id=room_id)
+            await run.bridge.wait_until(lambda: ident.counters.cancelled == 1)
+            hold.release()  # the claim lands now: the interrupt's mark must come after it
+            await platform.wait_until(lambda: _status(platform, message_id) == "processed")
+            await run.bridge.wait_until(lambda: ident.rooms_idle)
+    assert _messages(target) == []  # never forwarded
+    assert platform.stats["reopened"] == 0
+    claims = [e for e in platform.log() if e.kind == "rest" and (e.path or "").endswith(
+        f"{message_id}/processing")]  # fmt: skip
+    assert [e.status for e in claims] == [200]  # one claim, never made again
+    assert platform.delivery(message_id)[agent_id] == {"status": "processed", "attempts": 1}

@@ -59,6 +59,7 @@ async def test_sigterm_with_turns_in_three_rooms_answers_each_exactly_once(
             assert await again.wait() == 0
     for room in rooms:
         assert agent_replies(platform, room) == ["echo: think sleep=1", "echo: and now?"]
+    assert platform.stats["reopened"] == 0  # the restart claimed nothing it had consumed
 
 
 async def test_sigterm_before_the_key_is_checked_exits_at_once(platform: Platform) -> None:
@@ -128,6 +129,8 @@ async def test_kill_9_mid_turn_then_a_restart_answers_it_once(platform: Platform
             assert await again.wait() == 0
     assert agent_replies(platform, info.room_id) == []  # never answered twice, nor half
     assert status(platform, message) == "processing"  # still owed: a later run answers it
+    assert platform.delivery(message)[info.agent_id or ""]["attempts"] == 1  # same attempt
+    assert platform.stats["reopened"] == 0
 
 
 async def test_a_second_sigterm_mid_command_ends_the_whole_process_tree(

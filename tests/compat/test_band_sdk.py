@@ -44,6 +44,7 @@ _MUST_BE_ZERO = (
     "upgrades_refused",
     "joins_refused",
     "pushes_unjoined",
+    "reopened",  # band-sdk re-opens no processed message either (the documented rule)
 )
 
 

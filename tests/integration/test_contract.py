@@ -12,6 +12,8 @@ import trio
 
 from band_trio import AdapterError, AgentInfo, LastAbort, Policy, Turn
 from band_trio.platform import Platform
+from band_trio.platform._store import Delivery
+from band_trio.wire import EVENT_CONTENT_CHARS
 from support import Recorder, background_agent, running_agent, seeded, status
 
 DEADLINE = 10
@@ -97,6 +99,58 @@ async def test_history_and_participants_come_from_the_platform(platform: Platfor
     assert len(fetched) == 2  # once per turn, though each turn asked twice
     assert seen["first"] == (["first"], {agent_id, user})
     assert seen["second"] == (["first", "done: first", "second"], {agent_id, user})
+
+
+async def test_history_in_a_long_room_is_its_newest_messages_this_one_last(
+    platform: Platform,
+) -> None:
+    """`/context` is oldest first, 50 a page by default (band-client-rest 0.0.51): the
+    first page of a long room is its oldest messages, without the one being answered.
+    The history walks the cursor to the end and keeps the newest
+    `Policy.history_messages`."""
+    agent_id, room, user = seeded(platform)
+    older = [platform.post_message(room, user, f"old {n}") for n in range(130)]
+    for message_id in older:  # answered long ago
+        seq = platform.store.message(message_id).seq  # type: ignore[union-attr]
+        platform.store.set_delivery(seq, agent_id, Delivery("processed", 1, 1))
+    seen: list[str] = []
+
+    async def behaviour(turn: Turn) -> None:
+        seen.extend(m.content for m in await turn.history())
+        await turn.reply("done")
+
+    policy = Policy(history_messages=60)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(behaviour), policy=policy):
+            now = platform.post_message(room, user, "now")
+            await platform.wait_until(lambda: status(platform, now) == "processed")
+    assert seen == [f"old {n}" for n in range(71, 130)] + ["now"]
+    pages = [e for e in platform.log() if e.kind == "rest" and (e.path or "").endswith("/context")]
+    assert len(pages) == 2 and all("limit=100" in (e.query or "") for e in pages)
+
+
+async def test_an_event_over_the_platforms_cap_is_cut_keeping_its_head_and_tail(
+    platform: Platform,
+) -> None:
+    """An event's content is at most 16384 characters (band-client-rest 0.0.51; the
+    platform refuses a longer one 422): `Turn.send_event` cuts it, head and tail kept,
+    as band-sdk does, so a long tool result does not fail the turn."""
+    _, room, user = seeded(platform)
+    long = "head " + "x" * 40_000 + " tail"
+
+    async def behaviour(turn: Turn) -> None:
+        await turn.send_event(long, message_type="tool_result")
+        await turn.reply("done")
+
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(behaviour)):
+            message = platform.post_message(room, user, "go")
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    (event,) = platform.store.events(room)
+    content = event["content"]
+    assert len(content) == EVENT_CONTENT_CHARS
+    assert content.startswith("head xxx") and content.endswith("xxx tail")
+    assert "characters cut" in content
 
 
 class Hooks(Recorder):

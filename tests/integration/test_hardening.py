@@ -25,7 +25,12 @@ async def test_a_message_over_a_mebibyte_reaches_the_agent_and_the_signal_behind
     info = platform.info
     assert info.agent_id and info.room_id and info.user_id
     gate = Gate()
-    adapter = Recorder(gate)
+
+    async def reply_within_the_cap(turn: Turn) -> None:
+        await gate.release.wait()  # an agent's message is at most 512 KiB (band-client-rest)
+        await turn.reply(f"done: {turn.message.content[: 512 * 1024 - 6]}")
+
+    adapter = Recorder(reply_within_the_cap)
     big = "x" * (2 * 1024 * 1024)  # trio-websocket's own limit is 1 MiB
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter) as running:
@@ -37,8 +42,8 @@ async def test_a_message_over_a_mebibyte_reaches_the_agent_and_the_signal_behind
             assert adapter.cancelled == ["first"]
             gate.release.set()
             await platform.wait_until(lambda: status(platform, large) == "processed")
-            # the agent's own 2 MiB reply is echoed back to it too, on the same socket
-            assert replies(platform, info.room_id) == [f"done: {big}"]
+            # the agent's own 512 KiB reply is echoed back to it too, on the same socket
+            assert replies(platform, info.room_id) == [f"done: {big[: 512 * 1024 - 6]}"]
             assert running.agent.connected
     assert ws_opens(platform) == 1  # never disconnected (1009) by the size
     assert running.agent.stats.bad_frames == 0
@@ -98,21 +103,49 @@ async def test_a_reply_posted_while_the_platform_restarts_is_retried_not_failed(
             stop_second.set()
 
 
-async def test_a_late_claim_cannot_reopen_a_processed_message_on_the_platform(
+async def test_a_message_another_client_reopens_is_never_answered_again(
     platform: Platform,
 ) -> None:
+    """A claim of a `processed` message re-opens it and `/next` serves it again
+    (band-client-rest 0.0.51: delivery is at-least-once). band-trio re-opens nothing
+    itself, and dedupes by message id: a copy re-opened by another client with the
+    same key (here: a claim sent by hand) is never answered a second time."""
     info = platform.info
     assert info.agent_id and info.room_id and info.user_id
+    adapter = Recorder()
     with trio.fail_after(DEADLINE):
-        async with running_agent(platform, Recorder()):
+        async with running_agent(platform, adapter):
             message = platform.post_message(info.room_id, info.user_id, "done once")
             await platform.wait_until(lambda: status(platform, message) == "processed")
-    # a claim that was overtaken arrives now (here: sent by hand, as band-sdk could)
-    key = info.api_key or ""
-    async with httpx2.AsyncClient(base_url=info.rest_url, headers={"X-API-Key": key}) as c:
-        late = await c.post(f"/api/v1/agent/chats/{info.room_id}/messages/{message}/processing")
-    assert late.status_code == 409 and late.json()["error"]["code"] == "already_processed"
-    assert platform.delivery(message)[info.agent_id] == {"status": "processed", "attempts": 1}
+            assert platform.stats["reopened"] == 0  # band-trio claimed it once, marked it
+            key = info.api_key or ""
+            async with httpx2.AsyncClient(base_url=info.rest_url, headers={"X-API-Key": key}) as c:
+                late = await c.post(
+                    f"/api/v1/agent/chats/{info.room_id}/messages/{message}/processing"
+                )
+            assert late.status_code == 200 and late.json()["data"]["attempt_number"] == 2
+            assert status(platform, message) == "processing"  # re-opened: /next serves it
+            opens, mark = ws_opens(platform), platform.request_log.next_seq
+            platform.faults.drop_socket(info.agent_id)  # the reconnect's catch-up meets it
+            newer = platform.post_message(info.room_id, info.user_id, "and this")
+
+            def walked_past() -> bool:  # `/next` kept serving it: the catch-up scanned on
+                return any(
+                    e.kind == "rest" and e.method == "GET" and e.path and e.query
+                    and e.path.endswith("/messages")
+                    for e in platform.log(mark)
+                )  # fmt: skip
+
+            await platform.wait_until(
+                lambda: (
+                    ws_opens(platform) > opens
+                    and status(platform, newer) == "processed"
+                    and walked_past()
+                )
+            )
+    assert adapter.calls == ["done once", "and this"]
+    assert replies(platform, info.room_id) == ["echo: done once", "echo: and this"]
+    assert platform.stats["reopened"] == 1  # the hand-made claim only
 
 
 async def test_rooms_whose_ids_need_encoding_are_served(platform: Platform) -> None:
@@ -135,12 +168,16 @@ async def test_rooms_whose_ids_need_encoding_are_served(platform: Platform) -> N
     assert platform.stats["unhandled_routes"] == 0
 
 
-async def test_a_claim_that_finds_the_message_processed_takes_it_as_done(
+async def test_a_claim_refused_as_already_processed_takes_it_as_done(
     platform: Platform,
 ) -> None:
+    """The API documents no such refusal (a claim re-opens a `processed` message), but
+    a platform stricter than its docs (`keep_processed`) answers 409
+    `already_processed`: the runtime takes that message as done, not as a failure."""
     info = platform.info
     assert info.agent_id and info.room_id and info.user_id
     adapter = Recorder()
+    platform.faults.keep_processed()
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter) as running:
             hold = platform.faults.hold_rest("processing")

@@ -38,6 +38,7 @@ async def test_interrupt_in_the_claim_window_never_calls_the_adapter_and_consume
     assert replies(platform, info.room_id) == ["echo: after"]
     assert claims(platform, message) == 1  # consumed with the one claim
     assert platform.delivery(message)[info.agent_id] == {"status": "processed", "attempts": 1}
+    assert platform.stats["reopened"] == 0  # nothing claimed it after the consuming mark
 
 
 async def test_stop_in_the_claim_window_never_calls_the_adapter_and_leaves(
@@ -94,6 +95,7 @@ async def test_a_failed_processed_mark_of_an_interrupt_is_retried_without_rerunn
     ]
     assert marks == [503, 200]  # retried, once
     assert adapter.calls == ["interrupt me"]  # never re-run
+    assert claims(platform, message) == 1  # the retried mark needs no second claim
 
 
 async def test_reconnect_while_stopped_does_not_call_the_adapter(platform: Platform) -> None:

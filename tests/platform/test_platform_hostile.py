@@ -7,6 +7,7 @@ Whatever a client sends, the platform answers with the error envelope (never a
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx2
 import pytest
@@ -225,3 +226,69 @@ async def test_a_declared_length_over_the_limit_is_refused_before_any_body_arriv
                 assert chunk, answer
                 answer += chunk
     assert answer.startswith(b"HTTP/1.1 413")
+
+
+_PARAMS = ("status", "limit", "cursor", "sort_order", "page", "page_size")
+_VALUES = (
+    st.sampled_from(["pending", "processing", "processed", "failed", "all", "asc", "desc"])
+    | st.integers(-(2**70), 2**70).map(str)
+    | st.text(max_size=40)
+)
+_QUERIES = st.lists(st.tuples(st.sampled_from(_PARAMS), _VALUES), max_size=6)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries=st.lists(_QUERIES, min_size=1, max_size=12))
+def test_any_query_on_the_paginated_routes_is_a_page_or_an_envelope(
+    queries: list[list[tuple[str, str]]],
+) -> None:
+    """The list's and the context's parameters, in any combination, with any value
+    (odd characters, huge or negative numbers, repeated keys): a well-formed page or
+    a 4xx envelope, never a 500; a page holds at most its limit, says `has_more`
+    exactly when it gives a cursor, and holds only messages its filter admits."""
+
+    async def main() -> None:
+        async with open_platform(seed=True) as platform:
+            info = platform.info
+            room, user = info.room_id or "", info.user_id or ""
+            posted = [platform.post_message(room, user, f"m{n}") for n in range(5)]
+            headers = {"X-API-Key": info.api_key or ""}
+            base = f"{info.rest_url}/api/v1/agent/chats/{room}"
+            async with httpx2.AsyncClient(timeout=DEADLINE, headers=headers) as client:
+                await client.post(f"{base}/messages/{posted[0]}/processing")
+                await client.post(f"{base}/messages/{posted[0]}/processed")
+                for query in queries:
+                    for route in ("/messages", "/context"):
+                        response = await client.get(f"{base}{route}", params=query)
+                        if response.status_code >= 400:
+                            assert_envelope(response, 400, 422)
+                            continue
+                        assert response.status_code == 200
+                        given = {k: v for k, v in query if v}  # a blank value is no value
+                        _check_page(response.json(), given, route, posted)
+            assert platform.stats["errors"] == 0
+
+    trio.run(main)
+
+
+def _check_page(body: dict[str, Any], query: dict[str, str], route: str, posted: list[str]) -> None:
+    meta, data = body["metadata"], body["data"]
+    assert 1 <= meta["limit"] <= 100 and len(data) <= meta["limit"]
+    ids = [m["id"] for m in data]
+    assert set(ids) <= set(posted) and len(set(ids)) == len(ids)
+    if "page" in meta:
+        assert meta["has_more"] == (meta["page"] < meta["total_pages"])
+    else:
+        assert meta["has_more"] == ("next_cursor" in meta)
+    if route == "/messages":
+        status = query.get("status")
+        if status is None:
+            assert posted[0] not in ids  # processed: left out by default
+        elif status != "all":
+            agent_statuses = {s for m in data for s in _statuses(m)}
+            admitted = {"pending": {"delivered", "failed"}}.get(status, {status})
+            assert agent_statuses <= admitted
+
+
+def _statuses(message: dict[str, Any]) -> list[str]:
+    return [d["status"] for d in message["metadata"]["delivery_status"].values()]

@@ -136,12 +136,21 @@ async def test_message_lifecycle(platform: Platform, client: httpx2.AsyncClient)
     }
     assert (await client.get(room_path(room, "/messages/next"))).json()["data"]["id"] == second
 
-    # `processed` is terminal (the stand-in's rule): a late claim is refused, changes nothing
+    # `processed` is not terminal (band-client-rest 0.0.51): a later claim opens a new
+    # attempt, re-opening the message, and /next serves it again
     late = await client.post(f"{mark}/processing")
-    assert_envelope(late, 409, "already_processed")
+    assert late.status_code == 200
+    assert late.json()["data"] == {
+        "id": first, "status": "processing", "attempt_number": 2, "success": True
+    }  # fmt: skip
     assert platform.delivery(first) == {
-        platform.info.agent_id: {"status": "processed", "attempts": 1}
+        platform.info.agent_id: {"status": "processing", "attempts": 2}
     }
+    assert (await client.get(room_path(room, "/messages/next"))).json()["data"]["id"] == first
+    assert platform.stats["reopened"] == 1  # counted, and noted in the log:
+    (note,) = [e for e in platform.log() if e.kind == "note" and e.body == "reopened"]
+    assert note.path == f"{mark}/processing" and note.agent_id == platform.info.agent_id
+    assert (await client.post(f"{mark}/processed")).json()["data"]["attempt_number"] == 2
 
     # `failed` is not: the next /processing opens a new attempt
     other = room_path(room, f"/messages/{second}")
@@ -321,3 +330,70 @@ async def test_rest_requests_are_logged(platform: Platform, client: httpx2.Async
     assert entry.body == '{"working":true}'
     assert entry.agent_id == platform.info.agent_id
     assert entry.t > 0
+
+
+async def test_the_request_log_keeps_the_query_string(
+    platform: Platform, client: httpx2.AsyncClient
+) -> None:
+    room = platform.info.room_id or ""
+    await client.get(room_path(room, "/messages?status=processing&page=1&page_size=50"))
+    await client.get(room_path(room, "/messages/next"))
+    first, second = [e for e in platform.log() if e.kind == "rest"]
+    assert first.path == room_path(room, "/messages")
+    assert first.query == "status=processing&page=1&page_size=50"
+    assert second.query is None  # no query: none logged
+
+
+async def test_a_long_query_string_is_cut_like_a_body(platform: Platform) -> None:
+    from band_trio import PlatformPolicy
+    from band_trio.platform import open_platform
+
+    async with open_platform(seed=True, policy=PlatformPolicy(log_text_limit=64)) as small:
+        info = small.info
+        async with httpx2.AsyncClient(
+            base_url=info.rest_url, headers={"X-API-Key": info.api_key or ""}
+        ) as c:
+            await c.get(room_path(info.room_id or "", "/messages"), params={"cursor": "9" * 5000})
+        (entry,) = [e for e in small.log() if e.kind == "rest"]
+    assert entry.query is not None
+    assert entry.query.startswith("cursor=999") and entry.query.endswith("[5007 characters]")
+    assert len(entry.query) < 100
+
+
+async def test_keep_processed_makes_processed_terminal_as_a_fault(
+    platform: Platform, client: httpx2.AsyncClient
+) -> None:
+    """The stricter rule a test can ask for: a claim of a `processed` message is
+    refused 409 `already_processed` and changes nothing (off by default)."""
+    room, user = platform.info.room_id or "", platform.info.user_id or ""
+    agent = platform.info.agent_id or ""
+    message = platform.post_message(room, user, "once")
+    mark = room_path(room, f"/messages/{message}")
+    await client.post(f"{mark}/processing")
+    await client.post(f"{mark}/processed")
+    platform.faults.keep_processed()
+    late = await client.post(f"{mark}/processing")
+    assert_envelope(late, 409, "already_processed")
+    assert platform.delivery(message) == {agent: {"status": "processed", "attempts": 1}}
+    assert (platform.stats["faults_reopens_refused"], platform.stats["reopened"]) == (1, 0)
+    notes = [e.body for e in platform.log() if e.kind == "note"]
+    assert notes == ["fault: keep_processed"]
+    # a `failed` message still opens a new attempt: only `processed` is kept
+    other = platform.post_message(room, user, "twice")
+    other_mark = room_path(room, f"/messages/{other}")
+    await client.post(f"{other_mark}/processing")
+    await client.post(f"{other_mark}/failed", json={"error": "x"})
+    assert (await client.post(f"{other_mark}/processing")).json()["data"]["attempt_number"] == 2
+    platform.faults.clear()  # back to the documented rule
+    assert (await client.post(f"{mark}/processing")).json()["data"]["attempt_number"] == 2
+    assert platform.stats["reopened"] == 1
+
+
+async def test_keep_processed_over_the_admin_api(platform: Platform) -> None:
+    async with httpx2.AsyncClient(base_url=platform.info.admin_url) as admin:
+        assert (await admin.post("/faults/processed", json={})).json() == {"ok": True}
+        assert platform.faults.processed_terminal
+        await admin.post("/faults/processed", json={"terminal": False})
+        assert not platform.faults.processed_terminal
+        bad = await admin.post("/faults/processed", json={"terminal": "yes"})
+        assert_envelope(bad, 422, "validation_error")

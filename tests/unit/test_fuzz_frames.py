@@ -13,7 +13,7 @@ import json
 import logging
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import msgspec
 import pytest
@@ -23,10 +23,14 @@ from hypothesis import strategies as st
 
 from band_trio.link._socket import Socket, SocketStats
 from band_trio.policy import Policy
+from band_trio.runtime.parts import Pages
 from band_trio.wire import (
     EVENT_TYPES,
+    ActivityReport,
+    ContextMeta,
     Frame,
     FrameError,
+    MessagePage,
     PayloadError,
     RefCounter,
     decode_frame,
@@ -773,3 +777,99 @@ async def test_near_valid_pushes_on_the_joined_topic_are_delivered_or_counted() 
     pushed = {event for kind, event in seen if kind == "push"}
     rejected = {event for kind, event in seen if kind == "bad_payload"}
     assert pushed == rejected == set(EVENT_TYPES) - {"phx_reply"}, seen
+
+
+# -- REST pages: the list's and the context's metadata ---------------------------------
+
+page_metas = st.fixed_dictionaries(
+    {"has_more": st.booleans() | json_values, "limit": st.integers(-5, 200) | json_values},
+    optional={
+        "next_cursor": st.none() | st.text(max_size=6) | json_values,
+        "page": json_values,
+        "page_size": json_values,
+        "status_filter": json_values,
+        "total_count": json_values,
+        "total_pages": json_values,
+    },
+)
+
+
+@SETTINGS
+@given(page_metas)
+def test_page_metadata_decodes_to_its_schema_or_is_refused(meta: dict[str, Any]) -> None:
+    """`has_more` a bool, `limit` an int, the cursor a string or null, the deprecated
+    page fields ints or null, `status_filter` a string or null; anything else is a
+    ValidationError, never another exception."""
+    body = json.dumps({"data": [], "metadata": meta}).encode()
+    ints = ("page", "page_size", "total_count", "total_pages")
+    valid = (
+        isinstance(meta["has_more"], bool)
+        and type(meta["limit"]) is int
+        and (meta.get("next_cursor") is None or isinstance(meta["next_cursor"], str))
+        and all(meta.get(k) is None or type(meta[k]) is int for k in ints)
+        and (meta.get("status_filter") is None or isinstance(meta["status_filter"], str))
+    )
+    page = _decoded_if_valid(body, MessagePage, valid, meta)
+    if page is not None:
+        assert page.metadata.has_more is meta["has_more"]
+
+
+T = TypeVar("T")
+
+
+def _decoded_if_valid(body: bytes, kind: type[T], valid: bool, shown: object) -> T | None:
+    """`body` decoded as `kind` when the model says it is `valid`; refused (a
+    ValidationError, never another exception) when it says not."""
+    try:
+        decoded = msgspec.json.decode(body, type=kind)
+    except msgspec.ValidationError:
+        assert not valid, shown
+        return None
+    assert valid, shown
+    return decoded
+
+
+@SETTINGS
+@given(
+    st.lists(st.tuples(st.booleans(), st.none() | st.sampled_from("abcdef")), max_size=60),
+    st.integers(1, 20),
+)
+def test_a_walk_through_pages_ends_whatever_the_platform_says(
+    answers: list[tuple[bool, str | None]], limit: int
+) -> None:
+    """`Pages`: however a platform answers (`has_more` for ever, cursors repeating or
+    missing), the walk takes at most `limit` pages, never asks for a cursor twice, and
+    ends at the first page without `has_more` or a cursor."""
+    pages = Pages(limit, "fuzz")
+    asked: list[str | None] = [pages.cursor]
+    for n, (has_more, cursor) in enumerate(answers, start=1):
+        pages.advance(ContextMeta(has_more=has_more, limit=100, next_cursor=cursor))
+        if not pages.more:
+            assert n <= limit
+            break
+        assert has_more and cursor is not None and pages.cursor == cursor
+        asked.append(pages.cursor)
+    else:
+        assert len(answers) < limit or not pages.more
+    assert len(set(asked)) == len(asked)
+    assert len(asked) <= limit
+
+
+@SETTINGS
+@given(
+    st.one_of(
+        st.none(),
+        st.fixed_dictionaries({"kind": json_values}, optional={"name": json_values}),
+        json_values,
+    )
+)
+def test_an_activity_report_decodes_its_detail_or_is_refused(activity: Any) -> None:
+    body = json.dumps({"working": True, "activity": activity}).encode()
+    valid = activity is None or (
+        isinstance(activity, dict)
+        and isinstance(activity.get("kind"), str)
+        and (activity.get("name") is None or isinstance(activity["name"], str))
+    )
+    report = _decoded_if_valid(body, ActivityReport, valid, activity)
+    if report is not None:
+        assert (report.activity is None) == (activity is None)

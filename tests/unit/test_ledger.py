@@ -36,3 +36,14 @@ def test_completed_memory_is_bounded() -> None:
         ledger.complete(name)
     assert ledger.standing("a") is Standing.RUNNABLE
     assert ledger.standing("c") is Standing.COMPLETED
+
+
+def test_an_ack_pending_mark_remembers_whether_an_attempt_was_opened() -> None:
+    ledger = Ledger(max_attempts=1, memory=4)
+    ledger.ack_pending("m", claimed=False)  # its claim was refused: the mark must claim
+    assert not ledger.pending_claimed("m")
+    ledger.ack_pending("m")  # claimed since: never again
+    assert ledger.pending_claimed("m")
+    ledger.ack_pending("n", "boom", claimed=False)
+    ledger.failed("n")
+    assert ledger.pending_claimed("n")  # settled: nothing outstanding to claim for

@@ -32,8 +32,8 @@ class ForwardPort:
         self._forward = forward
 
     async def history(self) -> list[Message]:
-        page = await self._rest.context(self._room_id)
-        return [inbound(self._room_id, self._agent_id, wire).message for wire in page.data]
+        listed = await self._rest.history(self._room_id)
+        return [inbound(self._room_id, self._agent_id, wire).message for wire in listed]
 
     async def participants(self) -> list[Participant]:
         listed = await self._rest.participants(self._room_id)

@@ -39,7 +39,7 @@ import trio
 from .. import errors
 from ..contract import Message
 from ..link import Socket
-from ..runtime.parts import Inbound, inbound
+from ..runtime.parts import Inbound, Pages, inbound
 from ..wire import ChatMessage
 from ._envelope import Envelope, envelope_for
 from ._port import turn_for
@@ -234,10 +234,10 @@ class ForwardRoom:
         """The room's unprocessed messages, oldest first, page by page (as the
         runtime's catch-up walks past a stuck head), forwarding what is still due."""
         shared = self._shared
-        cursor: str | None = None
-        while True:
+        pages = Pages(shared.policy.scan_pages, f"room {self.id}: the {why} catch-up's scan")
+        while pages.more:
             try:
-                page = await shared.rest.unprocessed(self.id, cursor)
+                page = await shared.rest.unprocessed(self.id, pages.cursor)
             except errors.PlatformError as exc:
                 log.warning("room %s: the %s catch-up's scan failed: %s", self.id, why, exc)
                 self._failed()
@@ -249,9 +249,7 @@ class ForwardRoom:
                     continue
                 if not await self._forward_wire(wire, forward):
                     return
-            cursor = page.metadata.next_cursor
-            if not page.metadata.has_more or cursor is None:
-                return
+            pages.advance(page.metadata)
 
     async def _forward_wire(self, wire: ChatMessage, forward: Forward) -> bool:
         shared = self._shared
@@ -279,7 +277,11 @@ class ForwardRoom:
         forward.delivering = message_id
         forward.claimed = False
         if settles and message_id is not None:
-            claimed = await claim(shared, self.id, message_id)
+            forward.claiming = True  # a cancel waits for the answer (`Forward.cancel`)
+            try:
+                claimed = await claim(shared, self.id, message_id)
+            finally:
+                forward.claim_answered()
             if claimed is not Claim.CLAIMED:
                 forward.delivering = None
                 if claimed is Claim.CONSUMED:

@@ -114,7 +114,7 @@ async def claim(shared: Shared, room_id: str, message_id: str) -> Claim:
     try:
         claimed = await shared.rest.claim(room_id, message_id)
     except errors.ConflictError as exc:
-        if exc.code == "already_processed":
+        if exc.code == "already_processed":  # only a platform stricter than its docs
             return Claim.CONSUMED
         log.warning("room %s: claim of %s refused: %s", room_id, message_id, exc)
         return Claim.FAILED
@@ -218,19 +218,16 @@ def done_here(shared: Shared, wire: ChatMessage) -> bool:
 async def consume(shared: Shared, room_id: str, message_id: str, claimed: bool) -> None:
     """An interrupt consumes the message it cut off (semantics §3): `processed`, as an
     agent would mark it, shielded and bounded by the cleanup grace, in the room's task
-    (never on the receive path). The mark needs a live attempt: the bridge's claim
-    (made again here if the interrupt cut it off), or the target's own."""
+    (never on the receive path). The mark needs a live attempt: the bridge's claim,
+    or the target's own. It never claims again: a claim is never cut off (`Forward`),
+    and one made now could land after the mark and re-open the message."""
+    if shared.settles and not claimed:
+        log.info("room %s: interrupted %s was never claimed: nothing to consume", room_id,
+                 message_id)  # fmt: skip
+        return
     with trio.move_on_after(shared.policy.cleanup_grace, shield=True):
         try:
-            if shared.settles and not claimed:
-                await shared.rest.claim(room_id, message_id)
             marked = await shared.rest.mark_processed(room_id, message_id)
-        except errors.ConflictError as exc:
-            if exc.code == "already_processed":  # the claim found it consumed already
-                shared.forwarded.add(message_id)
-            else:
-                log.info("room %s: interrupted %s not consumed: %s", room_id, message_id, exc)
-            return
         except errors.PlatformError as exc:
             log.info("room %s: interrupted %s not consumed: %s", room_id, message_id, exc)
             return

@@ -84,7 +84,7 @@ class Forward:
     """One unit of a room's queue in flight: its cancel scope, and the turn control
     that bounds and records the remote stops of its target (A2A, command)."""
 
-    __slots__ = ("claimed", "control", "delivering", "kind", "scope")
+    __slots__ = ("_reason", "claimed", "claiming", "control", "delivering", "kind", "scope")
 
     def __init__(self, room_id: str, key: str, policy: Policy) -> None:
         self.scope = trio.CancelScope()
@@ -100,12 +100,31 @@ class Forward:
         """The message being forwarded now, if it is one (what an interrupt consumes)."""
         self.claimed = False
         """The bridge's claim of `delivering` was answered (a live attempt is ours)."""
+        self.claiming = False
+        """A claim is in flight: a cancel now waits for its answer (`claim_answered`)."""
+        self._reason: str | None = None
 
     def cancel(self, kind: str, reason: str | None) -> bool:
-        """Cancel it for `kind` (interrupt, stop); the first cancel wins."""
+        """Cancel it for `kind` (interrupt, stop); the first cancel wins.
+
+        A claim in flight is not cut off: its outcome must be known, or it could
+        land after an interrupt's consuming mark and re-open the message (a claim
+        after `processed` opens a new attempt). The scope is cancelled once the
+        claim is answered; nothing is forwarded meanwhile."""
         if self.kind is not None:
             return False
-        self.kind = kind
+        self.kind, self._reason = kind, reason
         self.control.aborted(kind, reason)  # before the cancel: a remote start gets bounded
-        self.scope.cancel(reason=f"{kind}: {reason}" if reason else kind)
+        if not self.claiming:
+            self._cancel_scope()
         return True
+
+    def claim_answered(self) -> None:
+        """The claim in flight has its answer: a cancel that came meanwhile applies now."""
+        self.claiming = False
+        if self.kind is not None:
+            self._cancel_scope()
+
+    def _cancel_scope(self) -> None:
+        kind, reason = self.kind, self._reason
+        self.scope.cancel(reason=f"{kind}: {reason}" if reason else kind)

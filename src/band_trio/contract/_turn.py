@@ -152,7 +152,11 @@ class Turn:
         message_type: str = "thought",
         metadata: dict[str, Any] | None = None,
     ) -> str:
-        """Post a non-message event (`thought`, `tool_call`, `tool_result`, ...)."""
+        """Post a non-message event (`thought`, `tool_call`, `tool_result`, ...).
+
+        The platform takes at most 16384 characters of content and refuses more
+        (422): a longer `content` (a tool's whole output) is cut to that on the way
+        out, its head and tail kept, as band-sdk cuts it."""
         self._control.posted += 1
         return await self._port.post_event(content, message_type, metadata)
 

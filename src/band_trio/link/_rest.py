@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -28,6 +29,7 @@ from .. import errors
 from ..policy import Policy
 from ..retry import PLATFORM_RETRY_STATUSES, Fault, FaultKind, GiveUp, Retries, retry_after
 from ..wire import (
+    PAGE_LIMIT_MAX,
     ActivityReport,
     AgentProfile,
     ChatMessage,
@@ -45,6 +47,7 @@ from ..wire import (
     PostedMessage,
     RoomPage,
     RoomSummary,
+    cut_event_content,
 )
 from ._status import Codes, error_for_status
 
@@ -344,9 +347,11 @@ class RestClient:
         message_type: str,
         metadata: dict[str, Any] | None = None,
     ) -> EventCreated:
-        body = NewEventBody(
-            event=NewEvent(content=content, message_type=message_type, metadata=metadata)
+        # at most EVENT_CONTENT_CHARS, or the platform refuses it: cut, head and tail kept
+        event = NewEvent(
+            content=cut_event_content(content), message_type=message_type, metadata=metadata
         )
+        body = NewEventBody(event=event)
         return await self._data(
             "POST", f"{_room(room_id)}/events", EventCreated, body=body, codes=_POST_CODES
         )
@@ -364,9 +369,41 @@ class RestClient:
     async def participants(self, room_id: str) -> list[Participant]:
         return await self._data("GET", f"{_room(room_id)}/participants", list[Participant])
 
-    async def context(self, room_id: str) -> MessagePage:
-        """The room's recent messages for this agent, oldest first (`GET .../context`)."""
-        page = await self._call("GET", f"{_room(room_id)}/context", MessagePage)
+    async def context(
+        self, room_id: str, cursor: str | None = None, limit: int | None = None
+    ) -> MessagePage:
+        """One page of what the agent sent or was sent in the room, oldest first
+        (`GET .../context`): the first page without a cursor, 50 by default."""
+        params: dict[str, Any] = {}
+        if cursor is not None:
+            params["cursor"] = cursor
+        if limit is not None:
+            params["limit"] = limit
+        path = f"{_room(room_id)}/context"
+        page = await self._call("GET", path, MessagePage, params=params or None)
         if page is None:
             raise errors.PlatformProtocolError("GET context: 204 where a page was due")
         return page
+
+    async def history(self, room_id: str) -> list[ChatMessage]:
+        """The room's newest `Policy.history_messages` context messages, oldest first.
+
+        The platform serves context oldest first (band-client-rest 0.0.51), so its
+        first page of a long room is the oldest; the cursor is walked to the end,
+        up to `Policy.history_pages` pages, keeping the newest."""
+        policy = self._policy
+        kept: deque[ChatMessage] = deque(maxlen=policy.history_messages)
+        cursor: str | None = None
+        for _ in range(policy.history_pages):
+            page = await self.context(room_id, cursor, PAGE_LIMIT_MAX)
+            kept.extend(page.data)
+            cursor = page.metadata.next_cursor
+            if not page.metadata.has_more or cursor is None:
+                return list(kept)
+        log.warning(
+            "room %s: the history is longer than %d pages (Policy.history_pages): "
+            "the newest messages past them are left out",
+            room_id,
+            policy.history_pages,
+        )
+        return list(kept)

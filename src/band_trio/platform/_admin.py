@@ -28,6 +28,7 @@ from ..wire.admin import (
     FaultHold,
     FaultHoldState,
     FaultJoins,
+    FaultProcessed,
     FaultRelease,
     FaultRest,
     FaultResult,
@@ -259,6 +260,12 @@ def _fault_joins(p: Platform, query: Mapping[str, str], body: bytes) -> Response
     return json_response(FaultResult(ok=True))
 
 
+def _fault_processed(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
+    req = decode_body(body or b"{}", FaultProcessed)
+    p.faults.keep_processed(req.terminal)
+    return json_response(FaultResult(ok=True))
+
+
 def _fault_hold(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
     req = decode_body(body, FaultHold)
     hold = p.faults.hold_rest(
@@ -296,6 +303,7 @@ _FAULTS: dict[str, Handler] = {
     "heartbeats": _fault_heartbeats,
     "supersede": _fault_supersede,
     "joins": _fault_joins,
+    "processed": _fault_processed,
     "hold": _fault_hold,
     "release": _fault_release,
     "clear": _fault_clear,

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from time import perf_counter
 
 from ..wire import (
     ActivityReport,
     AgentProfile,
-    ContextMeta,
     Data,
     EventCreated,
     FailedMark,
     LifecycleResult,
-    MessagePage,
     NewEventBody,
     NewMessageBody,
     PageMeta,
@@ -29,15 +28,17 @@ from ..wire import (
     RoomPage,
     RoomSummary,
 )
+from ._checks import check_activity, check_event, check_message
 from ._http import NO_CONTENT, HttpError, Response, decode_body, json_response
+from ._listing import context, list_messages
 from ._payloads import chat_message
 from ._platform import Platform
+from ._route_args import int_param, member
 from ._store import Agent, Delivery, User
 
 __all__ = ["PREFIX", "Route", "describe", "handle", "route"]
 
 PREFIX = ("api", "v1", "agent")
-CONTEXT_LIMIT = 50
 PAGE_LIMIT = 100
 
 Handler = Callable[..., Response]
@@ -60,13 +61,13 @@ def route(method: str, rest: list[str]) -> Route | None:
         case "GET", ["chats", room, "participants"]:
             return _participants, (room,)
         case "GET", ["chats", room, "context"]:
-            return _context, (room,)
+            return context, (room,)
         case "POST", ["chats", room, "activity"]:
             return _activity, (room,)
         case "POST", ["chats", room, "messages"]:
             return _post_message, (room,)
         case "GET", ["chats", room, "messages"]:
-            return _list_messages, (room,)
+            return list_messages, (room,)
         case "POST", ["chats", room, "events"]:
             return _post_event, (room,)
     return None
@@ -89,20 +90,9 @@ def _me(p: Platform, agent: Agent, query: Mapping[str, str], body: bytes) -> Res
     return json_response(Data(data=profile))
 
 
-def _int(query: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise HttpError(400, "bad_request", f"{name} must be an integer") from None
-    return min(max(value, low), high)
-
-
 def _chats(p: Platform, agent: Agent, query: Mapping[str, str], body: bytes) -> Response:
-    page = _int(query, "page", 1, 1, 1_000_000)
-    size = _int(query, "page_size", PAGE_LIMIT, 1, PAGE_LIMIT)
+    page = int_param(query, "page", 1, 1, 1_000_000)
+    size = int_param(query, "page_size", PAGE_LIMIT, 1, PAGE_LIMIT)
     total = p.store.count_rooms_of(agent.id)
     rooms = p.store.rooms_of(agent.id, offset=(page - 1) * size, limit=size)
     summaries = [
@@ -118,13 +108,8 @@ def _chats(p: Platform, agent: Agent, query: Mapping[str, str], body: bytes) -> 
     return json_response(RoomPage(data=summaries, metadata=meta))
 
 
-def _member(p: Platform, agent: Agent, room_id: str) -> None:
-    if not p.store.is_participant(room_id, agent.id):
-        raise HttpError(404, "not_found", f"chat room {room_id} not found")
-
-
 def _next(p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str) -> Response:
-    _member(p, agent, room)
+    member(p, agent, room)
     if p.store.is_stopped(agent.id, room):
         return NO_CONTENT
     pending = p.store.next_pending(agent.id, room)
@@ -144,21 +129,22 @@ def _mark(
     mark: str,
 ) -> Response:
     """`/processing` opens (or repeats) an attempt; `/processed` and `/failed` settle it."""
-    _member(p, agent, room)
+    member(p, agent, room)
     if p.store.is_stopped(agent.id, room):
         return NO_CONTENT
     message = p.store.message(message_id)
     delivery = None if message is None else p.store.delivery(message.seq, agent.id)
     if message is None or message.room_id != room or delivery is None:
         raise HttpError(404, "not_found", f"message {message_id} not found")
-    if mark == "failed" and body.strip():
-        decode_body(body, FailedMark)
+    if mark == "failed":  # its `error` is required
+        decode_body(body or b"{}", FailedMark)
     if mark == "processing":
-        if delivery.status == "processed":
-            # The stand-in's rule: `processed` is terminal. A claim that arrives late
-            # (sent before the message was consumed) must not reopen it.
-            raise HttpError(409, "already_processed", f"message {message_id} is processed")
         if delivery.status != "processing":
+            # A new attempt on the first mark and after ANY terminal status: a claim of
+            # a `processed` message re-opens it, and /next serves it again
+            # (band-client-rest 0.0.51). Counted, so tests can see a client do it.
+            if delivery.status == "processed":
+                _reopen(p, agent, room, message_id)
             attempt = delivery.attempts + 1
             delivery = Delivery("processing", attempt, attempt)
     elif delivery.status != "processing":
@@ -178,10 +164,21 @@ def _mark(
     return json_response(Data(data=result))
 
 
+def _reopen(p: Platform, agent: Agent, room: str, message_id: str) -> None:
+    """A claim of a `processed` message: re-opened as documented, unless a test asked
+    for `processed` to be terminal (`Faults.keep_processed`)."""
+    path = "/".join(("", *PREFIX, "chats", room, "messages", message_id, "processing"))
+    if p.faults.processed_terminal:
+        p.faults.refused_reopen(agent.id, path)
+        raise HttpError(409, "already_processed", f"message {message_id} is processed")
+    p.request_log.count("reopened")
+    p.request_log.append("note", perf_counter(), agent_id=agent.id, path=path, body="reopened")
+
+
 def _participants(
     p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str
 ) -> Response:
-    _member(p, agent, room)
+    member(p, agent, room)
     live = p.hub.live
     roster: list[Participant] = []
     for position, pid in enumerate(p.store.participants(room)):
@@ -203,30 +200,20 @@ def _participants(
     return json_response(Data(data=roster))
 
 
-def _context(
-    p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str
-) -> Response:
-    _member(p, agent, room)
-    rows = p.store.context(agent.id, room, limit=CONTEXT_LIMIT + 1)
-    has_more = len(rows) > CONTEXT_LIMIT
-    messages = [chat_message(m, agent.id, d) for m, d in rows[-CONTEXT_LIMIT:]]
-    meta = ContextMeta(has_more=has_more, limit=CONTEXT_LIMIT)
-    return json_response(MessagePage(data=messages, metadata=meta))
-
-
 def _activity(
     p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str
 ) -> Response:
     """Answering `working: false` to a `working: true` tells the client it is stopped."""
-    _member(p, agent, room)
+    member(p, agent, room)
     report = decode_body(body, ActivityReport)
+    check_activity(report.activity)
     working = report.working and not p.store.is_stopped(agent.id, room)
     p.working[(agent.id, room)] = working
     return json_response(Data(data=ActivityReport(working=working)))
 
 
 def _stopped_gate(p: Platform, agent: Agent, room: str) -> None:
-    _member(p, agent, room)
+    member(p, agent, room)
     if p.store.is_stopped(agent.id, room):
         raise HttpError(403, "forbidden", _STOPPED)
 
@@ -237,6 +224,7 @@ def _post_message(
     """Recipients are the mentioned participants; deliveries go to the mentioned agents."""
     _stopped_gate(p, agent, room)
     new = decode_body(body, NewMessageBody).message
+    check_message(new)
     members = set(p.store.participants(room))
     mentioned: list[Agent | User] = []
     for mention in new.mentions:
@@ -254,27 +242,12 @@ def _post_message(
     return json_response(Data(data=posted), status=201)
 
 
-def _list_messages(
-    p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str
-) -> Response:
-    """Every message not yet processed by this agent, oldest first, with a seq cursor."""
-    _member(p, agent, room)
-    limit = _int(query, "limit", PAGE_LIMIT, 1, PAGE_LIMIT)
-    after = _int(query, "cursor", 0, 0, 2**62)
-    rows = p.store.pending(agent.id, room, after_seq=after, limit=limit + 1)
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    cursor = str(rows[-1][0].seq) if has_more else None
-    messages = [chat_message(m, agent.id, d) for m, d in rows]
-    meta = ContextMeta(has_more=has_more, limit=limit, next_cursor=cursor)
-    return json_response(MessagePage(data=messages, metadata=meta))
-
-
 def _post_event(
     p: Platform, agent: Agent, query: Mapping[str, str], body: bytes, room: str
 ) -> Response:
     _stopped_gate(p, agent, room)
     event = decode_body(body, NewEventBody).event
+    check_event(event)
     event_id = p.store.add_event(room, agent.id, event.content, event.message_type, event.metadata)
     p.changes.notify()
     created = EventCreated(id=event_id, message_type=event.message_type, success=True)
@@ -286,10 +259,10 @@ _NAMES: dict[Handler, str] = {
     _chats: "chats",
     _next: "next",
     _participants: "participants",
-    _context: "context",
+    context: "context",
     _activity: "activity",
     _post_message: "post_message",
-    _list_messages: "list_messages",
+    list_messages: "list_messages",
     _post_event: "post_event",
 }
 

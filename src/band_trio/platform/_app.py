@@ -96,6 +96,7 @@ class App:
             agent_id=agent_id,
             method=method,
             path=path,
+            query=scope["query_string"].decode("latin-1") or None,
             status=response.status,
             body=body.decode("utf-8", "replace") if body else None,
         )
@@ -142,6 +143,7 @@ class App:
                 return handle_admin(p, admin, query, body), None
         p.request_log.count("unhandled_routes")
         p.request_log.append(
-            "note", perf_counter(), method=method, path=path, body="unhandled_route"
-        )
+            "note", perf_counter(), method=method, path=path,
+            query=query_string.decode("latin-1") or None, body="unhandled_route",
+        )  # fmt: skip
         raise HttpError(404, "not_found", f"no route for {method} {path}")

@@ -29,6 +29,7 @@ class Faults(RestFaults, SocketFaults):
 
     def __init__(self, log: RequestLog, hub: Hub) -> None:
         self.rest = []
+        self.processed_terminal = False
         self.upgrades = 0
         self.muting = False
         self.joins = {}
@@ -44,6 +45,7 @@ class Faults(RestFaults, SocketFaults):
     def clear(self) -> None:
         """Disarm everything and release every held request."""
         self.rest = []
+        self.processed_terminal = False
         for hold in list(self._holds):
             hold.release()
         self.upgrades = 0

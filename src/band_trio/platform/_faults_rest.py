@@ -102,6 +102,8 @@ class RestFaults:
 
     rest: list[RestFault]
     """Armed REST faults, oldest first (empty: nothing to check)."""
+    processed_terminal: bool
+    """`keep_processed` is on: a claim of a `processed` message is refused."""
     _faults_log: FaultLog
     _holds: list[Hold]
 
@@ -187,6 +189,21 @@ class RestFaults:
                 route, "delay", count, delay=seconds, room_id=room_id, message_id=message_id,
                 agent_id=agent_id,
             )
+        )  # fmt: skip
+
+    def keep_processed(self, on: bool = True) -> None:
+        """Make `processed` terminal, stricter than the API documents: while on, a
+        `/processing` of a message the agent has `processed` is answered 409
+        `already_processed` and changes nothing, instead of opening a new attempt.
+        A test that wants a late claim to be harmless turns it on; by default the
+        platform re-opens the message, as the real one does. `clear()` turns it off."""
+        self.processed_terminal = on
+
+    def refused_reopen(self, agent_id: str, path: str) -> None:
+        """`keep_processed` refused a claim: noted and counted as a fault."""
+        self._faults_log.note(
+            "fault: keep_processed", "faults_reopens_refused",
+            agent_id=agent_id, method="POST", path=path, status=409,
         )  # fmt: skip
 
     def _arm(self, fault: RestFault) -> None:

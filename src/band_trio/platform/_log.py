@@ -33,7 +33,8 @@ COUNTERS = (
     "pushes_unjoined", "pushes_offline", "faults", "faults_rest_failed", "faults_rest_held",
     "faults_rest_delayed", "faults_sockets_dropped", "faults_sockets_closed",
     "faults_upgrades_refused", "faults_joins_refused", "faults_heartbeats_dropped",
-    "faults_superseded", "bodies_too_large", "log_evicted",
+    "faults_superseded", "faults_reopens_refused", "bodies_too_large", "log_evicted",
+    "reopened",
 )  # fmt: skip
 """Counters reported from the start, at 0, so a reader can rely on every key."""
 
@@ -86,6 +87,7 @@ class RequestLog:
         agent_id: str | None = None,
         method: str | None = None,
         path: str | None = None,
+        query: str | None = None,
         status: int | None = None,
         body: str | None = None,
         frame: str | None = None,
@@ -95,6 +97,8 @@ class RequestLog:
         limit = self._text_limit
         if body is not None and len(body) > limit:
             body = f"{body[:limit]}... [{len(body)} characters]"
+        if query is not None and len(query) > limit:
+            query = f"{query[:limit]}... [{len(query)} characters]"
         if frame is not None and len(frame) > limit:
             frame = f"{frame[:limit]}... [{len(frame)} characters]"
         if path is not None and len(path) > limit:
@@ -107,6 +111,7 @@ class RequestLog:
                 agent_id=agent_id,
                 method=method,
                 path=path,
+                query=query,
                 status=status,
                 body=body,
                 frame=frame,

@@ -27,29 +27,19 @@ import msgspec
 
 from ._recent import Recent
 from ._records import SCHEMA, Agent, Delivery, Message, Room, User, agent_fields, now_iso
+from ._store_pages import MSG_COLUMNS, StorePages, message_of
 
 __all__ = ["Agent", "Delivery", "Message", "Room", "Store", "User", "now_iso"]
 
 RECENT = 4096
 """How many messages, and how many deliveries, the store keeps at hand."""
 
-_MSG_COLUMNS = (
-    "m.seq, m.id, m.room_id, m.content, m.sender_id, m.sender_type, m.sender_name, "
-    "m.message_type, m.mentions, m.inserted_at"
-)
 
 _json_encode = msgspec.json.Encoder().encode
 _json_decode = msgspec.json.decode
 
 
-def _message(row: tuple[Any, ...]) -> Message:
-    return Message(
-        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-        _json_decode(row[8]), row[9],
-    )  # fmt: skip
-
-
-class Store:
+class Store(StorePages):
     """All platform state. `path=None` keeps it in memory."""
 
     def __init__(self, path: str | None = None) -> None:
@@ -280,32 +270,31 @@ class Store:
         if message is not None:
             return message
         row = self._db.execute(
-            f"SELECT {_MSG_COLUMNS} FROM messages m WHERE m.id = ?", (message_id,)
+            f"SELECT {MSG_COLUMNS} FROM messages m WHERE m.id = ?", (message_id,)
         ).fetchone()
         if row is None:
             return None
-        message = _message(row)
+        message = message_of(row)
         self._recent_messages.put(message_id, message)
         return message
 
     def messages(self, room_id: str) -> list[Message]:
         rows = self._db.execute(
-            f"SELECT {_MSG_COLUMNS} FROM messages m WHERE m.room_id = ? ORDER BY m.seq",
+            f"SELECT {MSG_COLUMNS} FROM messages m WHERE m.room_id = ? ORDER BY m.seq",
             (room_id,),
         )
-        return [_message(row) for row in rows]
+        return [message_of(row) for row in rows]
 
     def recent_messages(self, room_id: str, limit: int) -> tuple[list[Message], int]:
         """The room's newest `limit` messages, oldest first, and its message count."""
         rows = self._db.execute(
-            f"SELECT {_MSG_COLUMNS} FROM messages m WHERE m.room_id = ? "
-            "ORDER BY m.seq DESC LIMIT ?",
+            f"SELECT {MSG_COLUMNS} FROM messages m WHERE m.room_id = ? ORDER BY m.seq DESC LIMIT ?",
             (room_id, limit),
         ).fetchall()
         total = self._db.execute(
             "SELECT COUNT(*) FROM messages WHERE room_id = ?", (room_id,)
         ).fetchone()[0]
-        return [_message(row) for row in reversed(rows)], int(total)
+        return [message_of(row) for row in reversed(rows)], int(total)
 
     def deliveries_from(self, room_id: str, seq: int) -> dict[int, dict[str, Delivery]]:
         """Every recipient's delivery of the room's messages from `seq` on, by message."""
@@ -318,43 +307,6 @@ class Store:
         for row in rows:
             found.setdefault(row[0], {})[row[1]] = Delivery(*row[2:])
         return found
-
-    def next_pending(self, agent_id: str, room_id: str) -> tuple[Message, Delivery] | None:
-        """The oldest message in the room this agent must still act on (not processed)."""
-        row = self._db.execute(
-            f"SELECT {_MSG_COLUMNS}, d.status, d.attempts, d.current_attempt FROM deliveries d "
-            "JOIN messages m ON m.seq = d.seq WHERE d.agent_id = ? AND d.room_id = ? "
-            "AND d.status != 'processed' ORDER BY d.seq LIMIT 1",
-            (agent_id, room_id),
-        ).fetchone()
-        return None if row is None else (_message(row[:10]), Delivery(*row[10:]))
-
-    def pending(
-        self, agent_id: str, room_id: str, *, after_seq: int, limit: int
-    ) -> list[tuple[Message, Delivery]]:
-        rows = self._db.execute(
-            f"SELECT {_MSG_COLUMNS}, d.status, d.attempts, d.current_attempt FROM deliveries d "
-            "JOIN messages m ON m.seq = d.seq WHERE d.agent_id = ? AND d.room_id = ? "
-            "AND d.status != 'processed' AND d.seq > ? ORDER BY d.seq LIMIT ?",
-            (agent_id, room_id, after_seq, limit),
-        )
-        return [(_message(row[:10]), Delivery(*row[10:])) for row in rows]
-
-    def context(
-        self, agent_id: str, room_id: str, *, limit: int
-    ) -> list[tuple[Message, Delivery | None]]:
-        """The newest `limit` messages the agent sent or received, oldest first."""
-        rows = self._db.execute(
-            f"SELECT {_MSG_COLUMNS}, d.status, d.attempts, d.current_attempt FROM messages m "
-            "LEFT JOIN deliveries d ON d.seq = m.seq AND d.agent_id = ? "
-            "WHERE m.room_id = ? AND (m.sender_id = ? OR d.agent_id IS NOT NULL) "
-            "ORDER BY m.seq DESC LIMIT ?",
-            (agent_id, room_id, agent_id, limit),
-        ).fetchall()
-        return [
-            (_message(row[:10]), None if row[10] is None else Delivery(*row[10:]))
-            for row in reversed(rows)
-        ]
 
     def delivery(self, seq: int, agent_id: str) -> Delivery | None:
         delivery = self._recent_deliveries.get((agent_id, seq))

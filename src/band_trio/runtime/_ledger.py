@@ -32,6 +32,9 @@ class Ledger:
         self._attempts: dict[str, int] = {}
         self._pending: dict[str, str | None] = {}
         """Ack-pending ids -> the failure label to mark, or None to mark `processed`."""
+        self._unclaimed: set[str] = set()
+        """Ack-pending ids whose claim opened no attempt (refused as stopped, or failed):
+        their mark needs a claim first, and no mark of ours can have landed yet."""
         self._completed: OrderedDict[str, None] = OrderedDict()
 
     def standing(self, message_id: str) -> Standing:
@@ -58,10 +61,21 @@ class Ledger:
         else:
             self._attempts.pop(message_id, None)
 
-    def ack_pending(self, message_id: str, failure: str | None = None) -> None:
-        """The adapter is done with it; only the final mark is outstanding:
-        `processed`, or `failed` with `failure` as its label."""
+    def ack_pending(
+        self, message_id: str, failure: str | None = None, *, claimed: bool = True
+    ) -> None:
+        """The adapter is done with it (or an interrupt consumed it); only the final
+        mark is outstanding: `processed`, or `failed` with `failure` as its label.
+        `claimed`: an attempt of ours was opened for it (False: the mark must claim)."""
         self._pending[message_id] = failure
+        if claimed:
+            self._unclaimed.discard(message_id)
+        else:
+            self._unclaimed.add(message_id)
+
+    def pending_claimed(self, message_id: str) -> bool:
+        """Whether the outstanding mark of `message_id` has an attempt of ours to end."""
+        return message_id not in self._unclaimed
 
     def pending_marks(self) -> list[tuple[str, str | None]]:
         """Every ack-pending id with the failure label its mark carries (None: `processed`)."""
@@ -74,10 +88,12 @@ class Ledger:
     def failed(self, message_id: str) -> None:
         """The `failed` mark landed: the message stays exhausted, never run again."""
         self._pending.pop(message_id, None)
+        self._unclaimed.discard(message_id)
 
     def complete(self, message_id: str) -> None:
         """The `processed` mark landed: never touch this message again."""
         self._pending.pop(message_id, None)
+        self._unclaimed.discard(message_id)
         self._attempts.pop(message_id, None)
         self._completed[message_id] = None
         self._completed.move_to_end(message_id)

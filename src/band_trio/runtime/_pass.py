@@ -25,6 +25,7 @@ from ..wire import ChatMessage
 from ._context import RoomContext
 from ._inbound import inbound
 from ._ledger import Ledger, Standing
+from ._pages import Pages
 
 __all__ = ["Pass", "is_own"]
 
@@ -52,8 +53,7 @@ class Pass:
         self._handed: str | None = None
         self._moved = True
         self._page: deque[ChatMessage] = deque()
-        self._cursor: str | None = None
-        self._more = True
+        self._pages = Pages(context.policy.scan_pages, f"room {room_id}: the catch-up's scan")
 
     def outcome(self, message_id: str, moved: bool) -> None:
         """The unit for `message_id` is done; `moved`: its platform state moved on."""
@@ -98,16 +98,16 @@ class Pass:
                     return None
                 if not item.processed and not self._stuck(item.message):
                     return item.message
-            if not self._more:
+            pages = self._pages
+            if not pages.more:
                 return None
             try:
-                page = await self._ctx.rest.unprocessed(self._room_id, self._cursor)
+                page = await self._ctx.rest.unprocessed(self._room_id, pages.cursor)
             except errors.PlatformError as exc:
                 log.warning("room %s: scan failed (%s)", self._room_id, exc)
                 return None
             self._page.extend(page.data)
-            self._cursor = page.metadata.next_cursor
-            self._more = bool(page.metadata.has_more) and self._cursor is not None
+            pages.advance(page.metadata)
 
     def _stuck(self, message: Message) -> bool:
         standing = self._ledger.standing(message.id)

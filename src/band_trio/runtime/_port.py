@@ -37,8 +37,8 @@ class PlatformPort:
 
     async def history(self) -> list[Message]:
         room_id = self._turn.message.room_id
-        page = await self._rest.context(room_id)
-        return [inbound(room_id, self._agent_id, wire).message for wire in page.data]
+        listed = await self._rest.history(room_id)
+        return [inbound(room_id, self._agent_id, wire).message for wire in listed]
 
     async def participants(self) -> list[Participant]:
         listed = await self._rest.participants(self._turn.message.room_id)

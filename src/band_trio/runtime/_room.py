@@ -286,7 +286,10 @@ class Room:
             turn.failure = self.ledger.pending_failure(message.id)
             outcome = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
             ctx = self._ctx
-            return await settle(ctx.rest, ctx.policy, self.ledger, turn, outcome)
+            try:
+                return await settle(ctx.rest, ctx.policy, self.ledger, turn, outcome)
+            finally:
+                ctx.changes.notify()  # the standing may have moved on
         if standing is not Standing.RUNNABLE:
             return False
         turn = self.turn = ActiveTurn(message, self._ctx.policy)

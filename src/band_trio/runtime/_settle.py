@@ -27,12 +27,16 @@ import logging
 import trio
 
 from .. import errors
+from ..contract import Message
 from ..link import RestClient
 from ..policy import Policy
 from ._ledger import Ledger
 from ._turn_state import ActiveTurn
 
 __all__ = ["Outcome", "report_idle", "settle"]
+
+_NO_LIVE_ATTEMPT = 422
+"""A mark answered 422: the message has no live attempt (band-client-rest 0.0.51)."""
 
 log = logging.getLogger("band_trio.runtime.settle")
 
@@ -44,7 +48,8 @@ class Outcome(enum.Enum):
     NOT_CLAIMED = "not_claimed"
     CLAIM_STOPPED = "claim_stopped"
     CONSUMED = "consumed"
-    """The claim found the message already `processed` (a late copy of it)."""
+    """The claim was refused 409 `already_processed`: a platform stricter than its docs
+    (band-client-rest 0.0.51 says a claim re-opens a processed message) found it done."""
 
 
 async def report_idle(rest: RestClient, room_id: str) -> None:
@@ -55,56 +60,79 @@ async def report_idle(rest: RestClient, room_id: str) -> None:
         log.debug("room %s: activity report failed: %s", room_id, exc)
 
 
-async def _live_attempt(rest: RestClient, turn: ActiveTurn) -> bool:
-    """Make sure the message has a live attempt for its final mark.
-
-    A claim whose outcome is unknown (cut off in the claim window, or a retried mark
-    whose attempt may have lapsed) is made again: claiming is idempotent while an
-    attempt is live, and opens one otherwise. False: the room is stopped (204)."""
-    if turn.claimed is True:
-        return True
-    turn.claimed = await rest.claim(turn.message.room_id, turn.message.id) is not None
-    return turn.claimed
-
-
 async def _final_mark(
     rest: RestClient, ledger: Ledger, turn: ActiveTurn, failure: str | None
 ) -> bool:
     """Record ack-pending first, then send the final mark: `processed`, or `failed`
     with `failure` as its label. True once the platform accepted it; otherwise the
-    message stays ack-pending and only the mark is retried later."""
+    message stays ack-pending and only the mark is retried later.
+
+    Once an attempt of ours was opened, the mark is never preceded by a claim, not
+    even when it is retried: a claim could land after an earlier mark that did reach
+    the platform, and re-open the message (a claim after `processed` opens a new
+    attempt, band-client-rest 0.0.51). A mark answered 422 then finds no live
+    attempt: an earlier mark (or another client) settled it already, so it is
+    settled here too. Only a turn whose claim opened no attempt (answered 204, or
+    failed) and that an interrupt consumes claims first: no mark of ours can have
+    landed for it, so that claim re-opens nothing."""
     message = turn.message
     what = "processed" if failure is None else "failed"
-    ledger.ack_pending(message.id, failure)
+    if turn.claimed is None:  # a retry: the ledger knows whether an attempt was opened
+        turn.claimed = ledger.pending_claimed(message.id)
+    ledger.ack_pending(message.id, failure, claimed=turn.claimed)
     try:
-        if not await _live_attempt(rest, turn):
-            result = None
-        elif failure is None:
+        if not turn.claimed:
+            if await rest.claim(message.room_id, message.id) is None:
+                return _stopped(message, what)
+            turn.claimed = True
+            ledger.ack_pending(message.id, failure)  # from now on: never claimed again
+        if failure is None:
             result = await rest.mark_processed(message.room_id, message.id)
         else:
             result = await rest.mark_failed(message.room_id, message.id, failure)
-    except errors.PlatformError as exc:
-        log.warning(
-            "room %s: %s mark of %s did not land (%s); it stays ack-pending",
-            message.room_id,
-            what,
-            message.id,
-            exc,
-        )
-        return False
-    if result is None:
+    except errors.PlatformResponseError as exc:
+        if exc.status != _NO_LIVE_ATTEMPT:
+            return _not_landed(message, what, exc)
         log.info(
-            "room %s: %s mark of %s refused as stopped; it stays ack-pending",
-            message.room_id,
-            what,
-            message.id,
-        )
-        return False
-    if failure is None:
-        ledger.complete(message.id)
-    else:
-        ledger.failed(message.id)
+            "room %s: %s mark of %s found no live attempt: settled already", message.room_id,
+            what, message.id,
+        )  # fmt: skip
+        _settled(ledger, message.id, failure)
+        return True
+    except errors.PlatformError as exc:
+        return _not_landed(message, what, exc)
+    if result is None:
+        return _stopped(message, what)
+    _settled(ledger, message.id, failure)
     return True
+
+
+def _stopped(message: Message, what: str) -> bool:
+    log.info(
+        "room %s: %s mark of %s refused as stopped; it stays ack-pending",
+        message.room_id,
+        what,
+        message.id,
+    )
+    return False
+
+
+def _settled(ledger: Ledger, message_id: str, failure: str | None) -> None:
+    if failure is None:
+        ledger.complete(message_id)
+    else:
+        ledger.failed(message_id)
+
+
+def _not_landed(message: Message, what: str, exc: errors.PlatformError) -> bool:
+    log.warning(
+        "room %s: %s mark of %s did not land (%s); it stays ack-pending",
+        message.room_id,
+        what,
+        message.id,
+        exc,
+    )
+    return False
 
 
 async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bool:

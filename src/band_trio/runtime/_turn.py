@@ -92,14 +92,16 @@ async def _claim(ctx: RoomContext, turn: ActiveTurn) -> Outcome | None:
     flight (the claim window) still aborts the turn — it cancels the scope before
     the scope is entered, so the adapter is never called — but it cannot cut the
     request off: its outcome is always known, so consuming an interrupted message
-    never needs a second claim, and no late claim can reopen it.
+    never needs a second claim (unless this one opened no attempt: answered 204, or
+    failed), and no late claim can reopen it.
     """
     message = turn.message
     try:
         claim = await ctx.rest.claim(message.room_id, message.id)
     except errors.ConflictError as exc:
         turn.claimed = False
-        if exc.code == "already_processed":  # consumed on the platform meanwhile
+        if exc.code == "already_processed":  # a platform stricter than its docs says
+            # it was consumed meanwhile (the documented one re-opens it instead)
             return Outcome.CONSUMED
         log.warning("room %s: claim of %s refused: %s", message.room_id, message.id, exc)
         return Outcome.NOT_CLAIMED

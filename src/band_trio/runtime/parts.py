@@ -27,6 +27,7 @@ from ._ledger import Standing as Standing
 from ._link import Link as Link
 from ._link import LinkEnd as LinkEnd
 from ._link import LinkSettings as LinkSettings
+from ._pages import Pages as Pages
 from ._room import chat_topic as chat_topic
 from ._room import participants_topic as participants_topic
 from ._settle import Outcome as Outcome
@@ -50,6 +51,7 @@ __all__ = [
     "LinkedRoom",
     "LinkedRooms",
     "Outcome",
+    "Pages",
     "RemoteStopLog",
     "RoomContext",
     "Standing",

@@ -108,6 +108,8 @@ class _Host:
         self._up = trio.Event()
         self._restart = trio.Event()
         self.upgrades = 0
+        self.reopened = 0
+        """Claims that re-opened a `processed` message, over all the platform's lives."""
 
     @property
     def platform(self) -> Platform:
@@ -130,6 +132,7 @@ class _Host:
                     self.upgrades += sum(
                         1 for e in platform.log() if e.kind == "ws_open" and e.status == 101
                     )
+                    self.reopened += platform.stats["reopened"]
                 self._restart = trio.Event()
             self.restarts += 1
 
@@ -255,6 +258,10 @@ async def run_chaos(
     twice = [m for m, n in adapter.completed.items() if n > 1]
     if twice:
         report.violations.append(f"adapter completed twice for {twice[:3]}")
+    if host.reopened:
+        # the platform re-opens a processed message on a claim, as documented: the
+        # agent must never send one
+        report.violations.append(f"the agent re-opened {host.reopened} processed message(s)")
     if adapter.overlaps:
         report.violations.append(f"overlapping runs for {adapter.overlaps[:3]}")
     if tracker.living:

@@ -29,6 +29,12 @@ from ._frames import FrameError as FrameError
 from ._frames import decode_frame as decode_frame
 from ._frames import encode_frame as encode_frame
 from ._frames import payload_or_empty as payload_or_empty
+from ._rest import EVENT_CONTENT_CHARS as EVENT_CONTENT_CHARS
+from ._rest import EVENT_METADATA_BYTES as EVENT_METADATA_BYTES
+from ._rest import MESSAGE_ATTACHMENTS as MESSAGE_ATTACHMENTS
+from ._rest import MESSAGE_CONTENT_BYTES as MESSAGE_CONTENT_BYTES
+from ._rest import PAGE_LIMIT_MAX as PAGE_LIMIT_MAX
+from ._rest import ActivityDetail as ActivityDetail
 from ._rest import ActivityReport as ActivityReport
 from ._rest import AgentProfile as AgentProfile
 from ._rest import ChatMessage as ChatMessage
@@ -51,10 +57,17 @@ from ._rest import PostedMessage as PostedMessage
 from ._rest import Recipient as Recipient
 from ._rest import RoomPage as RoomPage
 from ._rest import RoomSummary as RoomSummary
+from ._rest import cut_event_content as cut_event_content
 
 __all__ = [
+    "EVENT_CONTENT_CHARS",
+    "EVENT_METADATA_BYTES",
     "EVENT_TYPES",
     "HEARTBEAT_TOPIC",
+    "MESSAGE_ATTACHMENTS",
+    "MESSAGE_CONTENT_BYTES",
+    "PAGE_LIMIT_MAX",
+    "ActivityDetail",
     "ActivityReport",
     "AgentControl",
     "AgentProfile",
@@ -94,6 +107,7 @@ __all__ = [
     "RoomSummary",
     "Supersede",
     "admin",
+    "cut_event_content",
     "decode_frame",
     "decode_payload",
     "encode_frame",

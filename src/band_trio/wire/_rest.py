@@ -15,6 +15,12 @@ from msgspec import UNSET, UnsetType
 from ._events import MessageMetadata
 
 __all__ = [
+    "EVENT_CONTENT_CHARS",
+    "EVENT_METADATA_BYTES",
+    "MESSAGE_ATTACHMENTS",
+    "MESSAGE_CONTENT_BYTES",
+    "PAGE_LIMIT_MAX",
+    "ActivityDetail",
     "ActivityReport",
     "AgentProfile",
     "ChatMessage",
@@ -37,9 +43,33 @@ __all__ = [
     "Recipient",
     "RoomPage",
     "RoomSummary",
+    "cut_event_content",
 ]
 
 T = TypeVar("T")
+
+# The platform's documented limits (band-client-rest 0.0.51), shared by both sides.
+MESSAGE_CONTENT_BYTES = 512 * 1024
+"""A message's content: at most 512 KiB of UTF-8 (a longer one is refused 422)."""
+MESSAGE_ATTACHMENTS = 10
+"""Attachments one message may list."""
+EVENT_CONTENT_CHARS = 16384
+"""An event's content: at most this many characters..."""
+EVENT_METADATA_BYTES = 65536
+"""...and its metadata at most this many bytes, serialized."""
+PAGE_LIMIT_MAX = 100
+"""The largest `limit` (or `page_size`) a paginated route honours."""
+
+
+def cut_event_content(content: str, limit: int = EVENT_CONTENT_CHARS) -> str:
+    """An event's `content` within `limit` characters: its head and tail, and a note
+    of how much was cut between them (64 characters of it, whatever the count)."""
+    if len(content) <= limit:
+        return content
+    marker = f"\n… [{len(content) - limit + 64} characters cut] …".ljust(63) + "\n"
+    keep = limit - len(marker)
+    head = keep - keep // 2
+    return f"{content[:head]}{marker}{content[len(content) - keep // 2 :]}"
 
 
 class _Body(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
@@ -127,9 +157,19 @@ class Participant(_Body):
 
 
 class ContextMeta(_Body):
+    """The `metadata` of `/context` and `/messages`: the cursor path's `has_more`,
+    `limit` and `next_cursor` (null when no more pages); the deprecated page path's
+    `page`, `page_size`, `total_count`, `total_pages`; and, on `/messages`, the
+    `status_filter` applied."""
+
     has_more: bool
     limit: int
     next_cursor: str | None = None
+    page: int | None = None
+    page_size: int | None = None
+    status_filter: str | None = None
+    total_count: int | None = None
+    total_pages: int | None = None
 
 
 class MessagePage(_Body):
@@ -139,10 +179,20 @@ class MessagePage(_Body):
     metadata: ContextMeta
 
 
+class ActivityDetail(_Body):
+    """What the agent is doing while it works: `kind` (`reasoning`, `tool_call`,
+    `memory`, `permission`) and, for a tool call only, the tool's `name`."""
+
+    kind: str
+    name: str | None = None
+
+
 class ActivityReport(_Body):
-    """`POST /activity` request and response: `{"working": bool}`."""
+    """`POST /activity` request and response: `{"working": bool}`; a request may say
+    what the agent is doing (`activity`; none means `reasoning`)."""
 
     working: bool
+    activity: ActivityDetail | None = None
 
 
 class MentionRef(_Body):

@@ -28,6 +28,7 @@ __all__ = [
     "FaultHold",
     "FaultHoldState",
     "FaultJoins",
+    "FaultProcessed",
     "FaultRelease",
     "FaultRest",
     "FaultResult",
@@ -142,6 +143,8 @@ class AdminLogEntry(_Admin):
     agent_id: str | None = None
     method: str | None = None
     path: str | None = None
+    query: str | None = None
+    """The request's query string as sent (percent-encoded), when it had one."""
     status: int | None = None
     body: str | None = None
     frame: str | None = None
@@ -215,6 +218,12 @@ class FaultJoins(_Admin):
     count: int | None = None
     reason: str = "fault injected: join refused"
     clear: bool = False
+
+
+class FaultProcessed(_Admin):
+    """`POST /faults/processed`: `processed` terminal (`keep_processed`) or not."""
+
+    terminal: bool = True
 
 
 class FaultHold(_Admin):
