@@ -156,8 +156,9 @@ class Policy:
     rest_max_retries: int = 3
     """Retries of a REST call answered 408, 429, 500, 502, 503 or 504."""
     rest_retry_base: float = 1.0
-    """Without a `Retry-After`, a retry waits a time drawn uniformly from [0, base * 2**n)
-    (full jitter)..."""
+    """Without a `Retry-After`, retry n waits a time drawn uniformly from
+    [w/2, w), w = base * 2**n (equal jitter: the retries always span half their schedule,
+    so a call outlasts a short platform outage)..."""
     rest_retry_cap: float = 60.0
     """...with its upper end capped here. A `Retry-After` longer than this is not waited
     for: the call fails at once with the platform's error (its `retry_after` says when)."""

@@ -41,6 +41,7 @@ __all__ = [
     "GiveUp",
     "Retries",
     "Retry",
+    "equal_jitter",
     "full_jitter",
     "retry_after",
     "retry_after_seconds",
@@ -137,6 +138,20 @@ def full_jitter(
     return rand() * ceiling
 
 
+def equal_jitter(
+    attempt: int, base: float, cap: float, rand: Callable[[], float] = random.random
+) -> float:
+    """The wait before retry number `attempt + 1`: uniform in [w/2, w), where
+    w = min(cap, base * 2**attempt).
+
+    Half of each step is kept, so the retries of one call always span at least half
+    the doubling schedule: a client that must ride out a short outage of its peer
+    (the platform restarting) cannot spend its whole budget in the first instant,
+    as full jitter can."""
+    ceiling = min(cap, base * 2.0 ** min(attempt, 64))
+    return ceiling / 2 + rand() * ceiling / 2
+
+
 def retry_after_seconds(value: str | None, *, wall_now: float | None = None) -> float | None:
     """Seconds from a `Retry-After` value: delta-seconds, or an HTTP date (RFC 9110).
 
@@ -192,7 +207,8 @@ class Retries:
         retry_after_cap: float,
         peer: str = "the upstream",
         statuses: frozenset[int] = RETRY_STATUSES,
-        rand: Callable[[], float] = random.random,
+        rand: Callable[[], float] | None = None,
+        backoff: Callable[[int, float, float, Callable[[], float]], float] = full_jitter,
     ) -> None:
         if attempts < 1:
             raise ValueError("attempts must be >= 1")
@@ -202,7 +218,9 @@ class Retries:
         self.retry_after_cap = retry_after_cap
         self.peer = peer
         self.statuses = statuses
-        self._rand = rand
+        self._rand = rand or random.random
+        self._backoff = backoff
+        """`full_jitter` (the default: spreads a crowd of clients best) or `equal_jitter`."""
         self.faults: list[Fault] = []
         """Every failed attempt so far, in order."""
 
@@ -239,7 +257,7 @@ class Retries:
                 )
             delay = fault.retry_after
         else:
-            delay = full_jitter(tries - 1, self.base, self.cap, self._rand)
+            delay = self._backoff(tries - 1, self.base, self.cap, self._rand)
         if now + delay >= deadline:
             return GiveUp(
                 f"{said}; a retry in {delay:.3g} s would end past the deadline"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import itertools
 import time
 
 import httpx2
@@ -159,3 +160,20 @@ async def test_ids_are_one_percent_encoded_path_segment() -> None:
     async with RestClient("http://platform", "key", transport=httpx2.MockTransport(handler)) as r:
         await r.next_message("a/b?c#d%e f")
     assert paths == [b"/api/v1/agent/chats/a%2Fb%3Fc%23d%25e%20f/messages/next"]
+
+
+async def test_the_platform_retries_span_at_least_half_their_schedule(
+    autojump_clock: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The REST client's backoff is equal jitter: however the draws fall, its retries
+    wait at least half of each doubling step, so a reply outlasts a platform restart
+    of about that long (with full jitter three draws near zero spent the whole budget
+    at once, and tests/integration/test_hardening.py's restart failed one run in a few)."""
+    monkeypatch.setattr("band_trio.retry.random.random", lambda: 0.0)  # the unluckiest draws
+    transport, times = scripted(*(httpx2.Response(503) for _ in range(4)))
+    policy = Policy(rest_retry_base=0.5, rest_max_retries=3)
+    async with RestClient("http://platform", "key", transport=transport, policy=policy) as rest:
+        with pytest.raises(errors.PlatformResponseError):
+            await rest.next_message("R")
+    waits = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert waits == pytest.approx([0.25, 0.5, 1.0], abs=0.01)

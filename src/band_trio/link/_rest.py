@@ -3,7 +3,7 @@
 Every call runs under a deadline from the `Policy` (trio's, not httpx's: the
 httpx timeout is only a backstop), retries 408/429/500/502/503/504 under the
 rules every client of band-trio follows (`band_trio.retry`: `Retry-After`
-honoured up to `rest_retry_cap`, backoff with full jitter otherwise), and raises
+honoured up to `rest_retry_cap`, backoff with equal jitter otherwise), and raises
 only band-trio errors. Every call goes through `RestClient._call`, the single
 seam: it sends, reads the answer up to `Policy.max_response_body` (past it the
 connection is dropped), retries, turns an error status into the error its
@@ -27,7 +27,15 @@ import trio
 
 from .. import errors
 from ..policy import Policy
-from ..retry import PLATFORM_RETRY_STATUSES, Fault, FaultKind, GiveUp, Retries, retry_after
+from ..retry import (
+    PLATFORM_RETRY_STATUSES,
+    Fault,
+    FaultKind,
+    GiveUp,
+    Retries,
+    equal_jitter,
+    retry_after,
+)
 from ..wire import (
     PAGE_LIMIT_MAX,
     ActivityReport,
@@ -181,6 +189,7 @@ class RestClient:
             retry_after_cap=policy.rest_retry_cap,
             peer="the platform",
             statuses=PLATFORM_RETRY_STATUSES,
+            backoff=equal_jitter,  # a reply must outlast a platform restart (see equal_jitter)
         )
         with map_transport_errors(what):
             while True:
