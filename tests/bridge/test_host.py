@@ -303,3 +303,28 @@ async def test_a_host_left_at_settle_bridge_still_processes_once_and_the_bridge_
     hints = [r for r in caplog.records if 'settle = "target"' in r.getMessage()]
     assert len(hints) == 1 and hints[0].levelno == logging.INFO  # once per identity
     assert agent_id in hints[0].getMessage()
+
+
+async def test_the_host_runs_its_adapter_for_as_long_as_it_serves(platform: Platform) -> None:
+    left: list[str] = []
+
+    class Owning(_FirstBlocks):
+        inside = False
+
+        @asynccontextmanager
+        async def _running(self) -> AsyncIterator[None]:
+            self.inside = True
+            try:
+                yield
+            finally:
+                self.inside = False
+                left.append("running() left")
+
+        def running(self) -> contextlib.AbstractAsyncContextManager[None]:
+            return self._running()
+
+    adapter = Owning()
+    with trio.fail_after(10):
+        async with running_host(platform, adapter):
+            assert adapter.inside and not left
+    assert left == ["running() left"]

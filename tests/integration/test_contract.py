@@ -7,6 +7,9 @@ last interrupt or stop reaches the next turn with its reason (semantics §9);
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
 import pytest
 import trio
 
@@ -216,3 +219,52 @@ async def test_on_room_left_is_bounded_by_the_hook_deadline(platform: Platform) 
             await entered.wait()
             await running.agent.wait_until(lambda: room not in running.agent.rooms)
     assert running.stop_result is not None and running.stop_result.graceful
+
+
+class Owning(Recorder):
+    """Owns a task for the length of `running()`, and records the order of its calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[str] = []
+        self.inside = False
+
+    @asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        self.order.append("enter")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep_forever)  # what the adapter owns for the run
+            self.inside = True
+            try:
+                yield
+            finally:
+                self.inside = False
+                nursery.cancel_scope.cancel()
+        self.order.append("exit")
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        return self._running()
+
+    async def on_turn(self, turn: Turn) -> None:
+        self.order.append(f"turn inside={self.inside}")
+        await super().on_turn(turn)
+
+    async def on_room_left(self, room_id: str) -> None:
+        self.order.append(f"left inside={self.inside}")
+        await super().on_room_left(room_id)
+
+
+async def test_running_is_entered_once_per_run_around_every_call_of_the_adapter(
+    platform: Platform,
+) -> None:
+    _, room, user = seeded(platform)
+    adapter = Owning()
+    with trio.fail_after(DEADLINE):
+        for text in ("one", "two"):  # an agent can be run again: each run enters it
+            async with running_agent(platform, adapter):
+                message = platform.post_message(room, user, text)
+                await platform.wait_until(
+                    lambda m=message: status(platform, m) == "processed"  # type: ignore[misc]
+                )
+    one_run = ["enter", "turn inside=True", "left inside=True", "exit"]
+    assert adapter.order == one_run * 2  # the task it owned was waited for (running_agent)

@@ -3,6 +3,9 @@ and the service's retention window under a mock clock (time is not measured here
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
 import msgspec
 import pytest
 import trio
@@ -154,3 +157,28 @@ async def test_a_closing_service_takes_no_run_and_stops_the_running(
     assert run.status is RunStatus.CANCELLED
     assert run.cancel_reason == "the runs API is shutting down"
     assert service.overrun == []
+
+
+async def test_the_service_runs_its_adapter_for_as_long_as_it_owns_runs() -> None:
+    entered = trio.Event()
+    left: list[str] = []
+
+    class Owning(Scripted):
+        @asynccontextmanager
+        async def _running(self) -> AsyncIterator[None]:
+            entered.set()
+            try:
+                yield
+            finally:
+                left.append("running() left")
+
+        def running(self) -> AbstractAsyncContextManager[None]:
+            return self._running()
+
+    service = RunsService(Owning(), RunsPolicy())
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(service.run)
+            assert entered.is_set() and not left
+            service.close()
+    assert left == ["running() left"]

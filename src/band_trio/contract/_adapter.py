@@ -1,8 +1,10 @@
-"""What an adapter implements: one handler per turn, and two optional hooks."""
+"""What an adapter implements: one handler per turn, and three optional hooks."""
 
 from __future__ import annotations
 
 import abc
+import contextlib
+from contextlib import AbstractAsyncContextManager
 
 from ._message import AgentInfo
 from ._turn import Turn
@@ -23,7 +25,10 @@ class Adapter(abc.ABC):
       and before any room is served, under `Policy.hook_deadline`; raising (or
       overrunning) ends `Agent.run()` with `AdapterError`;
     * `on_room_left` — after the agent left a room (or the agent stopped), shielded
-      under `Policy.hook_deadline`; an error is logged.
+      under `Policy.hook_deadline`; an error is logged;
+    * `running()` — an async context manager entered once around a whole run of
+      whatever drives the adapter (`Agent.run`, the runs API, a bridge host):
+      before its first call, left after its last one (`on_room_left` included).
     """
 
     @abc.abstractmethod
@@ -40,3 +45,14 @@ class Adapter(abc.ABC):
 
     async def on_room_left(self, room_id: str) -> None:  # noqa: B027 - optional hook
         """Called after the agent left a room: drop what is kept for it."""
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        """Where an adapter owns what outlives one turn: a process, a pool of connections.
+
+        The driver enters it once per run, before the adapter's first call, and leaves it
+        after the last one, so whatever the adapter opens here (a nursery for the tasks
+        that serve a child process, say) has an owner that waits for it. Entering should
+        not block for long (start slow things in the background and let the first turn
+        wait for them); leaving must end what was opened, bounded, also under a cancel.
+        The default does nothing."""
+        return contextlib.nullcontext()

@@ -1,6 +1,6 @@
 """The agent: `run()` owns the whole tree and performs its own shutdown.
 
-    Agent.run                       the root nursery, entered before anything else
+    Agent.run                       `adapter.running()`, then the root nursery in it
     ├── rooms host (`Rooms.run`)    one task per room; drains and ends on request
     ├── stopper                     waits for `stop()`; then asks, in order:
     │                               the rooms to settle, the link to close
@@ -187,7 +187,8 @@ class Agent:
         run = self._run = _Run()
         started = _Started(task_status)
         try:
-            end = await self._serve(run, started)
+            async with self.adapter.running():  # around everything the adapter is called for
+                end = await self._serve(run, started)
         finally:
             run.publish(StopResult(graceful=False))  # if nothing better was published
             assert run.result is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -88,6 +89,9 @@ class Observed(Adapter):
         self.left.append(RoomLeft(room_id, time.perf_counter()))  # when it was called
         self._notify()
         await self.inner.on_room_left(room_id)
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        return self.inner.running()
 
     # -- observation ----------------------------------------------------------
 
