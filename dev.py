@@ -7,7 +7,9 @@
 Set-up creates `.venv` next to this file and installs the package with its test
 extras; it is skipped while `pyproject.toml` is unchanged since the last install.
 `test` also installs OpenCode (npm `opencode-ai`, a test peer) into `.tools/opencode`
-and passes its binary to the tests as `BAND_TRIO_OPENCODE`; that needs npm. It
+and the GitHub Copilot CLI (npm `@github/copilot`) into `.tools/copilot`, and passes
+their binaries to the tests as `BAND_TRIO_OPENCODE` and `BAND_TRIO_COPILOT`; that needs
+npm (the registry only: both ship their native binary inside a platform package). It
 installs Debian's `chromium` with apt-get when it is missing (the console's browser
 test) and passes it as `BAND_TRIO_CHROMIUM`.
 Only the standard library is used here, so it runs on any Python >= 3.11.
@@ -31,6 +33,8 @@ PY = BIN / "python"
 STAMP = VENV / ".band-trio-installed"
 OPENCODE_VERSION = "1.18.33"
 OPENCODE_DIR = ROOT / ".tools" / "opencode"
+COPILOT_VERSION = "1.0.102"
+COPILOT_DIR = ROOT / ".tools" / "copilot"
 
 
 def _run(*cmd: str | os.PathLike[str]) -> None:
@@ -100,6 +104,46 @@ def ensure_opencode() -> Path:
     sys.exit(f"dev.py: {spec} installed, but no binary of it runs here: {answers or 'none found'}")
 
 
+def ensure_copilot() -> Path:
+    """Install `@github/copilot@COPILOT_VERSION` with npm into `.tools/copilot` once.
+
+    The package itself is a small node loader; the native CLI is in the optional
+    dependency for this os/cpu (`@github/copilot-linux-x64`, ...), installed from the
+    npm registry with it: the loader is not needed, the binary runs as it is. The
+    Copilot adapter's tests need it, so a missing npm or a failed install ends
+    `dev.py` with a message. The stamp holds the version and the binary that answered
+    `--version` with it."""
+    stamp = COPILOT_DIR / ".band-trio-installed"
+    if stamp.is_file():
+        version, _, chosen = stamp.read_text().partition("\n")
+        if version == COPILOT_VERSION and Path(chosen).is_file():
+            return Path(chosen)
+    npm = shutil.which("npm")
+    if npm is None:
+        sys.exit(f"dev.py: npm is needed to install @github/copilot@{COPILOT_VERSION} (test peer)")
+    stamp.unlink(missing_ok=True)
+    spec = f"@github/copilot@{COPILOT_VERSION}"
+    try:
+        COPILOT_DIR.mkdir(parents=True, exist_ok=True)
+        _run(npm, "install", "--no-audit", "--no-fund", "--prefix", COPILOT_DIR, spec)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        sys.exit(f"dev.py: installing {spec} into {COPILOT_DIR} failed: {exc}")
+    system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, "")
+    if system == "linux" and platform.libc_ver()[0] != "glibc":
+        system = "linuxmusl"
+    machine = platform.machine().lower()
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine)
+    exe = "copilot.exe" if system == "win32" else "copilot"
+    binary = COPILOT_DIR / "node_modules" / "@github" / f"copilot-{system}-{arch}" / exe
+    if not binary.is_file():
+        sys.exit(f"dev.py: {spec} installed, but npm brought no binary for this platform: {binary}")
+    said = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
+    if f"CLI {COPILOT_VERSION}" not in said.stdout:
+        sys.exit(f"dev.py: {binary} does not run here: rc={said.returncode} {said.stdout[-200:]!r}")
+    stamp.write_text(f"{COPILOT_VERSION}\n{binary}")
+    return binary
+
+
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
 
 
@@ -149,6 +193,7 @@ def cmd_test(args: list[str]) -> None:
     _run(PY, "-m", "mypy")
     _run(BIN / "lint-imports")
     os.environ["BAND_TRIO_OPENCODE"] = str(ensure_opencode())
+    os.environ["BAND_TRIO_COPILOT"] = str(ensure_copilot())
     os.environ["BAND_TRIO_CHROMIUM"] = str(ensure_chromium())
     _run(PY, "-m", "pytest", *args)
 

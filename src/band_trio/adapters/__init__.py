@@ -10,6 +10,7 @@ band_trio.adapters:NAME`, configured from the environment:
 | `a2a`         | `A2AAdapter`        | an A2A agent (protocol 1.0 JSON-RPC, 0.3 fallback) |
 | `command`     | `CommandAdapter`    | a command run per message, in its own process group |
 | `opencode`    | `OpenCodeAdapter`   | an `opencode serve` agent server (one session per room) |
+| `copilot`     | `CopilotAdapter`    | the GitHub Copilot CLI, with a model server of yours |
 
 See docs/reference/adapters.md for their settings and how each one stops its peer.
 """
@@ -25,6 +26,12 @@ from ._a2a import a2a as a2a
 from ._command import CommandAdapter as CommandAdapter
 from ._command import CommandFailedError as CommandFailedError
 from ._command import command as command
+from ._copilot import CopilotAdapter as CopilotAdapter
+from ._copilot import copilot as copilot
+from ._copilot_cli import CopilotCli as CopilotCli
+from ._copilot_config import PERMISSION_KINDS as PERMISSION_KINDS
+from ._copilot_config import CopilotConfig as CopilotConfig
+from ._copilot_rpc import CopilotError as CopilotError
 from ._demo import DemoAdapter as DemoAdapter
 from ._demo import demo as demo
 from ._openai import OpenAIChatAdapter as OpenAIChatAdapter
@@ -36,6 +43,7 @@ from ._opencode import OpenCodeError as OpenCodeError
 from ._opencode import opencode as opencode
 
 __all__ = [
+    "PERMISSION_KINDS",
     "A2AAdapter",
     "A2AError",
     "A2AProtocolError",
@@ -43,6 +51,10 @@ __all__ = [
     "A2ATaskError",
     "CommandAdapter",
     "CommandFailedError",
+    "CopilotAdapter",
+    "CopilotCli",
+    "CopilotConfig",
+    "CopilotError",
     "DemoAdapter",
     "OpenAIChatAdapter",
     "OpenAIChatError",
@@ -51,6 +63,7 @@ __all__ = [
     "Tool",
     "a2a",
     "command",
+    "copilot",
     "demo",
     "openai_chat",
     "opencode",

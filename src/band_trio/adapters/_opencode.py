@@ -74,6 +74,7 @@ from ..contract import (
 )
 from ..errors import ConfigurationError
 from ..policy import UpstreamPolicy
+from ._abort_note import abort_note
 from ._opencode_events import Answer, Events, OpenCodeError, run_ended, subscribe
 from ._settings import adapter_upstream
 
@@ -195,7 +196,8 @@ class OpenCodeAdapter(Adapter):
             "model": self.model,
             "parts": [{"type": "text", "text": turn.message.content}],
         }
-        note = _abort_note(room, turn)
+        note = abort_note(room.cut, turn)
+        room.cut = None
         if note:
             body["system"] = note
         accepted = False
@@ -338,24 +340,6 @@ class OpenCodeAdapter(Adapter):
         finally:
             with trio.move_on_after(upstream.close_grace, shield=True):
                 await client.aclose()
-
-
-def _abort_note(room: _Room, turn: Turn) -> str | None:
-    """If this room's last turn was aborted, what to tell the model about it (once)."""
-    cut, room.cut = room.cut, None
-    if cut is None:
-        return None
-    abort = turn.last_abort
-    if abort is not None and abort.message_id == cut:
-        verb = "interrupted" if abort.kind == "interrupt" else "stopped"
-        why = " ".join((abort.reason or "").split())
-        note = f"Your previous answer was {verb} by the user" + (f" (reason: {why})" if why else "")
-    else:  # not a signal the runtime told us about: a turn deadline, a shutdown
-        note = "Your previous answer was cut off"
-    note += " before it was posted, so nobody saw it."
-    if cut == turn.message.id:
-        note += " The room has resumed: answer the message again."
-    return note
 
 
 # -- configuration --------------------------------------------------------------------

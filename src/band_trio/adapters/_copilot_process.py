@@ -1,0 +1,144 @@
+"""The Copilot CLI as a child process: started in a process group of its own, ended whole.
+
+The CLI runs tools (a shell, ripgrep, MCP servers) as its own children, so it is
+started as the leader of a new session — its pid is the group id — and ended by
+signalling the group: SIGTERM (it exits in about 70 ms), SIGKILL to what is left
+after `kill_grace`, then the leader is reaped. Its exit is awaited on a pidfd
+without reaping it, so every `killpg` reaches this group and no other (an
+unreaped leader keeps its pid, the group id, from being reused). If the agent
+itself dies, the CLI sees its stdin end and exits by itself (about 2 s).
+
+Its stderr is read to the end by a task of the owner, keeping the last bytes to
+say why it exited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+
+import trio
+
+__all__ = ["CliProcess", "spawn"]
+
+
+async def spawn(
+    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], stderr_tail: int
+) -> CliProcess:
+    """Start the CLI with three pipes, leading a new session; errors say what is wrong."""
+    try:
+        proc = await trio.lowlevel.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot start the Copilot CLI {argv[0]!r}: {exc}") from exc
+    return CliProcess(proc, stderr_tail)
+
+
+class CliProcess:
+    """One running CLI and how it is ended."""
+
+    def __init__(self, proc: trio.Process, stderr_tail: int) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self._tail = bytearray()
+        self._tail_size = stderr_tail
+        self._pidfd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):  # Linux >= 5.3
+            self._pidfd = os.pidfd_open(proc.pid)
+        self.reaped = False
+
+    @property
+    def stdin(self) -> trio.abc.SendStream:
+        assert self.proc.stdin is not None
+        return self.proc.stdin
+
+    @property
+    def stdout(self) -> trio.abc.ReceiveStream:
+        assert self.proc.stdout is not None
+        return self.proc.stdout
+
+    def stderr_text(self) -> str:
+        """The last bytes the CLI wrote to stderr, as one line."""
+        return " ".join(self._tail.decode("utf-8", "replace").split())
+
+    async def read_stderr(self) -> None:
+        """Read stderr to its end, keeping the tail (the owner's task)."""
+        assert self.proc.stderr is not None
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            async for chunk in self.proc.stderr:
+                self._tail += chunk
+                del self._tail[: max(0, len(self._tail) - self._tail_size)]
+
+    def has_exited(self) -> bool:
+        if self.reaped or self._pidfd is None:
+            return self.proc.poll() is not None
+        return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+    async def exited(self) -> None:
+        """Return once the CLI has exited (with a pidfd, it is left unreaped)."""
+        if self._pidfd is None or self.reaped:
+            await self.proc.wait()
+            self.reaped = True
+            return
+        await trio.lowlevel.wait_readable(self._pidfd)
+
+    def describe_exit(self) -> str:
+        """`exited with status 1` / `killed by SIGKILL` (once it has exited)."""
+        code = self.proc.returncode
+        if code is None and self._pidfd is not None and not self.reaped:
+            found = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if found is not None:
+                killed = found.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
+                code = -found.si_status if killed else found.si_status
+        if code is None:
+            return "is still running"
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"was killed by {signal.Signals(-code).name}"
+            return f"was killed by signal {-code}"
+        return f"exited with status {code}"
+
+    def signal_group(self, signum: signal.Signals) -> None:
+        """Signal every process of the group (nothing once the leader is reaped)."""
+        if self.reaped:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+
+    async def stop(self, kill_grace: float) -> None:
+        """End the group: SIGTERM, SIGKILL after `kill_grace`, then reap the leader.
+
+        Shielded: it runs while its owner is being cancelled, and is bounded by
+        the grace (SIGKILL cannot be ignored)."""
+        with trio.CancelScope(shield=True):
+            if not self.has_exited():
+                self.signal_group(signal.SIGTERM)
+                self.signal_group(signal.SIGCONT)  # a stopped member acts on it
+                with trio.move_on_after(kill_grace):
+                    await self.exited()
+            self.signal_group(signal.SIGKILL)  # the leader, if still there; what it left
+            await self.reap()
+
+    async def reap(self) -> None:
+        """Reap the leader (it has exited or was SIGKILLed) and close its pipes."""
+        with trio.CancelScope(shield=True):
+            if not self.reaped:
+                await self.proc.wait()
+                self.reaped = True
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
+            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                        await stream.aclose()

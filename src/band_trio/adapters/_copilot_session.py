@@ -1,0 +1,196 @@
+"""One Copilot session's events, as the CLI's reader hands them over, and one run in it.
+
+What a run looks like (CLI 1.0.102, observed): `session.send` answers with the
+new user message's id, then `user.message` (that id), `assistant.turn_start`,
+`assistant.message_delta`s, `assistant.message` (the whole text, its
+`originatingMessageId` the user message), `assistant.turn_end`,
+`assistant.idle`, `session.idle`. A tool call adds `tool.execution_start`, for a
+guarded tool `permission.requested` (answered with
+`session.permissions.handlePendingPermissionRequest`), `permission.completed`,
+`tool.execution_complete`, and another round. A failing model call shows as
+`assistant.turn_retry` (five times, with backoff, about 15 s), then
+`session.error` and idle. After `session.abort`: `abort`, `agent.interrupted`,
+`model.call_finished` (`cancelled`), `assistant.turn_end`, and
+`session.idle` with `aborted: true`. Events of sub-agents (`agentId` set) are
+not the session's answer.
+
+Nothing here waits for I/O: `Session.feed` runs in the reader's task and only
+updates state, answers permission requests (queued on the outbox) and wakes
+whoever waits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from ..contract import MAX_ANSWER_CHARS
+from ._copilot_rpc import CopilotGone
+
+__all__ = ["Run", "Session"]
+
+log = logging.getLogger("band_trio.adapters.copilot")
+
+Event = dict[str, Any]
+Post = Callable[[str, dict[str, Any]], bool]
+
+_SEEN_USERS = 64
+"""User message ids a run remembers (its own is among the first)."""
+
+
+class Run:
+    """One message's run: its answer, its end, and why it failed."""
+
+    def __init__(self, max_retries: int) -> None:
+        self.max_retries = max_retries
+        self.message_id: str | None = None
+        """The user message the CLI made of the prompt (`session.send`'s answer)."""
+        self._users: list[str] = []
+        self._parts: list[tuple[str, str]] = []  # (originating message id, text)
+        self._size = 0
+        self.retries = 0
+        self.failure: str | None = None
+        self.ended = False
+        """The session went idle after this run's message: the run is over."""
+        self.aborted = False
+        """It went idle with `aborted: true`."""
+
+    @property
+    def started(self) -> bool:
+        """The CLI took this run's message up (its `user.message` was seen)."""
+        return self.message_id is not None and self.message_id in self._users
+
+    @property
+    def done(self) -> bool:
+        return self.ended or self.failure is not None
+
+    def text(self) -> str:
+        own = [text for origin, text in self._parts if origin == self.message_id]
+        return "\n\n".join(part.strip() for part in own if part.strip())
+
+    def add(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "user.message" and isinstance(data.get("messageId"), str):
+            self._users = [*self._users, data["messageId"]][-_SEEN_USERS:]
+        elif kind == "assistant.message":
+            self._answer(data)
+        elif kind == "assistant.turn_retry":
+            self.retries += 1
+            if self.retries > self.max_retries and self.failure is None:
+                self.failure = (
+                    f"the model kept failing ({data.get('reason') or 'error'}): "
+                    f"{self.retries} retries, more than the {self.max_retries} allowed"
+                )
+        elif kind == "session.error" and self._own(data):
+            message = str(data.get("message") or data.get("errorType") or "an error")
+            self.failure = self.failure or f"Copilot failed the message: {message[:300]}"
+        elif kind == "session.idle" and self.started:
+            self.ended = True
+            self.aborted = bool(data.get("aborted"))
+
+    def _own(self, data: dict[str, Any]) -> bool:
+        origin = data.get("originatingMessageId")
+        return origin is None or origin == self.message_id or not self.started
+
+    def _answer(self, data: dict[str, Any]) -> None:
+        content = data.get("content")
+        origin = data.get("originatingMessageId")
+        if not isinstance(content, str) or not content or not isinstance(origin, str):
+            return
+        self._size += len(content)
+        if self._size > MAX_ANSWER_CHARS:
+            self.failure = self.failure or f"the answer passed {MAX_ANSWER_CHARS} characters"
+            return
+        self._parts.append((origin, content))
+
+
+class Session:
+    """A Copilot session of one room, on one CLI process; fed by the CLI's reader."""
+
+    def __init__(self, session_id: str, room_id: str, allow: frozenset[str], post: Post) -> None:
+        self.id = session_id
+        self.room_id = room_id
+        self.allow = allow
+        self._post = post
+        self.run: Run | None = None
+        self.busy = False
+        """Between a `user.message` and the next `session.idle`: a run is going on."""
+        self.idles = 0
+        """`session.idle` events so far (a stop waits for the next one)."""
+        self.last_idle_aborted = False
+        self.denied = 0
+        self.granted = 0
+        self.gone: str | None = None
+        """Why the CLI's connection ended, once it did."""
+        self._changed = trio.Event()
+
+    def feed(self, event: Event) -> None:
+        """One event of this session (the reader's task: never blocks)."""
+        kind = event.get("type")
+        data = event.get("data")
+        if not isinstance(kind, str) or not isinstance(data, dict):
+            return
+        if kind == "permission.requested":
+            self._permission(data)  # whoever asked, sub-agents included
+        if event.get("agentId") or data.get("parentToolCallId"):
+            return  # a sub-agent's: not the session's own answer or state
+        if kind == "user.message":
+            self.busy = True
+        elif kind == "session.idle":
+            self.busy = False
+            self.idles += 1
+            self.last_idle_aborted = bool(data.get("aborted"))
+        if self.run is not None:
+            self.run.add(kind, data)
+        self._notify()
+
+    def end(self, reason: str) -> None:
+        """The CLI's connection ended: whoever waits is told why."""
+        self.gone = reason
+        self._notify()
+
+    async def wait(self, predicate: Callable[[], bool]) -> None:
+        """Return once `predicate()` holds; raises `CopilotGone` if the CLI went away.
+        The caller sets the deadline."""
+        while not predicate():
+            if self.gone is not None:
+                raise CopilotGone(self.gone)
+            await self._changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _permission(self, data: dict[str, Any]) -> None:
+        request = data.get("permissionRequest")
+        request_id = data.get("requestId")
+        if not isinstance(request, dict) or not isinstance(request_id, str):
+            return
+        if data.get("resolvedByHook"):
+            return
+        kind = str(request.get("kind", "?"))
+        what = _describe(request)
+        if kind in self.allow:
+            result: dict[str, Any] = {"kind": "approve-once"}
+            self.granted += 1
+            log.info("room %s: granted Copilot's %s request (%s)", self.room_id, kind, what)
+        else:
+            result = {
+                "kind": "reject",
+                "feedback": f"band-trio's operator does not allow {kind} here",
+            }
+            self.denied += 1
+            log.info("room %s: denied Copilot's %s request (%s)", self.room_id, kind, what)
+        params = {"sessionId": self.id, "requestId": request_id, "result": result}
+        if not self._post("session.permissions.handlePendingPermissionRequest", params):
+            log.warning("room %s: could not answer Copilot's %s request", self.room_id, kind)
+
+
+def _describe(request: dict[str, Any]) -> str:
+    for key in ("fullCommandText", "fileName", "path", "url", "toolName", "intention"):
+        value = request.get(key)
+        if isinstance(value, str) and value:
+            return " ".join(value.split())[:120]
+    return "no detail"

@@ -1,0 +1,314 @@
+"""The Copilot adapter against the real GitHub Copilot CLI 1.0.102, offline, driven by a real agent.
+
+Every test runs the embedded platform and an agent over loopback, a stubllm 0.1.5
+subprocess as the model, and the real CLI (installed by `python3 dev.py test`, found by
+tests/peers/copilot.py) between them in BYOK mode. That the CLI really stopped its work
+is read on stubllm's side: its streaming generator was cancelled because the CLI closed
+the upstream request. A missing CLI fails the tests, naming the fix; they never skip.
+
+The CLI takes one to three seconds to start, so the tests that do not own it share one
+`CopilotCli` between the adapters they run (`shared_cli`); the crash test runs an adapter
+that owns its CLI, as `band-trio agent` does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from band_trio import StopOutcome, Turn
+from band_trio.adapters import CopilotAdapter, CopilotCli, CopilotConfig
+from band_trio.contract import RemoteStop
+from band_trio.platform import Platform
+from peers import Peer, stubllm_peer
+from peers.copilot import copilot_config
+from support import replies, rooms_with_the_agent, running_agent, seeded, status
+
+DEADLINE = 40  # the CLI's start and a slow answer included
+SLOW = " ".join(f"w{i:02d}" for i in range(80))  # the "[slow]" fixture's answer
+
+
+class Observed(CopilotAdapter):
+    """The adapter, recording per message the remote stops of its turn (test only)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stops: dict[str, tuple[RemoteStop, ...]] = {}
+        self._changed = trio.Event()
+
+    async def on_turn(self, turn: Turn) -> None:
+        try:
+            await super().on_turn(turn)
+        finally:
+            self.stops[turn.message.id] = turn.remote_stops
+            self._changed.set()
+            self._changed = trio.Event()
+
+    async def settled(self, message: str) -> tuple[RemoteStop, ...]:
+        while message not in self.stops:
+            await self._changed.wait()
+        return self.stops[message]
+
+
+@asynccontextmanager
+async def shared_cli(llm: Peer, **overrides: Any) -> AsyncIterator[CopilotCli]:
+    """One real CLI for the block, started and ready (its start is not what is tested)."""
+    cli = CopilotCli(copilot_config(llm, **overrides))
+    async with cli.running():
+        await cli.connection()
+        yield cli
+
+
+def chat_requests(llm: Peer) -> list[dict[str, Any]]:
+    """The bodies the CLI sent to stubllm's /v1/chat/completions, in order."""
+    return [e["body"] for e in llm.events("request") if e["path"] == "/v1/chat/completions"]
+
+
+def said(body: dict[str, Any], role: str) -> list[str]:
+    """The text of a request's messages of one role (the CLI prefixes a timestamp)."""
+    texts = []
+    for message in body["messages"]:
+        if message["role"] == role:
+            content = message.get("content") or ""
+            if isinstance(content, list):
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            texts.append(str(content).split("</current_datetime>")[-1].strip())
+    return texts
+
+
+def environment_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+
+
+def existing(*paths: str) -> list[str]:
+    return [path for path in paths if Path(path).exists()]
+
+
+def group_members(pgid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            found.append(int(stat.parent.name))
+    return found
+
+
+# -- answers and safety ------------------------------------------------------------------
+
+
+async def test_answers_in_the_rooms_session_and_the_cli_is_kept_apart_from_the_agent(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, room, user = seeded(platform)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-not-for-the-cli")  # the agent's, not the CLI's
+    with trio.fail_after(DEADLINE):
+        async with stubllm_peer(chunk_delay_ms=0) as llm, shared_cli(llm) as cli:
+            adapter = Observed(cli.config, cli=cli)
+            async with running_agent(platform, adapter):
+                first = platform.post_message(room, user, "[quick] one")
+                await platform.wait_until(lambda: status(platform, first) == "processed")
+                session = adapter.session(room)
+                second = platform.post_message(room, user, "[quick] two")
+                await platform.wait_until(lambda: status(platform, second) == "processed")
+                assert adapter.session(room) == session
+            assert cli.pid is not None
+            env = environment_of(cli.pid)
+            cwd = os.readlink(f"/proc/{cli.pid}/cwd")
+            requests = chat_requests(llm)
+    assert replies(platform, room) == ["quick answer", "quick answer"]
+    assert adapter.stops[first] == adapter.stops[second] == ()  # ended on their own
+    # one Copilot session holds the conversation: the second request carries the first
+    assert said(requests[1], "user") == ["[quick] one", "[quick] two"]
+    assert said(requests[1], "assistant") == ["quick answer"]
+    assert requests[0]["model"] == "gpt-4o" and requests[0]["stream"] is True
+    # the CLI runs offline, in its own folders, with nothing of the agent's environment
+    assert cwd == cli.working_directory != os.getcwd()
+    assert env["COPILOT_OFFLINE"] == "true" and env["HOME"] == cli.home
+    assert "GITHUB_TOKEN" not in env and not any(name.startswith("BAND_") for name in env)
+    assert "sk-stub" not in " ".join(env.values())  # the key goes per session, not in env
+
+
+async def test_tool_permissions_are_denied_unless_the_operator_allows_their_kind(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, room, user = seeded(platform)
+    caplog.set_level(logging.INFO, logger="band_trio.adapters.copilot")
+    with trio.fail_after(DEADLINE):
+        async with stubllm_peer(chunk_delay_ms=0) as llm, shared_cli(llm) as cli:
+            made = Path(cli.working_directory) / "made-by-the-model"
+            denying = CopilotAdapter(cli.config, cli=cli)
+            async with running_agent(platform, denying):
+                asked = platform.post_message(room, user, "[shell] make a file")
+                await platform.wait_until(lambda: status(platform, asked) == "processed")
+            assert not made.exists()
+            [denied] = chat_requests(llm)[-1:]
+            config = CopilotConfig(**{**_fields(cli.config), "allow": frozenset({"shell"})})
+            allowing = CopilotAdapter(config, cli=cli)
+            async with running_agent(platform, allowing):
+                again = platform.post_message(room, user, "[shell] make it now")
+                await platform.wait_until(lambda: status(platform, again) == "processed")
+            assert made.exists()  # in the CLI's own folder
+            [granted] = chat_requests(llm)[-1:]
+    assert replies(platform, room) == ["the shell tool answered"] * 2
+    assert "rejected" in said(denied, "tool")[0]
+    assert "does not allow shell" in said(denied, "tool")[0]
+    assert "rejected" not in said(granted, "tool")[-1]
+    assert "denied Copilot's shell request (touch made-by-the-model)" in caplog.text
+    assert "granted Copilot's shell request (touch made-by-the-model)" in caplog.text
+
+
+def _fields(config: CopilotConfig) -> dict[str, Any]:
+    return {name: getattr(config, name) for name in config.__dataclass_fields__}
+
+
+# -- aborts ------------------------------------------------------------------------------
+
+
+async def test_interrupt_mid_stream_aborts_the_session_which_answers_the_next_message(
+    platform: Platform,
+) -> None:
+    agent_id, room, user = seeded(platform)
+    with trio.fail_after(DEADLINE):
+        async with stubllm_peer(chunk_delay_ms=20) as llm, shared_cli(llm) as cli:
+            adapter = Observed(cli.config, cli=cli)
+            async with running_agent(platform, adapter) as running:
+                message = platform.post_message(room, user, "[slow] count")
+                await llm.wait_for(lambda e: e["count"] >= 3, timeout=DEADLINE, event="chunk")
+                sent = time.perf_counter()
+                platform.send_control(agent_id, "interrupt", room_id=room, reason="enough")
+                cancelled = await llm.wait_for(event="stream_cancelled", timeout=DEADLINE)
+                await platform.wait_until(lambda: status(platform, message) == "processed")
+                [stop] = await adapter.settled(message)
+                session = adapter.session(room)
+                after = platform.post_message(room, user, "[quick] next")
+                await platform.wait_until(lambda: status(platform, after) == "processed")
+                assert adapter.session(room) == session
+                stats = running.agent.remote_stops
+            last = chat_requests(llm)[-1]
+    assert cancelled["req"] == 1 and cancelled["how"] == "cancelled" and cancelled["count"] < 80
+    assert (stop.name, stop.outcome) == ("copilot session", StopOutcome.CONFIRMED)
+    assert stop.detail == "the session went idle (aborted)"
+    assert stop.handle == session and stats.confirmed == 1
+    # nothing was posted for the interrupted message; the next one is answered in the same
+    # session (stubllm matches "[slow]" anywhere in the conversation: the slow answer)
+    assert replies(platform, room) == [SLOW]
+    assert said(last, "user")[0] == "[slow] count"
+    assert "interrupted by the user (reason: enough)" in said(last, "user")[-1]
+    assert said(last, "user")[-1].endswith("[quick] next")
+    print(
+        f"\ninterrupt -> stubllm stream cancelled {1000 * (cancelled['perf'] - sent):.1f} ms,"
+        f" stop took {1000 * stop.took:.1f} ms"
+    )
+
+
+async def test_stop_keeps_the_message_and_play_answers_it_in_the_same_session(
+    platform: Platform,
+) -> None:
+    agent_id, room, user = seeded(platform)
+    with trio.fail_after(DEADLINE):
+        async with stubllm_peer(chunk_delay_ms=10) as llm, shared_cli(llm) as cli:
+            adapter = Observed(cli.config, cli=cli)
+            async with running_agent(platform, adapter) as running:
+                message = platform.post_message(room, user, "[slow] count")
+                await llm.wait_for(lambda e: e["count"] >= 3, timeout=DEADLINE, event="chunk")
+                platform.send_control(agent_id, "stop", room_id=room, reason="not now")
+                cancelled = await llm.wait_for(event="stream_cancelled", timeout=DEADLINE)
+                [stop] = await adapter.settled(message)
+                room_state = running.agent.rooms[room]
+                await running.agent.wait_until(lambda: room_state.running is None)
+                assert status(platform, message) == "processing"
+                assert replies(platform, room) == []
+                session = adapter.session(room)
+                platform.send_control(agent_id, "play", room_id=room)
+                await platform.wait_until(lambda: status(platform, message) == "processed")
+                assert adapter.session(room) == session
+            first, replay = chat_requests(llm)
+    assert cancelled["req"] == 1
+    assert stop.outcome is StopOutcome.CONFIRMED
+    assert replies(platform, room) == [SLOW]
+    # the replay is the same message again, in the same session, told why it was cut off
+    assert said(first, "user") == ["[slow] count"]
+    assert said(replay, "user")[0] == "[slow] count"
+    assert "stopped by the user (reason: not now)" in said(replay, "user")[-1]
+    assert "answer the message again" in said(replay, "user")[-1]
+
+
+async def test_a_stop_before_the_first_token_stops_the_model_call(platform: Platform) -> None:
+    agent_id, _, user = seeded(platform)
+    [room, other] = rooms_with_the_agent(platform, 2)
+    with trio.fail_after(DEADLINE):
+        async with stubllm_peer(chunk_delay_ms=0) as llm, shared_cli(llm) as cli:
+            adapter = Observed(cli.config, cli=cli)
+            async with running_agent(platform, adapter):
+                message = platform.post_message(room, user, "[late] take your time")
+                started = await llm.wait_for(event="stream_started", timeout=DEADLINE)
+                platform.send_control(agent_id, "interrupt", room_id=room)
+                cancelled = await llm.wait_for(event="stream_cancelled", timeout=DEADLINE)
+                [stop] = await adapter.settled(message)
+                await platform.wait_until(lambda: status(platform, message) == "processed")
+                # the CLI serves the other rooms meanwhile, and afterwards
+                quick = platform.post_message(other, user, "[quick] still there?")
+                await platform.wait_until(lambda: status(platform, quick) == "processed")
+    assert cancelled["req"] == started["req"] and cancelled["count"] == 0  # no token yet
+    assert stop.outcome is StopOutcome.CONFIRMED
+    assert replies(platform, room) == [] and replies(platform, other) == ["quick answer"]
+
+
+# -- the CLI's process -------------------------------------------------------------------
+
+
+async def test_a_cli_killed_mid_turn_fails_the_turn_and_the_next_turn_starts_it_again(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, room, user = seeded(platform)
+    caplog.set_level(logging.INFO, logger="band_trio.adapters.copilot")
+    with trio.fail_after(DEADLINE):
+        async with stubllm_peer(chunk_delay_ms=20) as llm:
+            adapter = Observed(copilot_config(llm))  # owns its CLI, as `band-trio agent` does
+            async with running_agent(platform, adapter):
+                assert adapter.cli.starts == 1  # at the run's start, in the background
+                message = platform.post_message(room, user, "[slow] count")
+                await llm.wait_for(lambda e: e["count"] >= 3, timeout=DEADLINE, event="chunk")
+                killed = adapter.cli.pid
+                assert killed is not None
+                home, work = adapter.cli.home, adapter.cli.working_directory
+                session = adapter.session(room)
+                os.kill(killed, signal.SIGKILL)
+                await platform.wait_until(lambda: status(platform, message) == "failed")
+                [stop] = await adapter.settled(message)
+                cancelled = await llm.wait_for(event="stream_cancelled", timeout=DEADLINE)
+                after = platform.post_message(room, user, "[quick] are you back?")
+                await platform.wait_until(lambda: status(platform, after) == "processed")
+                restarted = adapter.cli.pid
+                assert adapter.cli.starts == 2 and restarted not in (None, killed)
+                assert adapter.session(room) == session  # resumed on the new CLI
+                errors = [
+                    entry.body or ""
+                    for entry in platform.log()
+                    if entry.kind == "rest" and (entry.path or "").endswith("/events")
+                ]
+            last = chat_requests(llm)[-1]
+    assert restarted is not None
+    assert group_members(killed) == [] and group_members(restarted) == []  # ended, reaped
+    assert existing(home, work) == []  # the folders were made for the run, and removed
+    assert cancelled["req"] == 1
+    # the failed turn's error event carries the reason (runtime: the failure's label)
+    assert any("CopilotGone: the Copilot CLI was killed by SIGKILL" in body for body in errors)
+    assert stop.outcome is StopOutcome.CONFIRMED and "killed by SIGKILL" in stop.detail
+    assert replies(platform, room) == [SLOW]  # the resumed session still holds "[slow]"
+    assert said(last, "user")[0] == "[slow] count"  # the conversation survived the crash
+    assert "starting the Copilot CLI again (the Copilot CLI was killed by SIGKILL" in caplog.text
+    assert "resumed its Copilot session on the new CLI" in caplog.text
