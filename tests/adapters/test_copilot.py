@@ -182,7 +182,7 @@ async def test_interrupt_mid_stream_aborts_the_session_which_answers_the_next_me
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=20) as llm, shared_cli(llm) as cli:
+        async with stubllm_peer(chunk_delay_ms=10) as llm, shared_cli(llm) as cli:
             adapter = Observed(cli.config, cli=cli)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")

@@ -152,6 +152,21 @@ def test_the_cli_module_runs_as_a_script() -> None:
             "no-such-program-anywhere",
         ),
         ({"BAND_WHILE_BUSY": "sometimes"}, [], "BAND_WHILE_BUSY must be one of"),
+        (
+            {"BAND_COPILOT_CLI": "/bin/sh", "BAND_COPILOT_BASE_URL": "http://127.0.0.1:9/v1"},
+            ["--adapter", "band_trio.adapters:copilot"],
+            "BAND_COPILOT_MODEL is required",
+        ),
+        (
+            {
+                "BAND_COPILOT_CLI": "/bin/sh",
+                "BAND_COPILOT_MODEL": "m",
+                "BAND_COPILOT_BASE_URL": "http://127.0.0.1:9/v1",
+                "BAND_COPILOT_ALLOW": "read,everything",
+            },
+            ["--adapter", "band_trio.adapters:copilot"],
+            "unknown Copilot permission kind(s) ['everything']",
+        ),
     ],
 )
 async def test_a_reference_adapter_without_its_settings_is_one_line_and_exit_2(

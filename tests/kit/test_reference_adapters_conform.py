@@ -1,6 +1,7 @@
 """Every reference adapter passes every probe of the conformance kit that applies to it,
 against its real peer: stubllm for the OpenAI chat adapter, the a2a-sdk server for
-the A2A adapter, a real `sh` process tree for the command adapter.
+the A2A adapter, a real `sh` process tree for the command adapter, the real Copilot CLI
+(with stubllm as its model) for the Copilot adapter.
 
 Each test prints the kit's table and how long the whole run took (`pytest -s` shows
 it); a failure shows the table. A probe that does not apply is listed per adapter:
@@ -15,11 +16,20 @@ from typing import Any
 
 import trio
 
-from band_trio.adapters import A2AAdapter, CommandAdapter, DemoAdapter, OpenAIChatAdapter, Tool
+from band_trio.adapters import (
+    A2AAdapter,
+    CommandAdapter,
+    CopilotAdapter,
+    CopilotCli,
+    DemoAdapter,
+    OpenAIChatAdapter,
+    Tool,
+)
 from band_trio.contract import Adapter, Turn
 from band_trio.testing import ProbeResult, Subject, run_probes
 from band_trio.testing._report import table
 from peers import a2a_peer, stubllm_peer
+from peers.copilot import copilot_config
 
 WHOLE_RUN = 30.0
 """The longest a whole run of the kit may take for one adapter (the issue's target)."""
@@ -103,3 +113,20 @@ async def test_the_command_adapter_conforms_with_a_process_tree() -> None:
         lambda: CommandAdapter(["sh", "-c", SHELL]), long_prompt="long", quick_prompt="quick"
     )
     await conforms("CommandAdapter + sh", subject, RACE | NO_TOOLS)
+
+
+async def test_the_copilot_adapter_conforms_against_the_real_cli() -> None:
+    """The probes abort as soon as `session.send` has answered, mostly before the CLI's
+    model call: that the call itself is stopped is tests/adapters/test_copilot.py's."""
+    async with stubllm_peer(chunk_delay_ms=20) as peer:
+        cli = CopilotCli(copilot_config(peer))
+        # one CLI for every probe (each probe's adapter is new): started before the kit
+        # looks at what a probe leaves behind, so it is not counted as the probe's child
+        async with cli.running():
+            await cli.connection()
+            subject = Subject(
+                lambda: CopilotAdapter(cli.config, cli=cli),
+                long_prompt="[slow] tell me a long story",
+                quick_prompt="[quick] say hi",
+            )
+            await conforms("CopilotAdapter + the Copilot CLI + stubllm", subject, RACE | NO_TOOLS)

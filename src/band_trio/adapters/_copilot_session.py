@@ -42,26 +42,45 @@ _SEEN_USERS = 64
 
 
 class Run:
-    """One message's run: its answer, its end, and why it failed."""
+    """One message's run: its answer, its end, and why it failed.
+
+    Fed in the reader's task, which may hand over the run's whole life (its user
+    message, the answer, the idle) before the turn has read `session.send`'s answer:
+    so what is seen is kept per user message, and judged once `message_id` is known."""
 
     def __init__(self, max_retries: int) -> None:
         self.max_retries = max_retries
         self.message_id: str | None = None
         """The user message the CLI made of the prompt (`session.send`'s answer)."""
         self._users: list[str] = []
+        self._ended: dict[str, bool] = {}  # user message id -> went idle aborted
+        self._errors: dict[str, str] = {}  # user message id ("" if none named) -> error
         self._parts: list[tuple[str, str]] = []  # (originating message id, text)
         self._size = 0
         self.retries = 0
-        self.failure: str | None = None
-        self.ended = False
-        """The session went idle after this run's message: the run is over."""
-        self.aborted = False
-        """It went idle with `aborted: true`."""
+        self._failure: str | None = None
 
     @property
     def started(self) -> bool:
         """The CLI took this run's message up (its `user.message` was seen)."""
         return self.message_id is not None and self.message_id in self._users
+
+    @property
+    def ended(self) -> bool:
+        """The session went idle after this run's message: the run is over."""
+        return self.message_id is not None and self.message_id in self._ended
+
+    @property
+    def aborted(self) -> bool:
+        """It went idle with `aborted: true`."""
+        return self.message_id is not None and self._ended.get(self.message_id, False)
+
+    @property
+    def failure(self) -> str | None:
+        if self._failure is not None:
+            return self._failure
+        error = self._errors.get(self.message_id or "") or self._errors.get("")
+        return None if error is None else f"Copilot failed the message: {error}"
 
     @property
     def done(self) -> bool:
@@ -78,21 +97,18 @@ class Run:
             self._answer(data)
         elif kind == "assistant.turn_retry":
             self.retries += 1
-            if self.retries > self.max_retries and self.failure is None:
-                self.failure = (
+            if self.retries > self.max_retries and self._failure is None:
+                self._failure = (
                     f"the model kept failing ({data.get('reason') or 'error'}): "
                     f"{self.retries} retries, more than the {self.max_retries} allowed"
                 )
-        elif kind == "session.error" and self._own(data):
+        elif kind == "session.error":
+            origin = data.get("originatingMessageId")
             message = str(data.get("message") or data.get("errorType") or "an error")
-            self.failure = self.failure or f"Copilot failed the message: {message[:300]}"
-        elif kind == "session.idle" and self.started:
-            self.ended = True
-            self.aborted = bool(data.get("aborted"))
-
-    def _own(self, data: dict[str, Any]) -> bool:
-        origin = data.get("originatingMessageId")
-        return origin is None or origin == self.message_id or not self.started
+            self._errors.setdefault(origin if isinstance(origin, str) else "", message[:300])
+        elif kind == "session.idle":
+            for user in self._users:  # every message taken up so far has had its run
+                self._ended.setdefault(user, bool(data.get("aborted")))
 
     def _answer(self, data: dict[str, Any]) -> None:
         content = data.get("content")
@@ -101,7 +117,7 @@ class Run:
             return
         self._size += len(content)
         if self._size > MAX_ANSWER_CHARS:
-            self.failure = self.failure or f"the answer passed {MAX_ANSWER_CHARS} characters"
+            self._failure = self._failure or f"the answer passed {MAX_ANSWER_CHARS} characters"
             return
         self._parts.append((origin, content))
 
