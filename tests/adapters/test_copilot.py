@@ -127,6 +127,7 @@ async def test_answers_in_the_rooms_session_and_the_cli_is_kept_apart_from_the_a
             assert cli.pid is not None
             env = environment_of(cli.pid)
             cwd = os.readlink(f"/proc/{cli.pid}/cwd")
+            leads = os.getpgid(cli.pid) == os.getsid(cli.pid) == cli.pid
             requests = chat_requests(llm)
     assert replies(platform, room) == ["quick answer", "quick answer"]
     assert adapter.stops[first] == adapter.stops[second] == ()  # ended on their own
@@ -134,7 +135,9 @@ async def test_answers_in_the_rooms_session_and_the_cli_is_kept_apart_from_the_a
     assert said(requests[1], "user") == ["[quick] one", "[quick] two"]
     assert said(requests[1], "assistant") == ["quick answer"]
     assert requests[0]["model"] == "gpt-4o" and requests[0]["stream"] is True
-    # the CLI runs offline, in its own folders, with nothing of the agent's environment
+    # the CLI runs offline, in its own folders and process group, with nothing of the
+    # agent's environment
+    assert leads
     assert cwd == cli.working_directory != os.getcwd()
     assert env["COPILOT_OFFLINE"] == "true" and env["HOME"] == cli.home
     assert "GITHUB_TOKEN" not in env and not any(name.startswith("BAND_") for name in env)

@@ -5,7 +5,8 @@
 
     async with stubllm_peer() as llm:
         config = copilot_config(llm)                  # CopilotConfig for the real CLI
-        async with CopilotCli(config).running() as cli:
+        cli = CopilotCli(config)
+        async with cli.running():
             ...
 
 The binary is the one `python3 dev.py test` installs with npm into `.tools/copilot` (it

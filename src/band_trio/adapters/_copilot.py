@@ -34,8 +34,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,12 +81,7 @@ class CopilotAdapter(Adapter):
         self._rooms: dict[str, _Room] = {}
 
     def running(self) -> AbstractAsyncContextManager[None]:
-        return self._running() if self._owns_cli else nullcontext()
-
-    @asynccontextmanager
-    async def _running(self) -> AsyncIterator[None]:
-        async with self.cli.running():
-            yield
+        return self.cli.running() if self._owns_cli else nullcontext()
 
     def session(self, room_id: str) -> str | None:
         """The id of the Copilot session kept for a room, once it was created."""

@@ -156,6 +156,8 @@ class CopilotCli:
         self._live: Connection | None = None
         self._started = 0
         self._last_end: str | None = None
+        self._nursery: trio.Nursery | None = None
+        """Only to count its tasks (`tasks`): nothing else starts or cancels work in it."""
         self.home = ""
         self.working_directory = ""
         """The folders of the current run (made for it unless the config names them)."""
@@ -167,14 +169,28 @@ class CopilotCli:
         return live.pid if live is not None and live.alive else None
 
     @property
+    def tasks(self) -> int:
+        """The tasks serving the CLI right now (its supervisor, the readers, the writer):
+        owned by `running()` for the run, so a count of leaked tasks leaves them out."""
+        stack = list(self._nursery.child_tasks) if self._nursery is not None else []
+        count = 0
+        while stack:
+            task = stack.pop()
+            count += 1
+            for nursery in task.child_nurseries:
+                stack.extend(nursery.child_tasks)
+        return count
+
+    @property
     def starts(self) -> int:
         """How many CLIs this run started (2 after one restart)."""
         return self._started
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[CopilotCli]:
-        """Own the CLI for the block (not re-entrant): start one in the background,
-        restart it on demand after a crash, end it (reaped) on exit."""
+    async def running(self, *, eager: bool = True) -> AsyncIterator[None]:
+        """Own the CLI for the block (not re-entrant): start one in the background (or,
+        with `eager=False`, at the first `connection()`), start it again on demand after
+        a crash, end it (reaped) on exit."""
         if self._running:
             raise RuntimeError("CopilotCli.running() is already entered")
         self._running = True
@@ -183,10 +199,12 @@ class CopilotCli:
             self.home = self.config.home or _folder("home", made)
             self.working_directory = self.config.working_directory or _folder("work", made)
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 nursery.start_soon(self._supervise, name="copilot cli supervisor")
-                self._wanted.set()  # start it now; the first turn waits for it
+                if eager:
+                    self._wanted.set()  # start it now; the first turn waits for it
                 try:
-                    yield self
+                    yield
                 finally:
                     nursery.cancel_scope.cancel(reason="the Copilot CLI's owner stopped")
         except BaseExceptionGroup as group:  # the block's own error, not one of ours
@@ -195,6 +213,7 @@ class CopilotCli:
             raise
         finally:
             self._running = False
+            self._nursery = None
             self._live = None
             self._start = _Start()
             self._wanted = trio.Event()

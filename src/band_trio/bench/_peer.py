@@ -26,7 +26,7 @@ import trio
 
 from ._protocol import ORPHAN_ENV
 
-__all__ = ["PEERS", "Event", "Peer", "open_peer", "peer_missing"]
+__all__ = ["PEERS", "Event", "Peer", "copilot_cli", "open_peer", "peer_missing"]
 
 PEERS = Path(__file__).resolve().parent / "_peers"
 START_DEADLINE = 30.0
@@ -42,12 +42,27 @@ _EXIT_WITH_DRIVER = (
 
 
 def peer_missing(name: str) -> str | None:
-    """Why the `name` peer cannot run here (a missing package), or None."""
+    """Why the `name` peer cannot run here (a missing package or program), or None."""
     import importlib.util
 
-    needs = {"stubllm": ("stubllm", "uvicorn"), "a2a": ("a2a", "uvicorn")}[name]
+    needs = {"a2a": ("a2a", "uvicorn")}.get(name, ("stubllm", "uvicorn"))
     missing = [module for module in needs if importlib.util.find_spec(module) is None]
-    return f"needs {', '.join(missing)}: pip install 'band-trio[bench]'" if missing else None
+    if missing:
+        return f"needs {', '.join(missing)}: pip install 'band-trio[bench]'"
+    if name == "copilot" and copilot_cli() is None:
+        return (
+            "needs the GitHub Copilot CLI: npm install @github/copilot, then set "
+            "BAND_COPILOT_CLI to its binary (node_modules/@github/copilot-<os>-<cpu>/copilot)"
+        )
+    return None
+
+
+def copilot_cli() -> str | None:
+    """The Copilot CLI the bench runs (`BAND_COPILOT_CLI`, else `copilot` on PATH), if any."""
+    import shutil
+
+    found = os.environ.get("BAND_COPILOT_CLI") or shutil.which("copilot")
+    return found if found and os.path.isfile(found) and os.access(found, os.X_OK) else None
 
 
 class Peer:

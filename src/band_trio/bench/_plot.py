@@ -17,6 +17,7 @@ PLOTTED = (
     ("remote stop: command", "interrupt → process group gone"),
     ("remote stop: stubllm", "interrupt → stubllm generator cancelled"),
     ("remote stop: a2a", "interrupt → a2a-sdk task CANCELED"),
+    ("remote stop: copilot", "interrupt → stubllm generator cancelled by the CLI"),
 )
 
 

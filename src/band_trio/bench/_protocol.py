@@ -23,6 +23,7 @@ __all__ = [
     "A2A",
     "BUSY",
     "CMD",
+    "COPILOT",
     "HOLD",
     "LLM",
     "TASKS",
@@ -45,6 +46,9 @@ LLM = "bench llm"
 """`bench llm BASE_URL PROMPT`: stream a chat completion from an OpenAI-style server."""
 A2A = "bench a2a"
 """`bench a2a URL TEXT`: stream an A2A task; an abort cancels it on the peer."""
+COPILOT = "bench copilot"
+"""`bench copilot BASE_URL PROMPT`: a prompt in a Copilot session, with the model
+server at BASE_URL (the band-trio subject only: band-sdk has no Copilot adapter)."""
 
 STDOUT = 1
 
@@ -65,7 +69,7 @@ class Command:
 
 def parse_command(text: str) -> Command | None:
     """The benchmark command in a message's text, or None for anything else."""
-    for kind in (HOLD, BUSY, TASKS, CMD, LLM, A2A):
+    for kind in (HOLD, BUSY, TASKS, CMD, LLM, A2A, COPILOT):
         if text == kind or text.startswith(kind + " "):
             return Command(kind, text[len(kind) :].strip())
     return None

@@ -6,6 +6,10 @@
 * a2a-sdk: the held turn streams a long A2A task; the interval ends at the
   server's stamp of the task saved `TASK_STATE_CANCELED` (a `CancelTask`
   arrived and was carried out).
+* Copilot (band-trio only, when the CLI is installed): the held turn is a prompt in
+  a Copilot session of the real CLI, whose model is stubllm; the interval ends at
+  stubllm's stamp of its generator cancelled — the CLI closed its model stream
+  after the adapter's `session.abort`.
 
 band-trio runs the reference adapters (`openai_chat`, `a2a`); the band-sdk
 subject streams with httpx and, for A2A, sends `tasks/cancel` on
@@ -21,10 +25,19 @@ import trio
 
 from ._bench import since, timed
 from ._peer import Event, Peer
-from ._protocol import A2A, LLM
+from ._protocol import A2A, COPILOT, LLM
 from ._tier import Tier
 
-__all__ = ["A2A_SCENARIO", "LLM_SCENARIO", "PeerScenario", "a2a_trial", "llm_trial", "peer_trial"]
+__all__ = [
+    "A2A_SCENARIO",
+    "COPILOT_SCENARIO",
+    "LLM_SCENARIO",
+    "PeerScenario",
+    "a2a_trial",
+    "copilot_trial",
+    "llm_trial",
+    "peer_trial",
+]
 
 LLM_PROMPT = "[slow] tell me a long story"
 A2A_PROMPT = "mode=normal chunks=2000 delay=0.02"
@@ -61,6 +74,13 @@ A2A_SCENARIO = PeerScenario(
     A2A_PROMPT, "execute_started", "task_id",
     lambda e: e.get("event") == "chunk_sent" and int(e["index"]) >= 1,
     "terminal", lambda e: e.get("state") == "TASK_STATE_CANCELED",
+)  # fmt: skip
+
+COPILOT_SCENARIO = PeerScenario(
+    "remote stop: copilot", "interrupt → stubllm generator cancelled by the CLI", COPILOT,
+    "base_url", LLM_PROMPT, "stream_started", "req",
+    lambda e: e.get("event") == "chunk" and int(e["count"]) >= 3,
+    "stream_cancelled",
 )  # fmt: skip
 
 
@@ -107,3 +127,7 @@ async def llm_trial(tier: Tier, peer: Peer) -> None:
 
 async def a2a_trial(tier: Tier, peer: Peer) -> None:
     await peer_trial(tier, peer, A2A_SCENARIO)
+
+
+async def copilot_trial(tier: Tier, peer: Peer) -> None:
+    await peer_trial(tier, peer, COPILOT_SCENARIO)

@@ -24,10 +24,10 @@ from ..platform import open_platform
 from ..policy import PlatformPolicy
 from ._bench import Bench, Options
 from ._floors import COMPOSED, measure_floors
-from ._peer import open_peer, peer_missing
+from ._peer import Peer, open_peer, peer_missing
 from ._progress import Progress
 from ._remote import command_trial
-from ._remote_peers import a2a_trial, llm_trial
+from ._remote_peers import a2a_trial, copilot_trial, llm_trial
 from ._results import Row
 from ._signals import interrupt_trial, stop_play_trial
 from ._subject import Runtime
@@ -36,6 +36,7 @@ from ._tier import TEARDOWN_TAIL, Tier, create_identity, load, open_tier, settle
 __all__ = ["Report", "run_bench"]
 
 Trial = Callable[[Tier], Awaitable[None]]
+PeerTrial = Callable[[Tier, Peer], Awaitable[None]]
 
 GIVE_UP = 3
 """Trials in a row that fail (each after its deadline) before a runtime's remaining
@@ -75,7 +76,8 @@ class Report:
 
 def _steps(options: Options, runtimes: int) -> int:
     per_tier = 3 * options.trials * runtimes + 2 * runtimes
-    remote = options.remote_trials * runtimes * (1 + len(PEER_SCENARIOS))
+    peers = sum(runtimes if only is None else 1 for *_, only in PEER_SCENARIOS)
+    remote = options.remote_trials * (runtimes + peers)
     idle = 2 * runtimes * len(options.idle_rooms)
     return 1 + per_tier * len(options.rooms) + remote + idle
 
@@ -176,28 +178,31 @@ async def _signal_tier(bench: Bench, runtimes: list[Runtime], n: int, *, remote:
                 progress.step(f"{tier.runtime} stopped")
 
 
-PEER_SCENARIOS = (
-    ("stubllm", "stubllm_server.py", "remote stop: stubllm", llm_trial),
-    ("a2a", "a2a_server.py", "remote stop: a2a", a2a_trial),
+PEER_SCENARIOS: tuple[tuple[str, str, str, PeerTrial, Runtime | None], ...] = (
+    ("stubllm", "stubllm_server.py", "remote stop: stubllm", llm_trial, None),
+    ("a2a", "a2a_server.py", "remote stop: a2a", a2a_trial, None),
+    ("copilot", "stubllm_server.py", "remote stop: copilot", copilot_trial, "band-trio"),
 )
+"""(peer, its server script, scenario, one trial, the only runtime it applies to)."""
 
 
 async def _peer_scenarios(bench: Bench, tiers: list[Tier]) -> None:
     """The remote-stop scenarios against real peers, each peer a process of its own."""
     options, progress = bench.options, bench.progress
-    for peer_name, script, scenario, trial in PEER_SCENARIOS:
+    for peer_name, script, scenario, trial, only in PEER_SCENARIOS:
+        runs = [tier for tier in tiers if only is None or tier.runtime == only]
         why = peer_missing(peer_name)
         if why is not None:
             bench.skipped.append(f"{scenario}: {why}")
-            progress.step(f"{scenario} not run", options.remote_trials * len(tiers))
+            progress.step(f"{scenario} not run", options.remote_trials * len(runs))
             continue
         progress.note(f"{scenario}: starting the peer")
         async with open_peer(peer_name, script) as peer:
             for i in range(options.remote_trials):
-                for tier in tiers if i % 2 == 0 else tiers[::-1]:
+                for tier in runs if i % 2 == 0 else runs[::-1]:
                     await trial(tier, peer)
                     progress.step(f"{scenario}, {tier.runtime}")
-        for tier in tiers:
+        for tier in runs:
             await settle(tier, (scenario,))
 
 

@@ -22,6 +22,7 @@ from typing import Literal
 
 import trio
 
+from ._peer import copilot_cli
 from ._protocol import ORPHAN_ENV, Observation, parse_observation
 
 __all__ = ["Identity", "Runtime", "Subject", "environment", "spawn", "start"]
@@ -124,6 +125,9 @@ def environment(identity: Identity, rest_url: str, ws_url: str) -> dict[str, str
         PYTHONUNBUFFERED="1",
         PYTHONDONTWRITEBYTECODE="1",
     )
+    cli = copilot_cli()
+    if cli is not None and identity.runtime == "band-trio":
+        env["BAND_COPILOT_CLI"] = cli  # the Copilot scenario's CLI, owned by the subject
     return env
 
 

@@ -11,16 +11,19 @@ band-sdk adapter author would, so the two differ only in their runtimes.
 
 from __future__ import annotations
 
+import os
 import time
+from contextlib import AbstractAsyncContextManager, nullcontext
 
 import trio
 
-from ..adapters import A2AAdapter, OpenAIChatAdapter
+from ..adapters import A2AAdapter, CopilotAdapter, CopilotCli, CopilotConfig, OpenAIChatAdapter
 from ..contract import Adapter, Turn, run_command
 from ._protocol import (
     A2A,
     BUSY,
     CMD,
+    COPILOT,
     HOLD,
     LLM,
     TASKS,
@@ -48,17 +51,32 @@ def live_tasks() -> int:
 
 class BenchAdapter(Adapter):
     """Does what the message says; a remote command is handed to the reference adapter
-    for that peer (one per URL), which owns the remote work and its stop."""
+    for that peer (one per URL), which owns the remote work and its stop.
+
+    With `BAND_COPILOT_CLI` set (the driver passes it when the CLI is installed), one
+    Copilot CLI is owned for the run, started at the first `bench copilot` message so
+    that the other scenarios share no core with it; each model server URL gets its own
+    adapter (its sessions name the provider), all on that one process."""
 
     def __init__(self) -> None:
         self._remotes: dict[tuple[str, str], Adapter] = {}
+        cli = os.environ.get("BAND_COPILOT_CLI")
+        self._copilot = None if not cli else CopilotCli(_copilot_config(cli, _UNUSED_URL))
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        return nullcontext() if self._copilot is None else self._copilot.running(eager=False)
 
     def _remote(self, kind: str, url: str) -> Adapter:
         key = (kind, url)
         if key not in self._remotes:
-            self._remotes[key] = (
-                OpenAIChatAdapter(url, "gpt-4o") if kind == LLM else A2AAdapter(url)
-            )
+            if kind == COPILOT:
+                assert self._copilot is not None, "the driver passed no BAND_COPILOT_CLI"
+                config = _copilot_config(self._copilot.config.cli, url)
+                self._remotes[key] = CopilotAdapter(config, cli=self._copilot)
+            elif kind == LLM:
+                self._remotes[key] = OpenAIChatAdapter(url, "gpt-4o")
+            else:
+                self._remotes[key] = A2AAdapter(url)
         return self._remotes[key]
 
     async def on_turn(self, turn: Turn) -> None:
@@ -73,11 +91,12 @@ class BenchAdapter(Adapter):
                 await trio.sleep_forever()
             elif command.kind == BUSY:
                 await trio.sleep_until(_until(command.argument))
-            elif command.kind == TASKS:
-                observe("tasks", message.id, live_tasks())
+            elif command.kind == TASKS:  # the Copilot CLI's, owned for the run, left out
+                resident = self._copilot.tasks if self._copilot is not None else 0
+                observe("tasks", message.id, live_tasks() - resident)
             elif command.kind == CMD:
                 await run_command(turn, command_script(command.argument))
-            elif command.kind in (LLM, A2A):
+            elif command.kind in (LLM, A2A, COPILOT):
                 url, _ = command.split()
                 await self._remote(command.kind, url).on_turn(turn)
                 observe("done", message.id)
@@ -87,6 +106,15 @@ class BenchAdapter(Adapter):
             raise
         observe("done", message.id)
         await turn.reply("ok")
+
+
+_UNUSED_URL = "http://127.0.0.1:9/v1"
+"""The CLI's own provider setting (offline mode wants one when it starts); each session
+names the real one, which wins."""
+
+
+def _copilot_config(cli: str, base_url: str) -> CopilotConfig:
+    return CopilotConfig(cli=cli, model="gpt-4o", base_url=base_url, api_key="sk-bench")
 
 
 def _until(argument: str) -> float:
