@@ -15,6 +15,7 @@ say why it exited.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -23,6 +24,8 @@ from collections.abc import Mapping, Sequence
 import trio
 
 __all__ = ["CliProcess", "spawn"]
+
+log = logging.getLogger("band_trio.adapters.copilot")
 
 
 async def spawn(
@@ -109,17 +112,21 @@ class CliProcess:
         return f"exited with status {code}"
 
     def signal_group(self, signum: signal.Signals) -> None:
-        """Signal every process of the group (nothing once the leader is reaped)."""
+        """Signal every process of the group, and the leader itself should it have left
+        the group (nothing once the leader is reaped: its pid may be reused then)."""
         if self.reaped:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signum)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signum)
 
     async def stop(self, kill_grace: float) -> None:
         """End the group: SIGTERM, SIGKILL after `kill_grace`, then reap the leader.
 
-        Shielded: it runs while its owner is being cancelled, and is bounded by
-        the grace (SIGKILL cannot be ignored)."""
+        Shielded: it runs while its owner is being cancelled, and is bounded: by the
+        grace, then by as long again for the SIGKILLed leader to be reaped (a process
+        stuck in the kernel is given up on, and logged)."""
         with trio.CancelScope(shield=True):
             if not self.has_exited():
                 self.signal_group(signal.SIGTERM)
@@ -127,18 +134,18 @@ class CliProcess:
                 with trio.move_on_after(kill_grace):
                     await self.exited()
             self.signal_group(signal.SIGKILL)  # the leader, if still there; what it left
-            await self.reap()
-
-    async def reap(self) -> None:
-        """Reap the leader (it has exited or was SIGKILLed) and close its pipes."""
-        with trio.CancelScope(shield=True):
-            if not self.reaped:
+            with trio.move_on_after(kill_grace) as reaping:
                 await self.proc.wait()
                 self.reaped = True
-            if self._pidfd is not None:
-                os.close(self._pidfd)
-                self._pidfd = None
-            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                if stream is not None:
-                    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                        await stream.aclose()
+            self._close()
+            if reaping.cancelled_caught:
+                log.error("the Copilot CLI (pid %d) outlived SIGKILL; given up on", self.pid)
+
+    def _close(self) -> None:
+        """Close the pidfd and our ends of the pipes (synchronously: fine under a cancel)."""
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if isinstance(stream, trio.lowlevel.FdStream):
+                stream.close()
