@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import trio
 
-from band_trio import Policy, StopOutcome, Turn
+from band_trio import AdapterError, Policy, StopOutcome, Turn
 from band_trio.adapters import CopilotAdapter, CopilotCli, CopilotConfig, CopilotError
 from band_trio.platform import Platform
-from support import replies, running_agent, seeded, status
+from support import background_agent, replies, running_agent, seeded, status
 
 FAKE = Path(__file__).with_name("fake_copilot.py")
 DEADLINE = 10
@@ -145,3 +145,15 @@ async def test_a_stop_the_cli_does_not_carry_out_is_reported_and_the_room_goes_o
     # the session was left busy: it is aborted again before the next prompt
     assert len(aborts) == 2
     assert replies(platform, room) == ["fake answer 2"]
+
+
+async def test_an_agent_whose_cli_cannot_start_fails_to_start_with_the_reason(
+    platform: Platform, tmp_path: Path
+) -> None:
+    adapter = CopilotAdapter(fake(tmp_path, "exit"))
+    with trio.fail_after(DEADLINE):
+        async with background_agent(platform, adapter) as run:
+            await run.finished.wait()
+    assert isinstance(run.error, AdapterError)
+    assert "exited with status 3: boom: no licence for this machine" in str(run.error)
+    assert not run.started.is_set()  # no room was served

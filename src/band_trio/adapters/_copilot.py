@@ -4,7 +4,8 @@
                                            base_url="http://127.0.0.1:11434/v1"))
 
 The adapter owns one CLI process per run of the agent (`running()`; see
-`_copilot_cli`) and speaks its JSON-RPC over stdio itself, on trio. Per room one
+`_copilot_cli`), waits for it in `on_started`, and speaks its JSON-RPC over
+stdio itself, on trio. Per room one
 Copilot session, created at the room's first message and kept across turns, so
 the CLI holds the conversation; after a crash of the CLI the same session is
 resumed on the new process (its history is on disk, in the CLI's state
@@ -40,7 +41,7 @@ from typing import Any
 
 import trio
 
-from ..contract import Adapter, StopAnswer, StopOutcome, Turn
+from ..contract import Adapter, AgentInfo, StopAnswer, StopOutcome, Turn
 from ._abort_note import abort_note
 from ._copilot_cli import Connection, CopilotCli
 from ._copilot_config import CopilotConfig
@@ -83,6 +84,15 @@ class CopilotAdapter(Adapter):
     def running(self) -> AbstractAsyncContextManager[None]:
         return self.cli.running() if self._owns_cli else nullcontext()
 
+    async def on_started(self, agent: AgentInfo) -> None:
+        """Wait for the CLI (started in the background by `running()`), so that no room
+        is served before it answers; bounded by `Policy.hook_deadline` (10 s; a cold
+        start took 3 s here). A CLI that cannot start fails the agent's start with the
+        reason. Only the agent calls this hook: under the runs API or a host, the
+        first turn waits for the CLI instead."""
+        if self._owns_cli:
+            await self.cli.connection()
+
     def session(self, room_id: str) -> str | None:
         """The id of the Copilot session kept for a room, once it was created."""
         room = self._rooms.get(room_id)
@@ -103,11 +113,7 @@ class CopilotAdapter(Adapter):
     async def on_turn(self, turn: Turn) -> None:
         room = self._rooms.setdefault(turn.room_id, _Room(str(uuid.uuid4())))
         try:
-            connection = await self.cli.connection()
-            session = await self._session(turn.room_id, room, connection)
-            if session.busy:  # a run that the last stop could not confirm
-                await self._settle(connection, session)
-            text = await self._run(turn, connection, session, room)
+            text = await self._run(turn, room)
         except BaseException as exc:
             if not isinstance(exc, Exception):  # aborted, not failed
                 room.cut = turn.message.id  # told by the next turn, which knows why
@@ -116,20 +122,18 @@ class CopilotAdapter(Adapter):
 
     # -- one turn -------------------------------------------------------------------
 
-    async def _run(self, turn: Turn, connection: Connection, session: Session, room: _Room) -> str:
+    async def _run(self, turn: Turn, room: _Room) -> str:
         """Send the prompt and follow the session until it is idle; return the text."""
+        connection = await self.cli.connection()
+        session = await self._session(turn.room_id, room, connection)
+        if session.busy:  # a run that the last stop could not confirm
+            await self._settle(connection, session)
+        run = Run(self.config.max_retries)
 
         async def stop(session_id: str) -> StopAnswer:
             return await self._stop(connection, session, run)
 
-        run = Run(self.config.max_retries)
-        prompt = turn.message.content
-        note = abort_note(room.cut, turn)
-        room.cut = None
-        params: dict[str, Any] = {"sessionId": session.id, "prompt": prompt}
-        if note:
-            params["prompt"] = f"[{note}]\n\n{prompt}"
-            params["displayPrompt"] = prompt
+        params = self._prompt(turn, room, session)
         session.run = run
         try:
             async with turn.remote(stop=stop, name="copilot session") as work:
@@ -149,6 +153,17 @@ class CopilotAdapter(Adapter):
         if not text:
             raise CopilotError("Copilot's answer had no text")
         return text
+
+    def _prompt(self, turn: Turn, room: _Room, session: Session) -> dict[str, Any]:
+        """`session.send`'s parameters: the message, after a note if the last was cut."""
+        prompt = turn.message.content
+        note = abort_note(room.cut, turn)
+        room.cut = None
+        params: dict[str, Any] = {"sessionId": session.id, "prompt": prompt}
+        if note:
+            params["prompt"] = f"[{note}]\n\n{prompt}"
+            params["displayPrompt"] = prompt
+        return params
 
     async def _stop(self, connection: Connection, session: Session, run: Run) -> StopAnswer:
         """`session.abort`; `confirmed` once the session went idle again."""
