@@ -9,10 +9,11 @@ processes on the same host can be compared with.
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 from band_trio.platform import Platform
 
-__all__ = ["control_frame_after", "table"]
+__all__ = ["control_frame_after", "streaming", "table"]
 
 
 def control_frame_after(platform: Platform, since: int) -> float | None:
@@ -21,6 +22,16 @@ def control_frame_after(platform: Platform, since: int) -> float | None:
         if entry.kind == "ws_out" and entry.frame and '"agent.control"' in entry.frame:
             return entry.t
     return None
+
+
+async def streaming(llm: Any, since: int, chunks: int = 3, wait: float = 30.0) -> int:
+    """Wait for a new stubllm answer (after event `since`) to have sent `chunks` chunks
+    (none: just begun); its request number. `llm` is a tests/peers stubllm `Peer`."""
+    started = await llm.wait_for(timeout=wait, since=since, event="stream_started")
+    req = int(started["req"])
+    if chunks:
+        await llm.wait_for(lambda e: e["count"] >= chunks, timeout=wait, event="chunk", req=req)
+    return req
 
 
 def table(rows: dict[str, list[float]]) -> str:

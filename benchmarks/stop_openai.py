@@ -34,7 +34,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _stopwatch import control_frame_after, table
+from _stopwatch import control_frame_after, streaming, table
 
 from band_trio import Agent, Turn
 from band_trio.adapters import OpenAIChatAdapter
@@ -59,14 +59,6 @@ class Stamped(OpenAIChatAdapter):
         except trio.Cancelled:
             self.cancelled_at.setdefault(turn.message.id, time.perf_counter())
             raise
-
-
-async def streaming(peer: Peer, since: int, chunks: int = 3) -> int:
-    """Wait for a new answer (after event `since`) to have sent `chunks` chunks; its req."""
-    started = await peer.wait_for(timeout=WAIT, since=since, event="stream_started")
-    req = int(started["req"])
-    await peer.wait_for(lambda e: e["count"] >= chunks, timeout=WAIT, event="chunk", req=req)
-    return req
 
 
 async def signal(

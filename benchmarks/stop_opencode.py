@@ -40,7 +40,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _stopwatch import control_frame_after, table
+from _stopwatch import control_frame_after, streaming, table
 
 from band_trio import Agent
 from band_trio.adapters._opencode import OpenCodeAdapter
@@ -79,14 +79,6 @@ class Stamped(OpenCodeAdapter):
         while len(self.stamps) <= index or "settled" not in self.stamps[index]:
             await self._settled.wait()
         return self.stamps[index]
-
-
-async def streaming(llm: Peer, since: int, chunks: int = 3) -> int:
-    """Wait for a new answer (after event `since`) to have sent `chunks` chunks; its req."""
-    started = await llm.wait_for(timeout=WAIT, since=since, event="stream_started")
-    req = int(started["req"])
-    await llm.wait_for(lambda e: e["count"] >= chunks, timeout=WAIT, event="chunk", req=req)
-    return req
 
 
 async def signal(

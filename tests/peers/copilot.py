@@ -19,13 +19,12 @@ The CLI runs offline: the adapter starts it with ``COPILOT_OFFLINE=true`` and th
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from band_trio.adapters import CopilotConfig
 
-from .fixtures import Peer, PeerError
+from .fixtures import Peer, installed_binary
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = "1.0.102"
@@ -35,18 +34,7 @@ MODEL = "gpt-4o"
 
 def copilot_binary() -> Path:
     """The CLI binary: ``BAND_TRIO_COPILOT``, else the one dev.py's stamp names."""
-    named = os.environ.get("BAND_TRIO_COPILOT")
-    if not named and STAMP.is_file():
-        version, _, named = STAMP.read_text().partition("\n")
-        if version != VERSION:
-            named = ""
-    if named and Path(named).is_file():
-        return Path(named)
-    raise PeerError(
-        f"the Copilot CLI {VERSION} is not installed (BAND_TRIO_COPILOT={named or 'unset'}): run"
-        f" `python3 dev.py test`, which installs @github/copilot@{VERSION} with npm into"
-        " .tools/copilot, or set BAND_TRIO_COPILOT to a copilot binary"
-    )
+    return installed_binary("BAND_TRIO_COPILOT", STAMP, VERSION, "@github/copilot")
 
 
 def copilot_config(llm: Peer, **overrides: Any) -> CopilotConfig:

@@ -215,6 +215,24 @@ class Peer:
         return f"\n--- last {last} events ---\n{tail}\n--- stderr ---\n{err}"
 
 
+def installed_binary(variable: str, stamp: Path, version: str, package: str) -> Path:
+    """A binary that `python3 dev.py test` installed with npm: the one named by the
+    environment `variable` it sets, else by its install `stamp` (`version` and path).
+    A missing one is a `PeerError` naming the fix: a test never skips for want of it."""
+    named = os.environ.get(variable)
+    if not named and stamp.is_file():
+        stamped, _, named = stamp.read_text().partition("\n")
+        if stamped != version:
+            named = ""
+    if named and Path(named).is_file():
+        return Path(named)
+    raise PeerError(
+        f"{package}@{version} is not installed ({variable}={named or 'unset'}): run"
+        f" `python3 dev.py test`, which installs it with npm into .tools/{stamp.parent.name},"
+        f" or set {variable} to its binary"
+    )
+
+
 def _matcher(predicate: Predicate | None, match: Mapping[str, Any]) -> Predicate:
     def check(event: Event) -> bool:
         if any(event.get(k) != v for k, v in match.items()):

@@ -53,7 +53,7 @@ from pathlib import Path
 import httpx2
 import trio
 
-from .fixtures import POLL_INTERVAL, PeerError, _stop
+from .fixtures import POLL_INTERVAL, PeerError, _stop, installed_binary
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = "1.18.33"
@@ -63,18 +63,7 @@ LISTENING = re.compile(rb"opencode server listening on (http://127\.0\.0\.1:(\d+
 
 def opencode_binary() -> Path:
     """The OpenCode binary: ``BAND_TRIO_OPENCODE``, else the one dev.py's stamp names."""
-    named = os.environ.get("BAND_TRIO_OPENCODE")
-    if not named and STAMP.is_file():
-        version, _, named = STAMP.read_text().partition("\n")
-        if version != VERSION:
-            named = ""
-    if named and Path(named).is_file():
-        return Path(named)
-    raise PeerError(
-        f"OpenCode {VERSION} is not installed (BAND_TRIO_OPENCODE={named or 'unset'}): run"
-        f" `python3 dev.py test`, which installs opencode-ai@{VERSION} with npm into"
-        " .tools/opencode, or set BAND_TRIO_OPENCODE to an opencode binary"
-    )
+    return installed_binary("BAND_TRIO_OPENCODE", STAMP, VERSION, "opencode-ai")
 
 
 class OpenCodePeer:
