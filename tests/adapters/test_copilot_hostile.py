@@ -94,7 +94,7 @@ async def test_a_cli_that_cannot_be_used_is_a_clear_error_for_the_turn(
 
 async def test_outside_a_run_the_cli_is_not_started_and_says_why(tmp_path: Path) -> None:
     cli = CopilotCli(fake(tmp_path, "normal"))
-    with pytest.raises(CopilotError, match=r"enter `adapter.running\(\)`"):
+    with pytest.raises(CopilotError, match=r"enter `adapter.lifespan\(\)`"):
         await cli.connection()
     assert cli.starts == 0
 

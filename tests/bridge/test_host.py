@@ -318,13 +318,13 @@ async def test_the_host_runs_its_adapter_for_as_long_as_it_serves(platform: Plat
                 yield
             finally:
                 self.inside = False
-                left.append("running() left")
+                left.append("lifespan() left")
 
-        def running(self) -> contextlib.AbstractAsyncContextManager[None]:
+        def lifespan(self) -> contextlib.AbstractAsyncContextManager[None]:
             return self._running()
 
     adapter = Owning()
     with trio.fail_after(10):
         async with running_host(platform, adapter):
             assert adapter.inside and not left
-    assert left == ["running() left"]
+    assert left == ["lifespan() left"]

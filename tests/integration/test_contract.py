@@ -222,7 +222,7 @@ async def test_on_room_left_is_bounded_by_the_hook_deadline(platform: Platform) 
 
 
 class Owning(Recorder):
-    """Owns a task for the length of `running()`, and records the order of its calls."""
+    """Owns a task for the length of `lifespan()`, and records the order of its calls."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -242,7 +242,7 @@ class Owning(Recorder):
                 nursery.cancel_scope.cancel()
         self.order.append("exit")
 
-    def running(self) -> AbstractAsyncContextManager[None]:
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
         return self._running()
 
     async def on_turn(self, turn: Turn) -> None:
@@ -254,7 +254,7 @@ class Owning(Recorder):
         await super().on_room_left(room_id)
 
 
-async def test_running_is_entered_once_per_run_around_every_call_of_the_adapter(
+async def test_lifespan_is_entered_once_per_run_around_every_call_of_the_adapter(
     platform: Platform,
 ) -> None:
     _, room, user = seeded(platform)

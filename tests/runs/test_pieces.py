@@ -170,9 +170,9 @@ async def test_the_service_runs_its_adapter_for_as_long_as_it_owns_runs() -> Non
             try:
                 yield
             finally:
-                left.append("running() left")
+                left.append("lifespan() left")
 
-        def running(self) -> AbstractAsyncContextManager[None]:
+        def lifespan(self) -> AbstractAsyncContextManager[None]:
             return self._running()
 
     service = RunsService(Owning(), RunsPolicy())
@@ -181,4 +181,4 @@ async def test_the_service_runs_its_adapter_for_as_long_as_it_owns_runs() -> Non
             await nursery.start(service.run)
             assert entered.is_set() and not left
             service.close()
-    assert left == ["running() left"]
+    assert left == ["lifespan() left"]

@@ -3,7 +3,7 @@
     adapter = CopilotAdapter(CopilotConfig(cli=".../copilot", model="gpt-4o",
                                            base_url="http://127.0.0.1:11434/v1"))
 
-The adapter owns one CLI process per run of the agent (`running()`; see
+The adapter owns one CLI process per run of the agent (`lifespan()`; see
 `_copilot_cli`), waits for it in `on_started`, and speaks its JSON-RPC over
 stdio itself, on trio. Per room one
 Copilot session, created at the room's first message and kept across turns, so
@@ -81,11 +81,11 @@ class CopilotAdapter(Adapter):
         self.cli = cli if cli is not None else CopilotCli(config)
         self._rooms: dict[str, _Room] = {}
 
-    def running(self) -> AbstractAsyncContextManager[None]:
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
         return self.cli.running() if self._owns_cli else nullcontext()
 
     async def on_started(self, agent: AgentInfo) -> None:
-        """Wait for the CLI (started in the background by `running()`), so that no room
+        """Wait for the CLI (started in the background by `lifespan()`), so that no room
         is served before it answers; bounded by `Policy.hook_deadline` (10 s; a cold
         start took 3 s here). A CLI that cannot start fails the agent's start with the
         reason. Only the agent calls this hook: under the runs API or a host, the

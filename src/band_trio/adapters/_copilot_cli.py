@@ -229,7 +229,7 @@ class CopilotCli:
         if not self._running:
             raise CopilotError(
                 "the Copilot CLI is not running: run the adapter through band-trio's Agent, "
-                "or enter `adapter.running()` (`CopilotCli.running()`) around its use"
+                "or enter `adapter.lifespan()` (`CopilotCli.running()`) around its use"
             )
         with trio.move_on_after(self.config.start_deadline + self.config.kill_grace):
             while True:

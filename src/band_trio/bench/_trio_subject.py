@@ -63,7 +63,7 @@ class BenchAdapter(Adapter):
         cli = os.environ.get("BAND_COPILOT_CLI")
         self._copilot = None if not cli else CopilotCli(_copilot_config(cli, _UNUSED_URL))
 
-    def running(self) -> AbstractAsyncContextManager[None]:
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
         return nullcontext() if self._copilot is None else self._copilot.running(eager=False)
 
     def _remote(self, kind: str, url: str) -> Adapter:

@@ -243,7 +243,7 @@ async def serve_host(
     """Serve `app` on `host:port` until `stop`, with the identity's REST client;
     `task_status.started(bound_port)`. Turns still open at the end get the grace,
     then are cancelled like a shutdown: their messages are left `processing`."""
-    async with app.adapter.running(), RestClient(rest_url, api_key, policy=app.policy) as rest:
+    async with app.adapter.lifespan(), RestClient(rest_url, api_key, policy=app.policy) as rest:
         app.bind(rest)
         await serve_app(
             app, host, port, stop, app.bridge_policy.health_grace, task_status=task_status

@@ -26,7 +26,7 @@ class Adapter(abc.ABC):
       overrunning) ends `Agent.run()` with `AdapterError`;
     * `on_room_left` — after the agent left a room (or the agent stopped), shielded
       under `Policy.hook_deadline`; an error is logged;
-    * `running()` — an async context manager entered once around a whole run of
+    * `lifespan()` — an async context manager entered once around a whole run of
       whatever drives the adapter (`Agent.run`, the runs API, a bridge host):
       before its first call, left after its last one (`on_room_left` included).
     """
@@ -46,7 +46,7 @@ class Adapter(abc.ABC):
     async def on_room_left(self, room_id: str) -> None:  # noqa: B027 - optional hook
         """Called after the agent left a room: drop what is kept for it."""
 
-    def running(self) -> AbstractAsyncContextManager[None]:
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
         """Where an adapter owns what outlives one turn: a process, a pool of connections.
 
         The driver enters it once per run, before the adapter's first call, and leaves it

@@ -71,7 +71,7 @@ class RunsService:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own the runs until `close()`; then stop them and wait (bounded) for them."""
-        async with self.adapter.running(), trio.open_nursery() as nursery:
+        async with self.adapter.lifespan(), trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._sweep, name="runs sweeper")
             task_status.started()

@@ -1,6 +1,6 @@
 """The agent: `run()` owns the whole tree and performs its own shutdown.
 
-    Agent.run                       `adapter.running()`, then the root nursery in it
+    Agent.run                       `adapter.lifespan()`, then the root nursery in it
     ├── rooms host (`Rooms.run`)    one task per room; drains and ends on request
     ├── stopper                     waits for `stop()`; then asks, in order:
     │                               the rooms to settle, the link to close
@@ -187,7 +187,7 @@ class Agent:
         run = self._run = _Run()
         started = _Started(task_status)
         try:
-            async with self.adapter.running():  # around everything the adapter is called for
+            async with self.adapter.lifespan():  # around everything the adapter is called for
                 end = await self._serve(run, started)
         finally:
             run.publish(StopResult(graceful=False))  # if nothing better was published

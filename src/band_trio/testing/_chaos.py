@@ -75,15 +75,15 @@ class _Adapter(Adapter):
         self._rng = rng
         self.started: Counter[str] = Counter()
         self.completed: Counter[str] = Counter()
-        self.in_progress: set[str] = set()
+        self.running: set[str] = set()
         self.overlaps: list[str] = []
 
     async def on_turn(self, turn: Turn) -> None:
         message_id = turn.message.id
         self.started[message_id] += 1
-        if message_id in self.in_progress:
+        if message_id in self.running:
             self.overlaps.append(message_id)
-        self.in_progress.add(message_id)
+        self.running.add(message_id)
         try:
             kind = turn.message.content.split()[0]
             if kind == "slow":
@@ -94,7 +94,7 @@ class _Adapter(Adapter):
             await trio.lowlevel.checkpoint()  # a signal during the reply surfaces here
             self.completed[message_id] += 1
         finally:
-            self.in_progress.discard(message_id)
+            self.running.discard(message_id)
 
 
 class _Host:

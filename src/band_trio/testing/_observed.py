@@ -90,8 +90,8 @@ class Observed(Adapter):
         self._notify()
         await self.inner.on_room_left(room_id)
 
-    def running(self) -> AbstractAsyncContextManager[None]:
-        return self.inner.running()
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
+        return self.inner.lifespan()
 
     # -- observation ----------------------------------------------------------
 
