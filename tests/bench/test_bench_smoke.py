@@ -19,8 +19,6 @@ from pathlib import Path
 import pytest
 import trio
 
-from peers.copilot import copilot_binary
-
 REQUIRED = {
     "runtime", "scenario", "rooms", "metric", "n", "failures", "p50_ms", "p90_ms", "p99_ms",
     "max_ms", "floor_p50_ms", "leaked_tasks",
@@ -48,7 +46,7 @@ def _processes_marked(marker: str) -> list[int]:
 async def test_quick_bench_with_the_band_sdk_peer_completes_clean(tmp_path: Path) -> None:
     out, plot = tmp_path / "bench.json", tmp_path / "bench.png"
     marker = uuid.uuid4().hex
-    env = {**os.environ, "BAND_BENCH_RUN": marker, "BAND_COPILOT_CLI": str(copilot_binary())}
+    env = {**os.environ, "BAND_BENCH_RUN": marker}
     argv = [sys.executable, "-m", "band_trio", "bench", "--quick", "--peer", "band-sdk"]
     argv += ["--json", str(out), "--plot", str(plot), "--no-progress"]
     with trio.fail_after(220):
@@ -77,9 +75,6 @@ async def test_quick_bench_with_the_band_sdk_peer_completes_clean(tmp_path: Path
             for rooms in (1, 100):
                 assert (runtime, scenario, rooms) in scenarios
         assert (runtime, "remote stop: command", 1) in scenarios
-    # the real Copilot CLI (BYOK, stubllm as its model): band-trio only
-    assert ("band-trio", "remote stop: copilot", 1) in scenarios
-    assert ("band-sdk", "remote stop: copilot", 1) not in scenarios
     # leak checks ran for every signal scenario of both runtimes
     checked = {(r["runtime"], r["scenario"]) for r in rows if r["leaked_tasks"] is not None}
     assert {

@@ -84,3 +84,14 @@ def test_a_sub_agents_events_are_not_the_sessions_answer() -> None:
     sub = {"type": "session.idle", "agentId": "task-1", "data": {}}
     session.feed(sub)
     assert not run.ended and session.busy
+
+
+def test_a_peer_that_floods_a_run_with_messages_cannot_grow_it_without_bound() -> None:
+    run = Run(max_retries=2)
+    run.message_id = "u0"
+    run.add("user.message", {"messageId": "u0"})
+    for i in range(1, 10_000):
+        run.add("user.message", {"messageId": f"u{i}"})
+        run.add("session.error", {"message": "x", "originatingMessageId": f"u{i}"})
+        run.add("session.idle", {})
+    assert len(run._users) <= 64 and len(run._ended) <= 64 and len(run._errors) <= 64

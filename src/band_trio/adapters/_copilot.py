@@ -138,7 +138,7 @@ class CopilotAdapter(Adapter):
         try:
             async with turn.remote(stop=stop, name="copilot session") as work:
                 with work.starting():
-                    answer = await connection.request("session.send", params)
+                    answer = await self._call(connection, "session.send", params)
                     run.message_id = _message_id(answer)
                     work.started(session.id)
                 await session.wait(lambda: run.done)

@@ -38,7 +38,8 @@ Event = dict[str, Any]
 Post = Callable[[str, dict[str, Any]], bool]
 
 _SEEN_USERS = 64
-"""User message ids a run remembers (its own is among the first)."""
+"""User message ids (and their ends and errors) a run remembers: its own is among the
+first, and a peer that sends more cannot grow the run without bound."""
 
 
 class Run:
@@ -105,10 +106,10 @@ class Run:
         elif kind == "session.error":
             origin = data.get("originatingMessageId")
             message = str(data.get("message") or data.get("errorType") or "an error")
-            self._errors.setdefault(origin if isinstance(origin, str) else "", message[:300])
+            _keep(self._errors, origin if isinstance(origin, str) else "", message[:300])
         elif kind == "session.idle":
             for user in self._users:  # every message taken up so far has had its run
-                self._ended.setdefault(user, bool(data.get("aborted")))
+                _keep(self._ended, user, bool(data.get("aborted")))
 
     def _answer(self, data: dict[str, Any]) -> None:
         content = data.get("content")
@@ -120,6 +121,14 @@ class Run:
             self._failure = self._failure or f"the answer passed {MAX_ANSWER_CHARS} characters"
             return
         self._parts.append((origin, content))
+
+
+def _keep(seen: dict[str, Any], key: str, value: Any) -> None:
+    """Remember `value` for `key` unless known, forgetting the oldest past `_SEEN_USERS`."""
+    if key not in seen:
+        seen[key] = value
+        while len(seen) > _SEEN_USERS:
+            del seen[next(iter(seen))]
 
 
 class Session:
