@@ -156,11 +156,14 @@ class CopilotCli:
         self._live: Connection | None = None
         self._started = 0
         self._last_end: str | None = None
+        self._made: list[str] = []
+        """Folders made for this run (at the first start), removed when it ends."""
         self._nursery: trio.Nursery | None = None
         """Only to count its tasks (`tasks`): nothing else starts or cancels work in it."""
         self.home = ""
         self.working_directory = ""
-        """The folders of the current run (made for it unless the config names them)."""
+        """The folders of the current run (made at its first start unless the config
+        names them; a SIGKILLed agent cannot remove them: they are in the temp dir)."""
 
     @property
     def pid(self) -> int | None:
@@ -194,10 +197,10 @@ class CopilotCli:
         if self._running:
             raise RuntimeError("CopilotCli.running() is already entered")
         self._running = True
-        made: list[str] = []
+        self._made = []
+        self.home = self.config.home or ""
+        self.working_directory = self.config.working_directory or ""
         try:
-            self.home = self.config.home or _folder("home", made)
-            self.working_directory = self.config.working_directory or _folder("work", made)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._supervise, name="copilot cli supervisor")
@@ -217,8 +220,9 @@ class CopilotCli:
             self._live = None
             self._start = _Start()
             self._wanted = trio.Event()
-            for folder in made:
+            for folder in self._made:
                 shutil.rmtree(folder, ignore_errors=True)
+            self._made = []
 
     async def connection(self) -> Connection:
         """The live CLI; started (again) if it is not running. Raises `CopilotError` if
@@ -268,6 +272,10 @@ class CopilotCli:
         number = self._started
         if self._last_end is not None:
             log.warning("starting the Copilot CLI again (%s)", self._last_end)
+        if not self.home:  # made at the first start: a run that needs no CLI leaves none
+            self.home = _folder("home", self._made)
+        if not self.working_directory:
+            self.working_directory = _folder("work", self._made)
         try:
             process = await spawn(
                 _argv(config),
