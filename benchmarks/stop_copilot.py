@@ -46,6 +46,7 @@ from band_trio.adapters._copilot_cli import Connection
 from band_trio.adapters._copilot_session import Run, Session
 from band_trio.contract import StopAnswer
 from band_trio.platform import Platform, open_platform
+from band_trio.policy import UpstreamPolicy
 from peers import Peer, stubllm_peer
 from peers.copilot import copilot_config
 from support import rooms_with_the_agent
@@ -61,10 +62,12 @@ class Stamped(CopilotAdapter):
         self.stamps: list[dict[str, Any]] = []
         self._settled = trio.Event()
 
-    async def _stop(self, connection: Connection, session: Session, run: Run) -> StopAnswer:
+    async def _stop(
+        self, connection: Connection, session: Session, run: Run, upstream: UpstreamPolicy
+    ) -> StopAnswer:
         stamp: dict[str, Any] = {"sent": time.perf_counter()}
         self.stamps.append(stamp)
-        answer = await super()._stop(connection, session, run)
+        answer = await super()._stop(connection, session, run, upstream)
         stamp.update(settled=time.perf_counter(), answer=answer)
         self._settled.set()
         self._settled = trio.Event()

@@ -19,6 +19,7 @@ import trio
 from band_trio import AdapterError, Policy, StopOutcome, Turn
 from band_trio.adapters import CopilotAdapter, CopilotCli, CopilotConfig, CopilotError
 from band_trio.platform import Platform
+from band_trio.policy import UpstreamPolicy
 from support import background_agent, replies, running_agent, seeded, status
 
 FAKE = Path(__file__).with_name("fake_copilot.py")
@@ -129,7 +130,7 @@ async def test_a_stop_the_cli_does_not_carry_out_is_reported_and_the_room_goes_o
     agent_id, room, user = seeded(platform)
     config = fake(tmp_path, mode, request_deadline=0.3)
     adapter = Watched(config)
-    policy = Policy(backend_stop_grace=0.5)
+    policy = Policy(backend_stop_grace=0.5, upstream=UpstreamPolicy(resettle_grace=0.3))
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter, policy=policy) as running:
             stuck = platform.post_message(room, user, "wait for ever")

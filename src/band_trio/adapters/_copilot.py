@@ -42,6 +42,7 @@ from typing import Any
 import trio
 
 from ..contract import Adapter, AgentInfo, StopAnswer, StopOutcome, Turn
+from ..policy import UpstreamPolicy
 from ._abort_note import abort_note
 from ._copilot_cli import Connection, CopilotCli
 from ._copilot_config import CopilotConfig
@@ -51,10 +52,6 @@ from ._copilot_session import Run, Session
 __all__ = ["CopilotAdapter", "CopilotError", "copilot"]
 
 log = logging.getLogger("band_trio.adapters.copilot")
-
-_CONFIRM_MARGIN = 0.1
-"""The stop stops waiting for the idle this long before its deadline, so that an abort
-the CLI accepted is reported `requested`, not as unanswered."""
 
 
 @dataclass(slots=True)
@@ -124,14 +121,15 @@ class CopilotAdapter(Adapter):
 
     async def _run(self, turn: Turn, room: _Room) -> str:
         """Send the prompt and follow the session until it is idle; return the text."""
+        upstream = turn.upstream  # its answer limit, the stop's margin, the resettle grace
         connection = await self.cli.connection()
         session = await self._session(turn.room_id, room, connection)
         if session.busy:  # a run that the last stop could not confirm
-            await self._settle(connection, session)
-        run = Run(self.config.max_retries)
+            await self._settle(connection, session, upstream)
+        run = Run(self.config.max_retries, upstream.max_answer_chars)
 
         async def stop(session_id: str) -> StopAnswer:
-            return await self._stop(connection, session, run)
+            return await self._stop(connection, session, run, upstream)
 
         params = self._prompt(turn, room, session)
         session.run = run
@@ -165,8 +163,11 @@ class CopilotAdapter(Adapter):
             params["displayPrompt"] = prompt
         return params
 
-    async def _stop(self, connection: Connection, session: Session, run: Run) -> StopAnswer:
-        """`session.abort`; `confirmed` once the session went idle again."""
+    async def _stop(
+        self, connection: Connection, session: Session, run: Run, upstream: UpstreamPolicy
+    ) -> StopAnswer:
+        """`session.abort`; `confirmed` once the session went idle again (waited for until
+        `confirm_margin` before the stop's deadline, so an accepted abort is `requested`)."""
         if not connection.alive:
             await connection.ended.wait()  # its process group ended and reaped
             return StopOutcome.CONFIRMED, f"nothing runs: {connection.reason}"
@@ -176,7 +177,7 @@ class CopilotAdapter(Adapter):
         answer = await connection.request("session.abort", {"sessionId": session.id})
         if isinstance(answer, dict) and answer.get("success") is False:
             return StopOutcome.UNCONFIRMED, f"session.abort answered {answer!r:.200}"
-        with trio.move_on_at(trio.current_effective_deadline() - _CONFIRM_MARGIN):
+        with trio.move_on_at(trio.current_effective_deadline() - upstream.confirm_margin):
             try:
                 await session.wait(lambda: session.idles > idles)
             except CopilotGone:
@@ -186,11 +187,13 @@ class CopilotAdapter(Adapter):
             return StopOutcome.CONFIRMED, f"the session went idle ({how})"
         return StopOutcome.REQUESTED, "session.abort answered; the session did not go idle in time"
 
-    async def _settle(self, connection: Connection, session: Session) -> None:
+    async def _settle(
+        self, connection: Connection, session: Session, upstream: UpstreamPolicy
+    ) -> None:
         """Abort a run the last stop could not confirm, before the next prompt."""
         log.info("room %s: the Copilot session is still busy: aborting it again", session.room_id)
         idles = session.idles
-        with trio.move_on_after(self.config.request_deadline):
+        with trio.move_on_after(upstream.resettle_grace):
             await connection.request("session.abort", {"sessionId": session.id})
             await session.wait(lambda: session.idles > idles)
 

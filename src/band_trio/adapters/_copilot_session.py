@@ -49,8 +49,9 @@ class Run:
     message, the answer, the idle) before the turn has read `session.send`'s answer:
     so what is seen is kept per user message, and judged once `message_id` is known."""
 
-    def __init__(self, max_retries: int) -> None:
+    def __init__(self, max_retries: int, max_answer_chars: int = MAX_ANSWER_CHARS) -> None:
         self.max_retries = max_retries
+        self.max_answer_chars = max_answer_chars
         self.message_id: str | None = None
         """The user message the CLI made of the prompt (`session.send`'s answer)."""
         self._users: list[str] = []
@@ -117,8 +118,9 @@ class Run:
         if not isinstance(content, str) or not content or not isinstance(origin, str):
             return
         self._size += len(content)
-        if self._size > MAX_ANSWER_CHARS:
-            self._failure = self._failure or f"the answer passed {MAX_ANSWER_CHARS} characters"
+        if self._size > self.max_answer_chars:
+            limit = self.max_answer_chars
+            self._failure = self._failure or f"the answer passed {limit} characters"
             return
         self._parts.append((origin, content))
 
