@@ -82,6 +82,7 @@ async def run_turn(
     turn.done.set()
     if turn.abort_kind is not None and outcome is not Outcome.CONSUMED:
         outcome = Outcome.ABORTED  # even if the adapter swallowed the cancellation
+    turn.outcome = outcome
     return await settle(ctx.rest, ctx.policy, ledger, turn, outcome)
 
 

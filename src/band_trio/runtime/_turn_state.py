@@ -12,11 +12,15 @@ leave. Nothing polls a flag between awaits.
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
 
 import trio
 
 from ..contract import LastAbort, Message, TurnControl
 from ..policy import Policy
+
+if TYPE_CHECKING:
+    from ._settle import Outcome
 
 __all__ = ["AbortKind", "ActiveTurn"]
 
@@ -64,6 +68,7 @@ class ActiveTurn:
         "failure",
         "finished",
         "message",
+        "outcome",
         "scope",
         "working",
     )
@@ -97,6 +102,9 @@ class ActiveTurn:
         """Why the turn failed in words for the room (an `UpstreamError`'s message)."""
         self.finished = False
         """True once the adapter returned or raised: a signal after that aborts nothing."""
+        self.outcome: Outcome | None = None
+        """What `run_turn` settled the turn as (None until it has): the host answers its
+        caller with it, so a turn that never ran is never reported done."""
 
     def abort(self, kind: AbortKind, reason: str | None = None) -> bool:
         """Cancel the turn for `kind`. The first abort wins; returns whether this one did."""
