@@ -63,7 +63,8 @@ def run(pid: int, info: dict[str, str], rounds: int) -> None:
     base, admin = info["rest_url"], info["admin_url"]
     room, user, agent = info["room_id"], info["user_id"], info["agent_id"]
     key = {"X-API-Key": info["api_key"]}
-    with httpx2.Client(timeout=30) as client:
+    # a body the platform reads says it is JSON (other bodies are refused unread)
+    with httpx2.Client(timeout=30, headers={"content-type": "application/json"}) as client:
         client.get(f"{base}/api/v1/agent/me", headers=key)
         print(f"baseline: {rss_mb(pid):.1f} MB")
         big = b"x" * (10 * 1000 * 1000)

@@ -44,6 +44,7 @@ from .errors import UpstreamError as UpstreamError
 from .policy import BusyPolicy as BusyPolicy
 from .policy import PlatformPolicy as PlatformPolicy
 from .policy import Policy as Policy
+from .policy import ServerPolicy as ServerPolicy
 from .policy import UpstreamPolicy as UpstreamPolicy
 from .policy import WhileBusy as WhileBusy
 
@@ -167,6 +168,7 @@ __all__ = [
     "RemoteStopStats",
     "RemoteWork",
     "RoomView",
+    "ServerPolicy",
     "SignalCounts",
     "StopOutcome",
     "StopResult",

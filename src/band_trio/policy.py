@@ -4,7 +4,9 @@
 `Policy.upstream`, is every client band-trio has of an upstream (the reference
 adapters, the bridge's targets, an adapter author's own calls through
 `band_trio.contract.call_upstream`); `PlatformPolicy` is the embedded
-platform's (the server side).
+platform's (the server side); `ServerPolicy` is what every HTTP server of
+band-trio shares (the platform, the runs API, the bridge's health and the host:
+`band_trio.server`).
 
 Code never writes a literal timeout: it reads a field of the `Policy` it was
 given and sets a deadline on a cancel scope. The defaults are the bracketed
@@ -249,6 +251,33 @@ class Policy:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ServerPolicy:
+    """How band-trio's HTTP servers bound what they send (`band_trio.server`).
+
+    hypercorn shields every write to a socket: a client that stops reading would
+    hold its connection, the response's buffer and the server's shutdown for as long
+    as it likes. So each write is cut into `send_chunk` pieces, each with a deadline."""
+
+    send_stall: float = 10.0
+    """A client that takes no part of a `send_chunk` for this long is dropped (its
+    connection closed): an unread stream costs at most this long and one chunk."""
+    closing_stall: float = 0.25
+    """Once the server is closing, a write that does not go through within this
+    long is cut off (a stalled client never holds a shutdown)."""
+    send_chunk: int = 64 * 1024
+    """Bytes written to a socket at a time, each piece under the stall deadline; also
+    what one streamed body piece holds, so a stalled stream holds at most this."""
+
+    def __post_init__(self) -> None:
+        _check_numbers(self)
+        if self.send_chunk < 1:
+            raise ValueError("ServerPolicy.send_chunk must be >= 1")
+        for name in ("send_stall", "closing_stall"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"ServerPolicy.{name} must be > 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PlatformPolicy:
     """Durations (seconds) and counts of the embedded platform (the server side)."""
 
@@ -299,6 +328,11 @@ class PlatformPolicy:
     """The interrupt/stop/play presses a console remembers, with their latencies..."""
     console_press_window: float = 30.0
     """...each watched this long in the request log for its effects."""
+    console_streams: int = 32
+    """Console streams open at once (pages, tabs); one more is answered 503 with a
+    message the page shows. Each costs one socket and at most one `send_chunk`."""
+    server: ServerPolicy = dataclasses.field(default_factory=ServerPolicy)
+    """How the platform's server bounds what it sends (shared with the other servers)."""
 
     def replace(self, **changes: float | int) -> PlatformPolicy:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -315,15 +349,18 @@ class PlatformPolicy:
             "console_message_chars",
             "console_rooms",
             "console_presses",
+            "console_streams",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"PlatformPolicy.{name} must be >= 1")
+        if not isinstance(self.server, ServerPolicy):
+            raise ValueError(f"PlatformPolicy.server must be a ServerPolicy, got {self.server!r}")
 
 
-def _check_numbers(policy: Policy | PlatformPolicy | UpstreamPolicy) -> None:
+def _check_numbers(policy: Policy | PlatformPolicy | UpstreamPolicy | ServerPolicy) -> None:
     for field in dataclasses.fields(policy):
         value = getattr(policy, field.name)
-        if isinstance(value, UpstreamPolicy):
+        if isinstance(value, UpstreamPolicy | ServerPolicy):
             continue  # checked by its own __post_init__
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             name = type(policy).__name__

@@ -22,6 +22,9 @@ from band_trio.bridge._config import TargetConfig
 from band_trio.platform import Platform
 from band_trio.testing import TaskTracker
 
+HOST_TOKEN = "host-token-0123456789abcdef"
+"""The bearer token the tests' hosts require (and their bridge targets send)."""
+
 FAST = Policy(
     reconnect_base=0.02,
     reconnect_cap=0.1,

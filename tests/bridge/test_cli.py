@@ -20,6 +20,7 @@ from band_trio.bridge import open_recording_target
 from band_trio.cli import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, main
 from band_trio.platform import Platform
 
+from ._helpers import HOST_TOKEN
 from .conftest import seeded
 
 
@@ -169,10 +170,12 @@ async def test_the_host_process_runs_the_adapter_for_an_envelope(
     agent_id, room_id, user_id = seeded(platform)
     info = platform.info
     message_id = platform.post_message(room_id, user_id, "hello host")
+    token = tmp_path / "host.token"
+    token.write_text(HOST_TOKEN + "\n")
     command = [
         sys.executable, "-m", "band_trio", "host", "--adapter", "band_trio.adapters:DemoAdapter",
         "--listen", "127.0.0.1:0", "--agent-id", agent_id, "--api-key", info.api_key or "",
-        "--rest-url", info.rest_url,
+        "--rest-url", info.rest_url, "--token-file", str(token),
     ]  # fmt: skip
     async with trio.open_nursery() as nursery:
         process = await nursery.start(
@@ -198,7 +201,8 @@ async def test_the_host_process_runs_the_adapter_for_an_envelope(
                     },
                     "forwarded_at": "2026-12-01T00:00:00Z",
                 }
-                async with httpx2.AsyncClient(timeout=None) as client:
+                bearer = {"authorization": f"Bearer {HOST_TOKEN}"}
+                async with httpx2.AsyncClient(timeout=None, headers=bearer) as client:
                     answer = await client.post(url, json=envelope)
                 assert answer.json() == {"outcome": "processed"}
                 process.send_signal(signal.SIGTERM)

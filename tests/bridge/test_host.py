@@ -18,7 +18,7 @@ from band_trio.bridge import BridgePolicy, HostApp, HttpTargetConfig, serve_host
 from band_trio.platform import Platform
 from band_trio.testing import TaskTracker
 
-from ._helpers import identity, running_bridge
+from ._helpers import HOST_TOKEN, identity, running_bridge
 from .conftest import seeded
 
 
@@ -50,7 +50,7 @@ class _FirstBlocks(Adapter):
 async def running_host(platform: Platform, adapter: Adapter) -> AsyncIterator[tuple[HostApp, str]]:
     info = platform.info
     assert info.agent_id and info.api_key
-    app = HostApp(adapter, agent_id=info.agent_id)
+    app = HostApp(adapter, agent_id=info.agent_id, token=HOST_TOKEN)
     stop = trio.Event()
     tasks = TaskTracker()
     trio.lowlevel.add_instrument(tasks)
@@ -79,9 +79,13 @@ async def running_host(platform: Platform, adapter: Adapter) -> AsyncIterator[tu
     assert tasks.living == set(), f"tasks outlived the host: {tasks.living}"
 
 
+BEARER = {"authorization": f"Bearer {HOST_TOKEN}"}
+JSON = {"content-type": "application/json"}
+
+
 def _settles(url: str) -> HttpTargetConfig:
     """The host claims and settles each message itself: the bridge must not."""
-    return HttpTargetConfig(url=url, settle="target")
+    return HttpTargetConfig(url=url, settle="target", token=HOST_TOKEN)
 
 
 def _status(platform: Platform, message_id: str) -> str | None:
@@ -142,16 +146,17 @@ async def test_the_host_answers_a_finished_turn_and_ignores_other_events(
             "payload": payload,
             "forwarded_at": "2026-12-01T00:00:00Z",
         }
-        async with httpx2.AsyncClient() as client:
+        async with httpx2.AsyncClient(headers=BEARER) as client:
             with trio.fail_after(5):
                 done = await client.post(url, json=envelope)
                 again = await client.post(url, json=envelope)
                 other = await client.post(url, json={**envelope, "event_type": "room_added"})
                 wrong = await client.post(url, json={**envelope, "agent_id": "someone else"})
-                junk = await client.post(url, content=b"not json")
+                junk = await client.post(url, content=b"not json", headers=JSON)
                 deep = b'{"event_type": "message_created", "payload": ' + b'{"a": ' * 100_000
-                nested = await client.post(url, content=deep)
-                big = await client.post(url, content=b"x" * (app.bridge_policy.host_max_body + 1))
+                nested = await client.post(url, content=deep, headers=JSON)
+                too_big = b"x" * (app.bridge_policy.host_max_body + 1)
+                big = await client.post(url, content=too_big, headers=JSON)
                 getting = await client.get(url)
                 health = await client.get(f"{url}health")
         assert (
@@ -163,6 +168,7 @@ async def test_the_host_answers_a_finished_turn_and_ignores_other_events(
         assert nested.status_code == 422 and "nested too deeply" in nested.text
         assert big.status_code == 413 and getting.status_code == 405
         assert health.status_code == 200 and health.json()["turns"] == 1
+        assert health.json()["outcomes"] == {"processed": 1, "completed": 1, "ignored": 1}
         assert app.turns == 1
 
 
@@ -240,7 +246,7 @@ async def test_a_host_stopping_cancels_its_open_turns_after_the_grace(
         "room_id": room_id,
         "payload": {
             "id": message_id,
-            "content": "x",
+            "content": "still running at the stop",
             "message_type": "text",
             "sender_type": "User",
             "sender_id": user_id,
@@ -249,7 +255,9 @@ async def test_a_host_stopping_cancels_its_open_turns_after_the_grace(
         },
         "forwarded_at": "2026-12-01T00:00:00Z",
     }
-    app = HostApp(adapter, agent_id=agent_id, bridge_policy=BridgePolicy(health_grace=0.1))
+    app = HostApp(
+        adapter, agent_id=agent_id, token=HOST_TOKEN, bridge_policy=BridgePolicy(health_grace=0.1)
+    )
     stop = trio.Event()
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
@@ -266,7 +274,7 @@ async def test_a_host_stopping_cancels_its_open_turns_after_the_grace(
             )
 
             async def forward() -> None:
-                async with httpx2.AsyncClient(timeout=None) as client:
+                async with httpx2.AsyncClient(timeout=None, headers=BEARER) as client:
                     with contextlib.suppress(httpx2.HTTPError):
                         await client.post(f"http://127.0.0.1:{port}/", json=envelope)
 
@@ -289,7 +297,7 @@ async def test_a_host_left_at_settle_bridge_still_processes_once_and_the_bridge_
     adapter.calls.append("already one")  # answer at once
     async with (
         running_host(platform, adapter) as (_, url),
-        running_bridge([identity(platform, url)]) as run,
+        running_bridge([identity(platform, HttpTargetConfig(url=url, token=HOST_TOKEN))]) as run,
     ):
         ident = run.bridge.identities[agent_id]
         with trio.fail_after(5):

@@ -22,6 +22,12 @@ from support import status
 
 EXIT_CONFIG, EXIT_DISCONNECTED = 2, 3
 AGENT = ["agent", "--agent-id", "a", "--api-key", "k", "--rest-url", "http://127.0.0.1:9"]
+HOST = [
+    "host", "--adapter", "band_trio.adapters:DemoAdapter",
+    "--agent-id", "a", "--api-key", "k", "--rest-url", "http://127.0.0.1:9",
+]  # fmt: skip
+RUNS = ["runs-api", "--api-key", "runs-key-0123456789abcdef"]
+SHORT = Path(__file__).parent / "short.token"
 
 
 async def run(*args: str) -> subprocess.CompletedProcess[bytes]:
@@ -55,6 +61,17 @@ def one_line(done: subprocess.CompletedProcess[bytes]) -> str:
         ([*AGENT, "--ws-url", "ws://127.0.0.1:9/", "--adapter", "os:getcwd"], "not an Adapter"),
         ([*AGENT, "--ws-url", "ws://127.0.0.1:9/", "--adapter", "no.such:x"], "cannot load"),
         (["agent", "--ready-file", "/nonexistent/ready.json"], "cannot read /nonexistent"),
+        (HOST, "the host's token is missing: give --token-file FILE or BAND_HOST_TOKEN"),
+        ([*HOST, "--token-file", "/nonexistent/t"], "cannot read the token file /nonexistent/t"),
+        ([*HOST, "--token-file", str(SHORT)], "must be at least 16 printable characters"),
+        ([*HOST, "--listen", "nope"], "--listen must be HOST:PORT"),
+        ([*HOST, "--listen", "0.0.0.0:0"], "give --allow-remote to mean it"),
+        ([*HOST, "--listen", "[::]:0", "--insecure-no-token"], "give --allow-remote to mean it"),
+        ([*HOST, "--listen", "0.0.0.0:0", "--allow-remote", "--insecure-no-token"],
+         "--insecure-no-token serves loopback only"),
+        ([*HOST, "--insecure-no-token", "--token-file", str(SHORT)], "give one"),
+        ([*RUNS, "--host", "0.0.0.0"], "the runs API listens on loopback only"),
+        ([*RUNS, "--host", "192.0.2.1"], "give --allow-remote to mean it"),
     ],
 )
 async def test_a_configuration_error_is_one_line_and_exit_2(args: list[str], says: str) -> None:

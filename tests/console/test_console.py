@@ -39,7 +39,9 @@ async def console() -> AsyncIterator[Platform]:
 
 @pytest.fixture
 async def http(console: Platform) -> AsyncIterator[httpx2.AsyncClient]:
-    async with httpx2.AsyncClient(base_url=console.info.rest_url) as client:
+    # a body the console takes says it is JSON (the page's fetch does)
+    json_body = {"content-type": "application/json"}
+    async with httpx2.AsyncClient(base_url=console.info.rest_url, headers=json_body) as client:
         yield client
 
 
@@ -127,7 +129,7 @@ async def stream(client: httpx2.AsyncClient, room: str | None = None) -> AsyncIt
     sock = await trio.open_tcp_stream(url.host, url.port or 80)
     async with sock:
         request = (
-            f"GET /_console/api/stream{query} HTTP/1.1\r\nHost: {url.host}\r\n"
+            f"GET /_console/api/stream{query} HTTP/1.1\r\nHost: {url.host}:{url.port}\r\n"
             "Accept: text/event-stream\r\n\r\n"
         )
         await sock.send_all(request.encode())
@@ -334,7 +336,8 @@ async def test_hostile_bodies_are_refused_without_harm(
     assert broken.status_code == 400
     assert broken.json()["error"]["message"] == "That request is not JSON."
     huge = b'{"room_id": "x", "content": "' + b"a" * console.policy.max_request_body + b'"}'
-    async with httpx2.AsyncClient(base_url=console.info.rest_url) as other:
+    json_body = {"content-type": "application/json"}
+    async with httpx2.AsyncClient(base_url=console.info.rest_url, headers=json_body) as other:
         too_big = await other.post("/_console/api/messages", content=huge)
     assert too_big.status_code == 413
     odd = "room/../../_admin?x=<script>"

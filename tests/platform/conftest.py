@@ -15,5 +15,6 @@ async def client(platform: Platform) -> AsyncIterator[httpx2.AsyncClient]:
     """REST client authenticated as the seeded agent."""
     key = platform.info.api_key
     assert key is not None
-    async with httpx2.AsyncClient(base_url=platform.info.rest_url, headers={"X-API-Key": key}) as c:
+    headers = {"X-API-Key": key, "content-type": "application/json"}  # as band-trio's link sends
+    async with httpx2.AsyncClient(base_url=platform.info.rest_url, headers=headers) as c:
         yield c

@@ -80,7 +80,7 @@ async def ws_refused(
         try:
             async with trio.open_nursery() as nursery:
                 await wrap_client_stream(
-                    nursery, stream, "127.0.0.1", resource, extra_headers=headers
+                    nursery, stream, f"127.0.0.1:{port}", resource, extra_headers=headers
                 )
                 nursery.cancel_scope.cancel()
         except* ConnectionRejected as group:

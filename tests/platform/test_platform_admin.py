@@ -14,7 +14,8 @@ from band_trio.platform import Platform
 
 @pytest.fixture
 async def admin(platform: Platform) -> AsyncIterator[httpx2.AsyncClient]:
-    async with httpx2.AsyncClient(base_url=platform.info.admin_url) as c:
+    json_body = {"content-type": "application/json"}  # the admin API takes JSON only
+    async with httpx2.AsyncClient(base_url=platform.info.admin_url, headers=json_body) as c:
         yield c
 
 

@@ -30,34 +30,38 @@ async def small() -> AsyncIterator[Platform]:
         yield running
 
 
+JSON = {"content-type": "application/json"}
+"""A body the platform reads says it is JSON; any other is refused unread (415)."""
+
+
 def json_routes(platform: Platform) -> list[tuple[str, str, dict[str, str]]]:
     """(method, URL, headers) of every route that reads a JSON body."""
     info = platform.info
     room, key = info.room_id, info.api_key or ""
     message = platform.post_message(room or "", info.user_id or "", "target")
     agent_api = f"{info.rest_url}/api/v1/agent/chats/{room}"
-    auth = {"X-API-Key": key}
+    auth = {"X-API-Key": key, **JSON}
     admin = info.admin_url
     return [
         ("POST", f"{agent_api}/messages", auth),
         ("POST", f"{agent_api}/events", auth),
         ("POST", f"{agent_api}/activity", auth),
         ("POST", f"{agent_api}/messages/{message}/failed", auth),
-        ("POST", f"{admin}/agents", {}),
-        ("POST", f"{admin}/users", {}),
-        ("POST", f"{admin}/rooms", {}),
-        ("POST", f"{admin}/rooms/{room}/participants", {}),
-        ("POST", f"{admin}/rooms/{room}/messages", {}),
-        ("POST", f"{admin}/control", {}),
-        ("POST", f"{admin}/faults/rest", {}),
-        ("POST", f"{admin}/faults/drop", {}),
-        ("POST", f"{admin}/faults/close", {}),
-        ("POST", f"{admin}/faults/upgrades", {}),
-        ("POST", f"{admin}/faults/heartbeats", {}),
-        ("POST", f"{admin}/faults/supersede", {}),
-        ("POST", f"{admin}/faults/joins", {}),
-        ("POST", f"{admin}/faults/hold", {}),
-        ("POST", f"{admin}/faults/release", {}),
+        ("POST", f"{admin}/agents", JSON),
+        ("POST", f"{admin}/users", JSON),
+        ("POST", f"{admin}/rooms", JSON),
+        ("POST", f"{admin}/rooms/{room}/participants", JSON),
+        ("POST", f"{admin}/rooms/{room}/messages", JSON),
+        ("POST", f"{admin}/control", JSON),
+        ("POST", f"{admin}/faults/rest", JSON),
+        ("POST", f"{admin}/faults/drop", JSON),
+        ("POST", f"{admin}/faults/close", JSON),
+        ("POST", f"{admin}/faults/upgrades", JSON),
+        ("POST", f"{admin}/faults/heartbeats", JSON),
+        ("POST", f"{admin}/faults/supersede", JSON),
+        ("POST", f"{admin}/faults/joins", JSON),
+        ("POST", f"{admin}/faults/hold", JSON),
+        ("POST", f"{admin}/faults/release", JSON),
     ]
 
 
@@ -103,7 +107,7 @@ def test_an_oversized_body_on_any_route_is_a_413(size: int) -> None:
         async with open_platform(seed=True, policy=SMALL) as platform:
             body = b"[" + b"0," * (size // 2) + b"0]"
             async with httpx2.AsyncClient(timeout=DEADLINE) as client:
-                routes = [*json_routes(platform), ("POST", f"{platform.info.rest_url}/nope", {})]
+                routes = [*json_routes(platform), ("POST", f"{platform.info.rest_url}/nope", JSON)]
                 for method, url, headers in routes:
                     response = await client.request(method, url, content=body, headers=headers)
                     assert_envelope(response, 413)
@@ -118,7 +122,7 @@ async def test_deep_json_in_a_free_form_field_is_a_400(platform: Platform) -> No
     deep = "[" * 10_000 + "]" * 10_000
     event = f'{{"event":{{"content":"x","message_type":"thought","metadata":{{"a":{deep}}}}}}}'
     async with httpx2.AsyncClient(
-        base_url=f"{info.rest_url}/api/v1/agent", headers={"X-API-Key": info.api_key or ""}
+        base_url=f"{info.rest_url}/api/v1/agent", headers={"X-API-Key": info.api_key or "", **JSON}
     ) as client:
         posted = await client.post(f"/chats/{info.room_id}/events", content=event.encode())
     assert_envelope(posted, 400)
@@ -180,7 +184,7 @@ async def test_ids_no_route_could_address_are_refused(platform: Platform, bad: s
 
 async def test_the_request_log_is_a_bounded_ring_with_short_bodies(small: Platform) -> None:
     info = small.info
-    async with httpx2.AsyncClient(base_url=info.rest_url) as client:
+    async with httpx2.AsyncClient(base_url=info.rest_url, headers=JSON) as client:
         for _ in range(200):
             await client.post("/unknown", content=b"y" * 1000)
     log = small.request_log
@@ -205,7 +209,9 @@ async def test_a_chunked_body_is_cut_off_at_the_limit(small: Platform) -> None:
         for _ in range(100):  # no content-length: read until the limit, then refused
             yield b"z" * 1000
 
-    async with httpx2.AsyncClient(base_url=small.info.rest_url, timeout=DEADLINE) as client:
+    async with httpx2.AsyncClient(
+        base_url=small.info.rest_url, timeout=DEADLINE, headers=JSON
+    ) as client:
         response = await client.post("/nope", content=chunks())
     assert_envelope(response, 413)
 
@@ -218,7 +224,8 @@ async def test_a_declared_length_over_the_limit_is_refused_before_any_body_arriv
         stream = await trio.open_tcp_stream("127.0.0.1", port)
         async with stream:
             await stream.send_all(
-                b"POST /nope HTTP/1.1\r\nhost: x\r\ncontent-length: 100000000\r\n\r\n"
+                b"POST /nope HTTP/1.1\r\nhost: 127.0.0.1:%d\r\ncontent-type: application/json\r\n"
+                b"content-length: 100000000\r\n\r\n" % port
             )  # ...and the 100 MB never come: the answer must not wait for them
             answer = b""
             while b"\r\n\r\n" not in answer:

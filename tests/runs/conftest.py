@@ -23,6 +23,8 @@ from band_trio.runs import RunsPolicy, RunsServer, open_runs_api
 
 KEY = "test-key-0123456789abcdef"
 AUTH = {"authorization": f"Bearer {KEY}"}
+JSON = {"content-type": "application/json"}
+"""A body the server reads says it is JSON (any other is refused unread: 415)."""
 DEADLINE = 10.0
 """What any one wait in these tests may take before the test fails (never a sleep)."""
 
@@ -130,7 +132,7 @@ class Stream:
 async def serve(adapter: Adapter, policy: RunsPolicy | None = None) -> AsyncIterator[Api]:
     async with (
         open_runs_api(adapter, api_key=KEY, policy=policy) as server,
-        httpx2.AsyncClient(base_url=server.url, headers=AUTH, timeout=30) as client,
+        httpx2.AsyncClient(base_url=server.url, headers={**AUTH, **JSON}, timeout=30) as client,
     ):
         yield Api(server, client)
 

@@ -10,9 +10,10 @@ host on the other end.
   `processed`; `failed` after `forward_attempts`) unless the target says
   `settle = "target"`; a failed forward is retried after a backoff.
 * `HostApp` (`band-trio host --adapter MODULE:FACTORY`) — an ASGI app that
-  takes the bridge's envelopes and runs an adapter for each message with the
-  normal claim → run → settle; when the forward's request goes away, the turn
-  is cancelled.
+  takes the bridge's envelopes (with its bearer token) and runs an adapter for
+  each message, on the platform's copy of it, with the normal claim → run →
+  settle; each answer says what happened, non-2xx when the turn did not run;
+  when the forward's request goes away, the turn is cancelled.
 
 See docs/how-to/bridge.md.
 """
@@ -39,7 +40,6 @@ from ._policy import BridgePolicy as BridgePolicy
 from ._recorder import Received as Received
 from ._recorder import RecordingTarget as RecordingTarget
 from ._recorder import open_recording_target as open_recording_target
-from ._serve import serve_app as serve_app
 
 __all__ = [
     "FORWARDED_EVENTS",
@@ -61,6 +61,5 @@ __all__ = [
     "load_config",
     "open_recording_target",
     "parse_config",
-    "serve_app",
     "serve_host",
 ]

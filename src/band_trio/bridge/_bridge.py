@@ -16,17 +16,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import trio
 
 from .. import errors
 from ..policy import Policy
 from ..runtime.parts import Changes, LinkEnd
+from ..server import Listening, ServeSettings, check_bind, serve
 from ._config import BridgeConfig
 from ._health import HealthApp
 from ._identity import Identity, IdentityStatus
 from ._policy import BridgePolicy
-from ._serve import serve_app
 
 __all__ = ["Bridge", "BridgeResult"]
 
@@ -68,6 +69,13 @@ class Bridge:
         policy: Policy | None = None,
         bridge_policy: BridgePolicy | None = None,
     ) -> None:
+        if config.health is not None:  # loopback unless the config says otherwise
+            check_bind(
+                config.health[0],
+                what="the bridge's health endpoint",
+                allow_remote=config.allow_remote,
+                opt_in="allow_remote = true in [bridge]",
+            )
         self.config = config
         self.policy = policy or Policy()
         self.bridge_policy = bridge_policy or config.policy
@@ -116,14 +124,16 @@ class Bridge:
         async with trio.open_nursery() as nursery:
             health = self.config.health
             if health is not None:
-                self.health_port = await nursery.start(
-                    serve_app,
-                    HealthApp(self.statuses),
-                    health[0],
-                    health[1],
-                    stop_health,
-                    self.bridge_policy.health_grace,
+                settings = ServeSettings(
+                    grace=self.bridge_policy.health_grace,
+                    policy=self.bridge_policy.server,
+                    log=logging.getLogger("band_trio.bridge.server"),  # quiet unless asked
                 )
+                app = HealthApp(self.statuses)
+                listening: Listening = await nursery.start(
+                    partial(serve, app, health[0], health[1], settings, stop=stop_health)
+                )
+                self.health_port = listening.port
             async with trio.open_nursery() as runners:
                 for name, identity in self.identities.items():
                     runners.start_soon(_run_one, identity, ends, name=f"identity {name}")

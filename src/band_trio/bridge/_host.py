@@ -1,9 +1,20 @@
 """The host: the other end of a bridge, running a band-trio adapter for each message.
 
-    POST /  (any path)      one bridge envelope; a `message_created` runs a turn:
-                            claim (`/processing`) → adapter → settle, as the
-                            runtime does, the answer sent once the turn settled
-    GET /health             200 while serving: turns started, running, remote stops
+    POST /  (any path)      one bridge envelope, `Authorization: Bearer TOKEN`;
+                            a `message_created` runs a turn on the platform's copy
+                            of the message: claim (`/processing`) → adapter →
+                            settle, as the runtime does; the answer, once the
+                            turn settled, says what happened (`HostOutcome`)
+    GET /health             200 while serving; with the token: turns started,
+                            running, the answers by outcome, remote stops
+
+Anyone who can reach the host could otherwise run turns as its agent, so each
+request is checked before its body is read: the token (`--token-file` /
+`BAND_HOST_TOKEN`), compared in constant time, or 401 with an error that names
+nothing (no agent id). The server seam adds the browser defences (Host
+allow-list, same-origin only, JSON bodies, no framing). Then the envelope is
+only a pointer: the adapter runs on the message as the platform returns it
+(`_host_turns`), and a turn that did not run is never answered 2xx.
 
 The forward's HTTP request stays open for the whole turn, and it is the turn's
 lifeline: when the request goes away (the bridge cancelled the forward on an
@@ -21,71 +32,73 @@ the adapter twice for a message the ledger has completed.
 
 from __future__ import annotations
 
+import hmac
 import logging
+from collections import Counter
+from functools import partial
 
 import msgspec
 import trio
 
-from ..contract import Adapter, LastAbort
+from .. import errors
+from ..contract import Adapter
 from ..link import RestClient
 from ..policy import BusyPolicy, Policy
-from ..runtime.parts import (
-    AbortKind,
-    ActiveTurn,
-    Changes,
-    Journal,
-    Ledger,
-    Outcome,
-    RemoteStopLog,
-    RoomContext,
-    Standing,
-    inbound,
-    run_turn,
-    settle,
-)
+from ..runtime.parts import ActiveTurn, Changes, Journal, RemoteStopLog, RoomContext
+from ..server import BodyTooLarge, ClientGone, Listening, ServeSettings, read_body, serve
 from ..wire import MessageCreated
 from ._envelope import decode_envelope
-from ._health import Receive, Scope, Send, answer, lifespan
+from ._health import Receive, Scope, Send, answer
+from ._host_turns import HostOutcome, HostRooms, Lifeline
 from ._policy import BridgePolicy
-from ._serve import serve_app
 
 __all__ = ["HostApp", "serve_host"]
 
 log = logging.getLogger("band_trio.bridge.host")
 
+_UNAUTHORIZED = msgspec.json.encode(
+    {"error": {"code": "unauthorized", "message": "missing or wrong bearer token"}}
+)
 
-class _Room:
-    """What the host keeps per room: the ledger, the serial lock, the last abort."""
 
-    def __init__(self, policy: Policy) -> None:
-        self.ledger = Ledger(max_attempts=policy.max_attempts, memory=policy.completed_memory)
-        self.lock = trio.Lock()
-        self.last_abort: LastAbort | None = None
-        self.turn: ActiveTurn | None = None
+def _error(code: str, message: str) -> bytes:
+    return msgspec.json.encode({"error": {"code": code, "message": message}})
 
 
 class HostApp:
-    """The ASGI app of `band-trio host`; `bind(rest)` it before serving."""
+    """The ASGI app of `band-trio host`; `bind(rest)` it before serving.
+
+    `token`: the bearer token every forward must carry; None serves anyone who can
+    reach the host (`--insecure-no-token`, loopback only)."""
 
     def __init__(
         self,
         adapter: Adapter,
         *,
         agent_id: str,
+        token: str | None,
         policy: Policy | None = None,
         bridge_policy: BridgePolicy | None = None,
     ) -> None:
         self.adapter = adapter
         self.agent_id = agent_id
+        self._token = None if token is None else token.encode()
         self.policy = policy or Policy()
         self.bridge_policy = bridge_policy or BridgePolicy()
         self.changes = Changes()
         self.stops = RemoteStopLog()
         self.journal = Journal()
-        self._rooms: dict[str, _Room] = {}
+        self.rooms = HostRooms(self.policy, self.bridge_policy)
+        self.outcomes: Counter[str] = Counter()
+        """The forwards answered, by outcome (`HostOutcome.label`)."""
+        self.refused = 0
+        """Requests refused for a missing or wrong token."""
         self._ctx: RoomContext | None = None
-        self.turns = 0
+
+    @property
+    def turns(self) -> int:
         """Turns started (the adapter called or about to be)."""
+        return self.rooms.turns
 
     def bind(self, rest: RestClient) -> None:
         """Use `rest` (the identity's REST client) for claims, marks and posts."""
@@ -101,133 +114,116 @@ class HostApp:
         )
 
     def running(self, room_id: str) -> ActiveTurn | None:
-        room = self._rooms.get(room_id)
-        return room.turn if room is not None else None
+        return self.rooms.running(room_id)
+
+    def _authorized(self, scope: Scope) -> bool:
+        """Exactly one `Authorization: Bearer TOKEN`, compared in constant time."""
+        if self._token is None:
+            return True
+        given = [value for name, value in scope["headers"] if name == b"authorization"]
+        if len(given) != 1:
+            return False
+        kind, _, token = given[0].partition(b" ")
+        return kind.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
-            return
         if scope["type"] != "http":
             return
+        authorized = self._authorized(scope)
         if scope["method"] == "GET" and scope["path"] == "/health":
-            stops = self.stops.stats
-            health = {
+            await answer(send, 200, self._health(authorized))
+            return
+        if not authorized:  # before any of the body is read
+            self.refused += 1
+            await answer(
+                send,
+                401,
+                _UNAUTHORIZED,
+                ((b"www-authenticate", b"Bearer"), (b"connection", b"close")),
+            )
+            return
+        if scope["method"] != "POST":
+            await answer(send, 405, _error("method_not_allowed", "POST a bridge envelope"))
+            return
+        try:
+            body = await read_body(scope, receive, self.bridge_policy.host_max_body)
+        except BodyTooLarge as exc:
+            message = f"an envelope is at most {exc.limit} bytes"
+            await answer(
+                send, 413, _error("payload_too_large", message), ((b"connection", b"close"),)
+            )
+            return
+        except ClientGone:
+            return
+        status, reply = await self._envelope(body, receive)
+        if status:
+            await answer(send, status, reply)
+
+    def _health(self, authorized: bool) -> bytes:
+        if not authorized:
+            return b'{"ok":true}'
+        stops = self.stops.stats
+        return msgspec.json.encode(
+            {
                 "ok": True,
                 "turns": self.turns,
-                "running": sum(1 for room in self._rooms.values() if room.turn is not None),
+                "running": self.rooms.running_count,
+                "rooms": len(self.rooms),
+                "outcomes": dict(self.outcomes),
                 "remote_stops": {
                     "confirmed": stops.confirmed,
                     "requested": stops.requested,
                     "unconfirmed": stops.unconfirmed,
                 },
             }
-            await answer(send, 200, msgspec.json.encode(health))
-            return
-        if scope["method"] != "POST":
-            await answer(send, 405, b'{"error":"POST a bridge envelope"}')
-            return
-        body = await _body(receive, self.bridge_policy.host_max_body)
-        if body is None:
-            await answer(send, 413, b'{"error":"envelope too large"}')
-            return
-        status, reply = await self._envelope(body, receive)
-        if status:
-            await answer(send, status, reply)
+        )
 
     async def _envelope(self, body: bytes, receive: Receive) -> tuple[int, bytes]:
         """(status, body) to answer, or (0, b"") when the request has gone away."""
         try:
             envelope = decode_envelope(body)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return 422, msgspec.json.encode({"error": f"not a bridge envelope: {exc}"})
+            return 422, _error("invalid_envelope", f"not a bridge envelope: {exc}")
         except RecursionError:  # msgspec decodes an Any payload recursively
-            return 422, msgspec.json.encode({"error": "not a bridge envelope: nested too deeply"})
+            return 422, _error("invalid_envelope", "not a bridge envelope: nested too deeply")
         if envelope.agent_id != self.agent_id:
-            return 409, msgspec.json.encode({"error": f"this host runs {self.agent_id}"})
+            return 409, _error("wrong_agent", "this host runs another agent")
         if envelope.event_type != "message_created" or envelope.room_id is None:
-            return 200, msgspec.json.encode({"outcome": "ignored"})
+            return self._answer(HostOutcome.IGNORED)
         try:
             wire = msgspec.convert(envelope.payload, MessageCreated)
         except msgspec.ValidationError as exc:
-            return 422, msgspec.json.encode({"error": f"not a message: {exc}"})
+            return 422, _error("invalid_envelope", f"not a message: {exc}")
         outcome = await self._turn(envelope.room_id, wire, receive)
         if outcome is None:
             return 0, b""
-        return 200, msgspec.json.encode({"outcome": outcome})
+        return self._answer(outcome)
 
-    async def _turn(self, room_id: str, wire: MessageCreated, receive: Receive) -> str | None:
+    def _answer(self, outcome: HostOutcome) -> tuple[int, bytes]:
+        self.outcomes[outcome.label] += 1
+        self.changes.notify()
+        return outcome.status, msgspec.json.encode({"outcome": outcome.label})
+
+    async def _turn(
+        self, room_id: str, wire: MessageCreated, receive: Receive
+    ) -> HostOutcome | None:
         ctx = self._ctx
         assert ctx is not None, "HostApp.bind(rest) first"
-        item = inbound(room_id, self.agent_id, wire)
-        message = item.message
-        if item.processed or message.sender_id == self.agent_id:
-            return "skipped"
-        room = self._rooms.get(room_id)
-        if room is None:
-            room = self._rooms[room_id] = _Room(self.policy)
-        turn = ActiveTurn(message, self.policy)
+        lifeline = Lifeline()
+        outcome = None
         async with trio.open_nursery() as nursery:
             # the lifeline: the request going away aborts the turn, in any phase
-            nursery.start_soon(_abort_when_gone, receive, turn)
-            async with room.lock:
-                standing = room.ledger.standing(message.id)
-                if turn.abort_kind is not None:
-                    outcome = "aborted"
-                elif standing is Standing.ACK_PENDING:
-                    turn.failure = room.ledger.pending_failure(message.id)
-                    done = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
-                    await settle(ctx.rest, ctx.policy, room.ledger, turn, done)
-                    outcome = "settled"
-                elif standing is not Standing.RUNNABLE:
-                    outcome = standing.value
-                else:
-                    outcome = await self._run(ctx, room, turn)
+            nursery.start_soon(_until_gone, receive, lifeline)
+            with lifeline.scope:
+                outcome = await self.rooms.turn(ctx, room_id, wire, lifeline)
             nursery.cancel_scope.cancel(reason="the turn is over")
-        return None if turn.abort_kind is not None else outcome
-
-    async def _run(self, ctx: RoomContext, room: _Room, turn: ActiveTurn) -> str:
-        room.turn = turn
-        self.turns += 1
-        self.changes.notify()
-        try:
-            await run_turn(ctx, room.ledger, turn, room.last_abort)
-        finally:
-            room.turn = None
-            if turn.abort_kind is not None:
-                room.last_abort = turn.abort_kind.note(turn.abort_reason, turn.message.id)
-            self.changes.notify()
-        if turn.abort_kind is not None:
-            return "aborted"
-        return "failed" if turn.failure is not None else "processed"
+        return None if lifeline.gone else outcome
 
 
-async def _abort_when_gone(receive: Receive, turn: ActiveTurn) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            log.info(
-                "room %s: the forward of %s went away; stopping its turn",
-                turn.message.room_id,
-                turn.message.id,
-            )
-            turn.abort(AbortKind.STOP, "the bridge cancelled the forward")
-            return
-
-
-async def _body(receive: Receive, limit: int) -> bytes | None:
-    """The request body, or None past `limit` bytes."""
-    body = b""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b""
-        chunk: bytes = message.get("body", b"")
-        body += chunk
-        if len(body) > limit:
-            return None
-        if not message.get("more_body"):
-            return body
+async def _until_gone(receive: Receive, lifeline: Lifeline) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    lifeline.went_away()
 
 
 async def serve_host(
@@ -240,11 +236,24 @@ async def serve_host(
     stop: trio.Event,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve `app` on `host:port` until `stop`, with the identity's REST client;
+    """Check the key (`GET /me`: `AuthenticationError` when the platform refuses it),
+    then serve `app` on `host:port` until `stop`, with the identity's REST client;
     `task_status.started(bound_port)`. Turns still open at the end get the grace,
-    then are cancelled like a shutdown: their messages are left `processing`."""
-    async with app.adapter.lifespan(), RestClient(rest_url, api_key, policy=app.policy) as rest:
+    then are cancelled like a shutdown: their messages are left `processing`. The
+    adapter's `lifespan()` is entered once the key is known good, around the serving.
+
+    The caller checks the bind (`band_trio.server.check_bind`)."""
+    policy = app.bridge_policy
+    settings = ServeSettings(grace=policy.health_grace, policy=policy.server, log=log)
+    async with RestClient(rest_url, api_key, policy=app.policy) as rest:
+        profile = await rest.me()
+        if profile.id != app.agent_id:
+            raise errors.ConfigurationError(
+                f"the API key is {profile.id}'s, not the host's agent {app.agent_id}"
+            )
         app.bind(rest)
-        await serve_app(
-            app, host, port, stop, app.bridge_policy.health_grace, task_status=task_status
-        )
+        async with app.adapter.lifespan(), trio.open_nursery() as nursery:
+            listening: Listening = await nursery.start(
+                partial(serve, app, host, port, settings, stop=stop)
+            )
+            task_status.started(listening.port)

@@ -9,7 +9,9 @@ looks on the wire like any band-trio agent.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ..policy import ServerPolicy
 
 __all__ = ["BridgePolicy"]
 
@@ -35,11 +37,20 @@ class BridgePolicy:
     health_grace: float = 1.0
     """How long the health server (and the host) give open requests when stopping."""
     host_max_body: int = 1024 * 1024
-    """The largest envelope the host accepts (a bigger one is answered 413)."""
+    """The largest envelope the host accepts (a bigger one is answered 413, unread;
+    a request without the host's token is refused before any of its body is read)."""
     target_max_body: int = 64 * 1024
     """Bytes of an HTTP target's answer the bridge reads (only its status decides; the
     body is for the log): past it the connection is dropped, and an error status is
     still the forward's failure."""
+    host_rooms: int = 1000
+    """Rooms the host keeps a ledger for; past it the least recently used idle one is
+    forgotten (the platform still refuses a second claim of a processed message)."""
+    host_lookup_pages: int = 10
+    """Pages (100 messages each) of a room's unprocessed messages the host reads to find
+    the platform's copy of a forwarded message; one not found in them is not run."""
+    server: ServerPolicy = field(default_factory=ServerPolicy)
+    """How the health server and the host bound what they send."""
     retry_first: float = 1.0
     """After a failed forward (or a failed `/next`) the room catches up again this
     long after, by itself: a target that was down is not left until a reconnect."""
@@ -56,8 +67,9 @@ class BridgePolicy:
             raise ValueError("forwarded_memory must be at least 1")
         if self.forward_attempts < 1:
             raise ValueError("forward_attempts must be at least 1")
-        if self.target_max_body < 1:
-            raise ValueError("target_max_body must be at least 1")
+        for count in ("host_max_body", "host_rooms", "host_lookup_pages", "target_max_body"):
+            if getattr(self, count) < 1:
+                raise ValueError(f"{count} must be at least 1")
         for name in (
             "forward_connect",
             "forward_deadline",

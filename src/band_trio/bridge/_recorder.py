@@ -18,13 +18,15 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 
 import trio
 
 from ..runtime.parts import Changes
+from ..server import ClientGone, Listening, ServeSettings, read_body, serve
 from ._envelope import Envelope, decode_envelope
-from ._health import Receive, Scope, Send, answer, lifespan
-from ._serve import serve_app
+from ._health import Receive, Scope, Send, answer
+from ._policy import BridgePolicy
 
 __all__ = ["Received", "RecordingTarget", "open_recording_target"]
 
@@ -72,19 +74,12 @@ class RecordingTarget:
             await self.changes.wait()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
-            return
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        try:
+            body = await read_body(scope, receive, BridgePolicy().host_max_body)
+        except ClientGone:
+            return
         item = Received(decode_envelope(body), time.perf_counter())
         self.received.append(item)
         self.changes.notify()
@@ -121,8 +116,11 @@ async def open_recording_target(host: str = "127.0.0.1") -> AsyncIterator[Record
     target = RecordingTarget()
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(serve_app, target, host, 0, stop, 0.5)
-        target.url = f"http://{host}:{port}/band"
+        settings = ServeSettings(grace=BridgePolicy().health_grace)
+        listening: Listening = await nursery.start(
+            partial(serve, target, host, 0, settings, stop=stop)
+        )
+        target.url = f"{listening.url}/band"
         try:
             yield target
         finally:

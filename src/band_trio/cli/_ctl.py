@@ -65,6 +65,7 @@ def _run(args: argparse.Namespace) -> int:
         response = httpx2.post(
             f"{admin_url}/control",
             content=msgspec.json.encode(body),
+            headers={"content-type": "application/json"},  # the admin API takes JSON only
             timeout=Policy().admin_request,
         )
     except httpx2.HTTPError as exc:

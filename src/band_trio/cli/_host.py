@@ -6,6 +6,11 @@ as the agent identity given by the flags or `BAND_AGENT_ID`, `BAND_API_KEY`,
 forward whose request goes away stops its turn. The first SIGINT/SIGTERM
 stops gracefully (open turns get `BridgePolicy.health_grace`, then are
 cancelled, their messages left `processing`), a second at once.
+
+Every forward must carry the host's token (`--token-file` or `BAND_HOST_TOKEN`);
+`--insecure-no-token` serves without one, on loopback only, with a warning.
+The host listens on loopback unless `--allow-remote` (and a token) is given.
+The key is checked at start-up (`GET /me`): a refused key exits 3.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ import trio
 
 from .. import errors
 from ..policy import Policy
+from ..server import MIN_SECRET_LENGTH, check_bind, check_secret, is_loopback, parse_listen
 from ._agent import load_adapter, upstream_policy
-from ._exits import EXIT_OK
+from ._exits import EXIT_DISCONNECTED, EXIT_OK, single
 from ._ready import read_ready_file
 
 if TYPE_CHECKING:
@@ -41,6 +47,22 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--listen", default="127.0.0.1:8800", metavar="HOST:PORT", help="default 127.0.0.1:8800"
     )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        help="the bearer token every forward must carry (env BAND_HOST_TOKEN; "
+        f"≥ {MIN_SECRET_LENGTH} characters)",
+    )
+    parser.add_argument(
+        "--insecure-no-token",
+        action="store_true",
+        help="serve without a token: any local process can run turns (loopback only)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="listen on a non-loopback address (needs a token)",
+    )
     parser.add_argument("--rest-url", help="REST base URL (env BAND_REST_URL)")
     parser.add_argument("--agent-id", help="the agent's id (env BAND_AGENT_ID)")
     parser.add_argument("--api-key", help="the agent's API key (env BAND_API_KEY)")
@@ -52,11 +74,30 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=_run)
 
 
-def _listen(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise errors.ConfigurationError(f"--listen must be HOST:PORT, not {value!r}")
-    return host, int(port)
+def _token(args: argparse.Namespace, host: str) -> str | None:
+    """The token from `--token-file` or `BAND_HOST_TOKEN`, or None with
+    `--insecure-no-token` (loopback only); one line saying why otherwise."""
+    token = os.environ.get("BAND_HOST_TOKEN")
+    if args.token_file is not None:
+        try:
+            token = args.token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise errors.ConfigurationError(
+                f"cannot read the token file {args.token_file}: {why}"
+            ) from None
+    if args.insecure_no_token:
+        if token:
+            raise errors.ConfigurationError(
+                "--insecure-no-token and a token (--token-file or BAND_HOST_TOKEN): give one"
+            )
+        if not is_loopback(host):
+            raise errors.ConfigurationError(
+                f"--insecure-no-token serves loopback only, not {host}: give the host a token"
+            )
+        return None
+    how = "give --token-file FILE or BAND_HOST_TOKEN, or --insecure-no-token on loopback"
+    return check_secret(token, what="the host's token", how=how)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -67,12 +108,29 @@ def _run(args: argparse.Namespace) -> int:
     for name, value in (("agent id", agent_id), ("API key", api_key), ("REST URL", rest_url)):
         if not value:
             raise errors.ConfigurationError(f"the host needs the agent's {name}")
-    host, port = _listen(args.listen)
+    host, port = parse_listen(args.listen, "--listen")
+    check_bind(host, what="the host", allow_remote=args.allow_remote, opt_in="--allow-remote")
+    token = _token(args, host)
+    if token is None:
+        print(
+            "band-trio host: WARNING: --insecure-no-token: any process on this machine "
+            "can run turns as this agent",
+            file=sys.stderr,
+            flush=True,
+        )
     from ..bridge import HostApp  # loaded only for this command
 
     policy = Policy(upstream=upstream_policy())  # BAND_UPSTREAM_*: the adapter's default
-    app = HostApp(load_adapter(args.adapter), agent_id=str(agent_id), policy=policy)
-    trio.run(_serve, app, str(api_key), str(rest_url), host, port)
+    adapter = load_adapter(args.adapter)
+    app = HostApp(adapter, agent_id=str(agent_id), token=token, policy=policy)
+    try:
+        trio.run(_serve, app, str(api_key), str(rest_url), host, port)
+    except BaseException as exc:
+        error = single(exc)
+        if isinstance(error, errors.AuthenticationError):
+            print(f"band-trio host: the platform refused the key: {error}", file=sys.stderr)
+            return EXIT_DISCONNECTED
+        raise
     return EXIT_OK
 
 

@@ -41,6 +41,11 @@ def add_parser(commands: Any) -> None:
         help="a callable returning an Adapter (default: the built-in demo adapter)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="listen on a non-loopback --host (the key then guards it from the network)",
+    )
     parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one")
     parser.add_argument(
         "--api-key", help="the bearer key clients send (env BAND_RUNS_API_KEY; ≥ 16 characters)"
@@ -91,21 +96,34 @@ def _policy(args: argparse.Namespace) -> RunsPolicy:
 
 def _run(args: argparse.Namespace) -> int:
     from ..runs import check_api_key  # here: the other commands need not load hypercorn
+    from ..server import check_bind
 
     key = check_api_key(args.api_key or os.environ.get("BAND_RUNS_API_KEY"))
+    check_bind(
+        args.host, what="the runs API", allow_remote=args.allow_remote, opt_in="--allow-remote"
+    )
     policy = _policy(args)
     adapter = load_adapter(args.adapter)
-    return trio.run(partial(_serve, adapter, key, args.host, args.port, policy))
+    serving = partial(_serve, adapter, key, args.host, args.port, policy, args.allow_remote)
+    return trio.run(serving)
 
 
-async def _serve(adapter: Any, key: str, host: str, port: int, policy: RunsPolicy) -> int:
+async def _serve(
+    adapter: Any, key: str, host: str, port: int, policy: RunsPolicy, allow_remote: bool
+) -> int:
     from ..runs import serve_runs_api
 
     served = trio.Event()
 
     async def serving(*, task_status: trio.TaskStatus[RunsServer]) -> None:
         await serve_runs_api(
-            adapter, api_key=key, host=host, port=port, policy=policy, task_status=task_status
+            adapter,
+            api_key=key,
+            host=host,
+            port=port,
+            policy=policy,
+            allow_remote=allow_remote,
+            task_status=task_status,
         )
         served.set()
 

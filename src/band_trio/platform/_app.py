@@ -14,12 +14,13 @@ from time import perf_counter
 from typing import Any
 from urllib.parse import parse_qsl
 
+from ..server import BodyTooLarge, ClientGone, read_body
 from ._admin import admin_route, handle_admin
 from ._api import PREFIX, describe, handle, route
 from ._console import PREFIX as CONSOLE
 from ._console import Console
 from ._faults import Intercepted
-from ._http import ClientGone, HttpError, Response, error_body, read_body
+from ._http import HttpError, Response, error_body
 from ._log import logger
 from ._platform import Platform
 from ._socket import serve_socket
@@ -48,19 +49,14 @@ class App:
             await self._http(scope, receive, send)
         elif kind == "websocket":
             await serve_socket(self.platform, scope, receive, send)
-        elif kind == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
 
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         t = perf_counter()
+        body: bytes | None
         try:
             body = await read_body(scope, receive, self.platform.policy.max_request_body)
+        except BodyTooLarge:
+            body = None
         except ClientGone:
             return
         method: str = scope["method"]

@@ -7,10 +7,12 @@ files shipped in the package (`console/`): no build step, no CDN.
 * `GET /_console/api/stream?room=ID` is a server-sent event stream: one
   `state` event with the whole state (`_console_state.snapshot`) at once and
   again after every change, coalesced to at most one per
-  `console_push_interval`. Nothing is polled: the stream sleeps on the
-  platform's change signal. The page's `EventSource` reconnects by itself
-  (`retry:` is `console_reconnect`), so after a platform restart on the same
-  port and `--db` it is whole again with the first event.
+  `console_push_interval`. Nothing is polled: one task (`_console_stream.Feeds`)
+  sleeps on the platform's change signal and builds each watched room's state
+  once, for all of its streams; at most `console_streams` are open. The page's
+  `EventSource` reconnects by itself (`retry:` is `console_reconnect`), so after
+  a platform restart on the same port and `--db` it is whole again with the
+  first event.
 * `POST /_console/api/messages | rooms | rooms/{id}/participants | control`
   are the page's actions, each answering JSON or the platform's error
   envelope with a message meant for a person.
@@ -23,16 +25,16 @@ from __future__ import annotations
 
 import re
 from importlib import resources
-from time import perf_counter
 from typing import Any, Literal
-from urllib.parse import parse_qsl
 
 import msgspec
 import trio
 
+from ..server import BodyTooLarge, ClientGone, read_body
 from ._console_presses import PressBook
 from ._console_state import console_user, snapshot
-from ._http import ClientGone, HttpError, error_body, read_body
+from ._console_stream import Feeds, serve_stream
+from ._http import HttpError, error_body
 from ._log import logger
 from ._platform import Platform
 from ._store import Agent
@@ -94,12 +96,20 @@ class Console:
         self._closing = trio.Event()
         self._requests = 0
         self.user_id = ""
-        """Who the page posts as, settled once by `open` (the seeded user, or one made
+        """Who the page posts as, settled once by `run` (the seeded user, or one made
         for the console), so that reading the state never writes to the store."""
+        self.feeds = Feeds(platform.changes, self.presses, policy, self._state)
+        """The watched rooms' states, shared by their streams (`_console_stream`)."""
 
-    def open(self) -> None:
-        """The server is listening (the seeded ids are known): settle the console's user."""
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Beside the server once it listens (the seeded ids are known): settle the
+        console's user, then build the streams' states until `close`."""
         self.user_id = console_user(self.platform)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.feeds.run)
+            task_status.started()
+            await self._closing.wait()
+            nursery.cancel_scope.cancel(reason="the platform is shutting down")
 
     def close(self) -> None:
         """End every open stream (the server is shutting down); pages will reconnect."""
@@ -117,12 +127,18 @@ class Console:
                 await _static(send, *_STATIC[path])
                 return
             if method == "GET" and path == "api/stream":
-                await self._stream(scope, receive, send)
+                policy = self.platform.policy
+                await serve_stream(
+                    self.feeds, policy, self._closing, request_id, scope, receive, send
+                )
                 return
             limit = self.platform.policy.max_request_body
-            body = await read_body(scope, receive, limit)
-            if body is None:
-                raise HttpError(413, "payload_too_large", f"That request is over {limit} bytes.")
+            try:
+                body = await read_body(scope, receive, limit)
+            except BodyTooLarge:
+                raise HttpError(
+                    413, "payload_too_large", f"That request is over {limit} bytes."
+                ) from None
             status, value = self._act(method, path.split("/"), body)
             await _json(send, status, _encode(value))
         except HttpError as exc:
@@ -220,58 +236,6 @@ class Console:
     def _state(self, room_id: str | None) -> bytes:
         return _encode(snapshot(self.platform, self.user_id, room_id, self.presses.views()))
 
-    async def _stream(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
-        room_id = query.get("room") or None
-        policy = self.platform.policy
-        changes = self.platform.changes
-        headers = [
-            (b"content-type", b"text/event-stream; charset=utf-8"),
-            (b"cache-control", b"no-store"),
-            (b"x-accel-buffering", b"no"),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        retry = f"retry: {int(policy.console_reconnect * 1000)}\n\n".encode()
-        await send({"type": "http.response.body", "body": retry, "more_body": True})
-        gone = trio.Event()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_until_gone, receive, gone, nursery.cancel_scope)
-            nursery.start_soon(_until_set, self._closing, nursery.cancel_scope)
-            last = b""
-            while not gone.is_set():  # until a task below cancels the loop
-                seen = changes.version
-                state = self._state(room_id)
-                if state != last:
-                    chunk = b"event: state\ndata: " + state + b"\n\n"
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    last = state
-                    await trio.sleep(policy.console_push_interval)  # coalesce what follows
-                if changes.version != seen:
-                    continue
-                wake = policy.console_keepalive
-                until = self.presses.open_until()
-                if until is not None:  # a press times out even if nothing else happens
-                    wake = min(wake, max(until - perf_counter(), 0) + 0.01)
-                with trio.move_on_after(wake) as idle:
-                    await changes.wait()
-                if idle.cancelled_caught:
-                    ping = b": keep-alive\n\n"
-                    await send({"type": "http.response.body", "body": ping, "more_body": True})
-        if not gone.is_set():  # closing: end the response so the page reconnects
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-async def _until_gone(receive: Any, gone: trio.Event, scope: trio.CancelScope) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    gone.set()
-    scope.cancel(reason="the page went away")
-
-
-async def _until_set(event: trio.Event, scope: trio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel(reason="the platform is shutting down")
-
 
 async def _json(send: Any, status: int, body: bytes) -> None:
     headers = [
@@ -291,7 +255,10 @@ async def _static(send: Any, name: str, content_type: bytes) -> None:
         (b"content-type", content_type),
         (b"content-length", str(len(body)).encode()),
         (b"cache-control", b"no-store"),
-        (b"content-security-policy", b"default-src 'self'; connect-src 'self'"),
+        (
+            b"content-security-policy",
+            b"default-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'",
+        ),
     ]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -11,13 +11,11 @@ from ..wire import ErrorBody, ErrorEnvelope
 
 __all__ = [
     "NO_CONTENT",
-    "ClientGone",
     "HttpError",
     "Response",
     "decode_body",
     "error_body",
     "json_response",
-    "read_body",
 ]
 
 T = TypeVar("T")
@@ -77,32 +75,3 @@ def decode_body(body: bytes, kind: type[T]) -> T:
         raise HttpError(400, "bad_request", f"malformed JSON body: {exc}") from None
     except RecursionError:
         raise HttpError(400, "bad_request", "malformed JSON body: nested too deeply") from None
-
-
-class ClientGone(Exception):
-    """The client went away before its request body was complete."""
-
-
-async def read_body(scope: dict[str, Any], receive: Any, limit: int) -> bytes | None:
-    """An ASGI request's body, or None if it is over `limit` bytes (not read further:
-    the connection is closed after the 413, so the rest is never buffered)."""
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            try:
-                if int(value) > limit:
-                    return None
-            except ValueError:
-                return None
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 from msgspec import UNSET
 
 from ..policy import PlatformPolicy
+from ..server import Listening
 from ..wire import (
     AgentControl,
     ParticipantAdded,
@@ -38,6 +39,9 @@ from ._ids import check_id
 from ._log import Changes, RequestLog
 from ._payloads import mention_of, message_created, participants_topic, room_payload, room_topic
 from ._store import Agent, Message, Room, Store, User
+
+if TYPE_CHECKING:
+    from ._console import Console
 
 __all__ = ["Platform"]
 
@@ -68,6 +72,10 @@ class Platform:
         """Fault injection (`_faults.Faults`): fail, hold or delay REST calls, drop or
         close sockets, refuse upgrades, mute heartbeats, push `supersede`."""
         self.working: dict[tuple[str, str], bool] = {}
+        self.listening: Listening | None = None
+        """The server, once it listens: its refusals and dropped clients are in `stats`."""
+        self.console: Console | None = None
+        """The browser console, when the server serves one: its streams are in `stats`."""
         self._info: ReadyInfo | None = None
         saved = store.get_meta("last_disconnects")
         try:
@@ -112,6 +120,13 @@ class Platform:
         stats = dict(self.request_log.stats)
         stats["connections_live"] = len(self.hub.connections)
         stats["log_entries"] = len(self.request_log.entries)
+        if self.listening is not None:
+            for reason, count in self.listening.guard.refused.items():
+                stats[f"refused_{reason}"] = count
+            stats["clients_stalled"] = self.listening.stalled
+        if self.console is not None:
+            stats["console_streams"] = self.console.feeds.streams
+            stats["console_states_built"] = self.console.feeds.builds
         return stats
 
     def connected_agents(self) -> set[str]:

@@ -1,32 +1,33 @@
-"""Serving the platform with hypercorn's trio worker: `open_platform`, `run_platform`.
+"""Serving the platform through the server seam (`band_trio.server`): `open_platform`,
+`run_platform`.
 
-Closing is graceful and bounded. The server runs in a shielded scope so that
-a cancel from outside (Ctrl-C, the end of an `async with`) does not tear the
-sockets down mid-frame; instead it asks for a shutdown: every websocket gets a
-1001 close, the platform waits briefly for them to go, then tells hypercorn
-to stop (which gives in-flight requests the policy's `request_grace`). The
+The seam gives the platform its browser defences (Host allow-list, same-origin,
+JSON bodies, no framing) and bounded sends. Closing is graceful and bounded.
+The platform runs in a shielded scope so that a cancel from outside (Ctrl-C,
+the end of an `async with`) does not tear the sockets down mid-frame; instead
+it asks for a shutdown: every websocket gets a 1001 close, every console
+stream ends, the platform waits briefly for the websockets to go, then tells
+the server to stop (which gives in-flight requests the policy's
+`request_grace`, and a write a client does not take `closing_stall`). The
 shield gets a deadline (`shutdown_deadline`) at that moment, so shutdown can
 never hang. Every duration comes from the `PlatformPolicy`.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import sqlite3
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any
 
 import msgspec
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
 
 from ..errors import ConfigurationError
 from ..policy import PlatformPolicy
+from ..server import Listening, ServeSettings, check_port, is_loopback, serve
 from ..wire.admin import ReadyInfo
 from ._app import App
 from ._console import PREFIX as CONSOLE
@@ -37,12 +38,6 @@ from ._socket import WS_PATH
 from ._store import Store
 
 __all__ = ["open_platform", "run_platform"]
-
-
-def _port(port: int) -> int:
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ConfigurationError(f"a port is a number from 0 to 65535, not {port!r}")
-    return port
 
 
 def _open_store(db: str | os.PathLike[str] | None) -> Store:
@@ -65,20 +60,13 @@ def _ready_folder(path: str | os.PathLike[str]) -> None:
         raise ConfigurationError(f"cannot write the ready file {path}: no folder {folder}")
 
 
-def _first_leaf(error: BaseException) -> BaseException:
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
-
-
 def _loopback(host: str) -> str:
+    """The embedded platform is a development stand-in with an admin API and no key
+    of its own: it binds loopback only, and no flag changes that."""
     if host == "localhost":
         return "127.0.0.1"
-    try:
-        if ipaddress.IPv4Address(host).is_loopback:
-            return host
-    except ValueError:
-        pass
+    if is_loopback(host) and ":" not in host:
+        return host
     raise ConfigurationError(f"the embedded platform binds loopback only, not {host!r}")
 
 
@@ -112,34 +100,29 @@ async def _serve(
     platform = Platform(store, server.policy)
     try:
         seeded = platform.seed() if seed else None
-        config = Config()
-        config.bind = [f"{host}:{port}"]
-        config.accesslog = None
-        config.errorlog = logger
-        config.graceful_timeout = server.policy.request_grace
-        config.websocket_max_message_size = server.policy.max_ws_message
-        config.backlog = server.policy.listen_backlog
-        hypercorn_stop = trio.Event()
+        policy = server.policy
+        settings = ServeSettings(
+            grace=policy.request_grace,
+            policy=policy.server,
+            log=logger,
+            backlog=policy.listen_backlog,
+            ws_max_message=policy.max_ws_message,
+        )
+        http_stop = trio.Event()
         pages = Console(platform) if console else None
-        app: Any = App(platform, pages)  # hypercorn's Framework type wants TypedDict scopes
+        platform.console = pages
+        app = App(platform, pages)
         with server.scope:
             async with trio.open_nursery() as nursery:
-                try:
-                    binds: list[str] = await nursery.start(
-                        partial(serve, app, config, shutdown_trigger=hypercorn_stop.wait)
-                    )
-                except* OSError as group:
-                    error = _first_leaf(group)
-                    why = error.strerror if isinstance(error, OSError) else None
-                    raise ConfigurationError(
-                        f"cannot listen on {host}:{port}: {why or error}"
-                    ) from None
-                bound_port = int(binds[0].rsplit(":", 1)[1])
-                rest_url = f"http://{host}:{bound_port}"
+                listening: Listening = await nursery.start(
+                    partial(serve, app, host, port, settings, stop=http_stop)
+                )
+                platform.listening = listening
+                rest_url = listening.url
                 platform.serving(
                     ReadyInfo(
                         rest_url=rest_url,
-                        ws_url=f"ws://{host}:{bound_port}{WS_PATH}",
+                        ws_url=f"ws://{host}:{listening.port}{WS_PATH}",
                         admin_url=f"{rest_url}/_admin",
                         agent_id=seeded[0].id if seeded else None,
                         api_key=seeded[0].api_key if seeded else None,
@@ -150,7 +133,7 @@ async def _serve(
                     )
                 )
                 if pages is not None:
-                    pages.open()
+                    await nursery.start(pages.run)
                 task_status.started(platform)
                 await server.shutdown_requested.wait()
                 platform.faults.clear()  # held requests proceed rather than hang
@@ -159,7 +142,7 @@ async def _serve(
                     pages.close()
                 with trio.move_on_after(server.policy.sockets_close_grace):
                     await platform.hub.wait_empty()
-                hypercorn_stop.set()
+                http_stop.set()
     finally:
         platform.serving(None)
         platform.save_disconnects()
@@ -181,7 +164,7 @@ async def open_platform(
     `db=None` keeps the state in memory; a path makes it durable across restarts.
     `console=True` also serves the browser console (`info.console_url`).
     """
-    host, port = _loopback(host), _port(port)
+    host, port = _loopback(host), check_port(port)
     server = _Server(policy or PlatformPolicy())
     async with trio.open_nursery() as nursery:
         platform: Platform = await nursery.start(_serve, host, port, db, seed, server, console)
@@ -218,7 +201,7 @@ async def run_platform(
 ) -> None:
     """Serve until cancelled. Once listening, write `ready_file` (if given) and report
     the `Platform` through `task_status`."""
-    host, port = _loopback(host), _port(port)
+    host, port = _loopback(host), check_port(port)
     if ready_file is not None:
         _ready_folder(ready_file)
     server = _Server(policy or PlatformPolicy())

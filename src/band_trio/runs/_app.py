@@ -25,6 +25,7 @@ import msgspec
 import trio
 
 from ..errors import BandTrioError
+from ..server import BodyTooLarge, ClientGone, read_body
 from ._request import BadRequest, parse_run, parse_stop
 from ._run import Run
 from ._service import Draining, RunsService, TooManyRuns
@@ -76,10 +77,6 @@ class HttpError(BandTrioError):
         )
 
 
-class _Gone(Exception):
-    """The client went away before its request body was complete."""
-
-
 def _not_found(run_id: str) -> HttpError:
     return HttpError(404, "run_not_found", f"Run not found: {run_id}")
 
@@ -94,14 +91,6 @@ class RunsApp:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             await self._http(scope, receive, send)
-        elif scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
 
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         method: str = scope["method"]
@@ -116,7 +105,7 @@ class RunsApp:
             self._authenticate(scope)
             body = await self._read_body(scope, receive)
             await self._route(method, parts[2:], scope, body, receive, send)
-        except _Gone:
+        except ClientGone:
             return
         except HttpError as exc:
             headers = exc.headers
@@ -129,33 +118,23 @@ class RunsApp:
             await _send(send, 500, error.body())
 
     def _authenticate(self, scope: dict[str, Any]) -> None:
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                kind, _, token = value.partition(b" ")
-                if kind.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._key):
-                    return
+        """Exactly one `Authorization: Bearer KEY`, compared in constant time. Two
+        headers are refused even if one is right: a proxy and the server could
+        otherwise disagree about which one was checked."""
+        given = [value for name, value in scope["headers"] if name == b"authorization"]
+        if len(given) == 1:
+            kind, _, token = given[0].partition(b" ")
+            if kind.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._key):
+                return
         raise HttpError(401, "invalid_api_key", "Invalid API key")
 
     async def _read_body(self, scope: dict[str, Any], receive: Any) -> bytes:
         """The body, or a 413 once it is over the policy's limit (not read further)."""
         limit = self.service.policy.max_body
-        too_large = HttpError(413, "payload_too_large", f"Request body over {limit} bytes")
-        for name, value in scope["headers"]:
-            if name == b"content-length" and (not value.isdigit() or int(value) > limit):
-                raise too_large
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _Gone
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise too_large
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        try:
+            return await read_body(scope, receive, limit)
+        except BodyTooLarge:
+            raise HttpError(413, "payload_too_large", f"Request body over {limit} bytes") from None
 
     async def _route(
         self,
@@ -219,12 +198,7 @@ class RunsApp:
     async def _events(self, run: Run, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Stream the run's events after `Last-Event-ID` (all of them without one),
         until its terminal event; then `: stream closed` and the end of the body."""
-        after = 0
-        for name, value in scope["headers"]:
-            if name == b"last-event-id":
-                if not value.strip().isdigit():
-                    raise HttpError(400, "invalid_request", "Last-Event-ID must be an event id")
-                after = int(value)
+        after = _last_event_id(scope)
         await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
         run.subscribe(+1)
         left = False
@@ -240,16 +214,19 @@ class RunsApp:
             run.stop(DISCONNECT_REASON)
 
     async def _pump(self, run: Run, after: int, send: Any) -> None:
+        """Send the log's frames after `after`, then each new one. The frames are the
+        log's own bytes, shared by every subscriber: a send joins at most about a
+        `send_chunk` of them, so a subscriber never holds a copy of the whole log."""
         events = run.events
         keepalive = self.service.policy.keepalive
+        chunk = self.service.policy.server.send_chunk
         position = after
         while True:
-            frames = events.after(position)
+            frames = events.batch(position, chunk)
             if frames:
-                position = events.last_id
-                await send(
-                    {"type": "http.response.body", "body": b"".join(frames), "more_body": True}
-                )
+                position = frames[-1][0]
+                body = b"".join(frame for _, frame in frames) if len(frames) > 1 else frames[0][1]
+                await send({"type": "http.response.body", "body": body, "more_body": True})
                 continue
             if events.closed:
                 break
@@ -258,6 +235,23 @@ class RunsApp:
             if idle.cancelled_caught:
                 await send({"type": "http.response.body", "body": _KEEPALIVE, "more_body": True})
         await send({"type": "http.response.body", "body": _CLOSED})
+
+
+_MAX_EVENT_ID_DIGITS = 18
+"""An event id is a count of one run's events: 18 digits is more than any log holds
+(and `int()` of a longer string is where Python's digit limit would start)."""
+
+
+def _last_event_id(scope: dict[str, Any]) -> int:
+    """The `Last-Event-ID` to resume after (0 without one); anything but one plain
+    decimal id is a 400, never a 500."""
+    given = [value for name, value in scope["headers"] if name == b"last-event-id"]
+    if not given:
+        return 0
+    value = given[0].strip()
+    if len(given) > 1 or not value.isdigit() or len(value) > _MAX_EVENT_ID_DIGITS:
+        raise HttpError(400, "invalid_request", "Last-Event-ID must be one event id")
+    return int(value)
 
 
 async def _watch_disconnect(receive: Any, stream: trio.CancelScope) -> None:

@@ -48,8 +48,9 @@ class EventLog:
         if self.closed:
             raise RuntimeError(f"run {self.run_id}: {name} after the run's terminal event")
         event = {"event": name, "run_id": self.run_id, "timestamp": time.time(), **fields}
+        data = _encode(event)  # first: an event that fails to encode uses up no id
         self.last_id += 1
-        frame = b"id: %d\ndata: %s\n\n" % (self.last_id, _encode(event))
+        frame = b"id: %d\ndata: %s\n\n" % (self.last_id, data)
         self._frames.append((self.last_id, frame))
         if len(self._frames) > self._limit:
             self._frames.popleft()
@@ -74,6 +75,27 @@ class EventLog:
             count = self.last_id - event_id
             return [frame for _, frame in itertools.islice(reversed(self._frames), count)][::-1]
         return [frame for _, frame in itertools.islice(self._frames, skip, None)]
+
+    def batch(self, event_id: int, max_bytes: int) -> list[tuple[int, bytes]]:
+        """(id, frame) of the kept events above `event_id`, in order, as many as fit in
+        `max_bytes` (at least one): what one send of a subscriber carries. The frames
+        are the log's own bytes; nothing is copied here."""
+        if not self._frames or event_id >= self.last_id:
+            return []
+        skip = max(0, event_id - self._frames[0][0] + 1)
+        if skip > len(self._frames) // 2:  # a reader keeping up: walk from the right end
+            count = self.last_id - event_id
+            pending = list(itertools.islice(reversed(self._frames), count))[::-1]
+        else:
+            pending = list(itertools.islice(self._frames, skip, skip + max_bytes))
+        taken: list[tuple[int, bytes]] = []
+        size = 0
+        for entry in pending:
+            size += len(entry[1])
+            if taken and size > max_bytes:
+                break
+            taken.append(entry)
+        return taken
 
     async def wait_changed(self) -> None:
         """Return at the next append (the caller's deadline bounds it)."""

@@ -13,6 +13,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from ..policy import ServerPolicy
+
 __all__ = ["RunsPolicy"]
 
 
@@ -67,6 +69,9 @@ class RunsPolicy:
     on runs that ignore the stop (and exits 1) twice this long after every grace."""
     listen_backlog: int = 1024
     """The listening socket's backlog."""
+    server: ServerPolicy = dataclasses.field(default_factory=ServerPolicy)
+    """How the server bounds what it sends: a subscriber that never reads is dropped
+    after `send_stall`, and holds at most one `send_chunk` meanwhile."""
 
     def replace(self, **changes: float | int) -> RunsPolicy:
         """A copy with some fields changed (`RunsPolicy().replace(stop_wait=1.0)`)."""
@@ -75,6 +80,10 @@ class RunsPolicy:
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
+            if field.name == "server":
+                if not isinstance(value, ServerPolicy):
+                    raise ValueError(f"RunsPolicy.server must be a ServerPolicy, got {value!r}")
+                continue
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise ValueError(f"RunsPolicy.{field.name} must be a number >= 0, got {value!r}")
         for name in (

@@ -294,5 +294,6 @@ class Run:
         return body
 
 
-USAGE = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-"""The adapter contract reports no token counts: Hermes' `usage` shape, zeros."""
+USAGE = None
+"""`usage` is null: the adapter contract reports no token counts, and zeros would be
+read by a client as measured."""

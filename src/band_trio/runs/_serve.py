@@ -1,13 +1,20 @@
-"""Serving the runs API with hypercorn's trio worker: `open_runs_api`, `serve_runs_api`.
+"""Serving the runs API through the server seam (`band_trio.server`): `open_runs_api`,
+`serve_runs_api`.
 
     serve_runs_api                   one nursery
     ├── RunsService.run              owns every run
-    └── hypercorn serve              the HTTP server, in a shielded scope
+    └── server.serve                 the HTTP server: guarded, shielded, bounded
+
+The seam gives the runs API its browser defences (Host allow-list, same-origin,
+JSON bodies, no framing) and bounded sends: a subscriber that never reads
+costs one `send_chunk` and is dropped after `send_stall`, and at the close a
+write it does not take is cut after `closing_stall`. Binding anything but
+loopback needs `allow_remote=True` (the key is always required).
 
 Closing is ordered so that nothing is cut off mid-answer: the service takes
 no new run and stops the running ones (each gets `RunsPolicy.shutdown_grace`
-to settle, so their event streams end with their terminal event), then
-hypercorn is told to stop and gives in-flight requests `request_grace`. The
+to settle, so their event streams end with their terminal event), then the
+server is told to stop and gives in-flight requests `request_grace`. The
 server's shield gets a deadline at that moment, so closing cannot hang on it.
 """
 
@@ -17,21 +24,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import trio
-from hypercorn.config import Config
-from hypercorn.trio import serve
 
 from ..contract import Adapter
 from ..errors import ConfigurationError
+from ..server import MIN_SECRET_LENGTH, Listening, ServeSettings, check_bind, check_port, serve
 from ._app import RunsApp
 from ._policy import RunsPolicy
 from ._service import RunsService, log
 
 __all__ = ["MIN_KEY_LENGTH", "RunsServer", "check_api_key", "open_runs_api", "serve_runs_api"]
 
-MIN_KEY_LENGTH = 16
+MIN_KEY_LENGTH = MIN_SECRET_LENGTH
 """Hermes refuses to start with a key shorter than this, even on loopback: so do we."""
 
 
@@ -50,12 +55,6 @@ def check_api_key(key: str | None) -> str:
     return key
 
 
-def _port(port: int) -> int:
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ConfigurationError(f"a port is a number from 0 to 65535, not {port!r}")
-    return port
-
-
 @dataclass(frozen=True, slots=True)
 class RunsServer:
     """A runs API being served: where, and the service behind it."""
@@ -63,16 +62,12 @@ class RunsServer:
     url: str
     """`http://host:port` (no trailing slash)."""
     service: RunsService
+    listening: Listening | None = None
+    """The server (its refusals, the clients it dropped); None before it listens."""
 
     def close(self) -> None:
         """Stop every run and close the server (`serve_runs_api` then returns)."""
         self.service.close()
-
-
-def _first_leaf(error: BaseException) -> BaseException:
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
 
 
 async def serve_runs_api(
@@ -83,31 +78,32 @@ async def serve_runs_api(
     port: int = 0,
     policy: RunsPolicy | None = None,
     model: str = "band-trio",
+    allow_remote: bool = False,
     task_status: trio.TaskStatus[RunsServer] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve until `RunsServer.close()` or a cancel; report the server once listening."""
-    key, port = check_api_key(api_key), _port(port)
+    """Serve until `RunsServer.close()` or a cancel; report the server once listening.
+    `host` is loopback unless `allow_remote` (`band-trio runs-api --allow-remote`)."""
+    key, port = check_api_key(api_key), check_port(port)
+    host = check_bind(host, what="the runs API", allow_remote=allow_remote, opt_in="--allow-remote")
     policy = policy or RunsPolicy()
     service = RunsService(adapter, policy, model=model)
-    config = Config()
-    config.bind = [f"{host}:{port}"]
-    config.accesslog = None
-    config.errorlog = log  # hypercorn's own lines follow the host's logging level
-    config.graceful_timeout = policy.request_grace
-    config.backlog = policy.listen_backlog
-    app: Any = RunsApp(service, key)  # hypercorn's Framework type wants TypedDict scopes
+    settings = ServeSettings(
+        grace=policy.request_grace,
+        policy=policy.server,
+        log=log,  # the server's own lines follow the host's logging level
+        backlog=policy.listen_backlog,
+    )
     stop_http = trio.Event()
-    shield = trio.CancelScope(shield=True)
     async with trio.open_nursery() as nursery:
         await nursery.start(service.run)
         try:
-            binds: list[str] = await nursery.start(_serve_http, app, config, stop_http, shield)
-        except* OSError as group:
+            listening: Listening = await nursery.start(
+                partial(serve, RunsApp(service, key), host, port, settings, stop=stop_http)
+            )
+        except BaseException:
             service.close()
-            error = _first_leaf(group)
-            why = error.strerror if isinstance(error, OSError) else None
-            raise ConfigurationError(f"cannot listen on {host}:{port}: {why or error}") from None
-        task_status.started(RunsServer(f"http://{host}:{binds[0].rsplit(':', 1)[1]}", service))
+            raise
+        task_status.started(RunsServer(listening.url, service, listening))
         try:
             await service.wait_closing()
         finally:
@@ -115,26 +111,7 @@ async def serve_runs_api(
             # the runs settle (bounded), so their event streams end on their own
             with trio.move_on_after(policy.shutdown_grace, shield=True):
                 await service.wait_idle()
-            shield.deadline = trio.current_time() + policy.request_grace + policy.close_margin
             stop_http.set()
-
-
-async def _serve_http(
-    app: Any,
-    config: Config,
-    stop: trio.Event,
-    shield: trio.CancelScope,
-    *,
-    task_status: trio.TaskStatus[list[str]],
-) -> None:
-    """hypercorn, shielded: a cancel from outside does not cut answers off mid-body;
-    `stop` closes it gracefully (and the shield gets a deadline then)."""
-    with shield:
-        async with trio.open_nursery() as http:
-            binds: list[str] = await http.start(
-                partial(serve, app, config, shutdown_trigger=stop.wait)
-            )
-            task_status.started(binds)
 
 
 @asynccontextmanager
@@ -146,6 +123,7 @@ async def open_runs_api(
     port: int = 0,
     policy: RunsPolicy | None = None,
     model: str = "band-trio",
+    allow_remote: bool = False,
 ) -> AsyncIterator[RunsServer]:
     """Serve the runs API for the duration of the block, then close it cleanly."""
     async with trio.open_nursery() as nursery:
@@ -158,6 +136,7 @@ async def open_runs_api(
                 port=port,
                 policy=policy,
                 model=model,
+                allow_remote=allow_remote,
             )
         )
         try:

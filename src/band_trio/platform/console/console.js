@@ -88,12 +88,39 @@ function open() {
     render(JSON.parse(event.data));
   });
   source.addEventListener("error", () => {
-    setConnection("reconnecting", "platform unreachable: reconnecting…");
+    if ($("conn").dataset.state !== "refused") {
+      setConnection("reconnecting", "platform unreachable: reconnecting…");
+    }
     if (source.readyState === EventSource.CLOSED) {
-      // The browser gave up (e.g. an error status): try again, as it would have.
+      // The browser gave up (an error status): say why if the platform said, and
+      // try again, as the browser would have.
+      explain(query);
       setTimeout(open, 1000);
     }
   });
+}
+
+async function explain(query) {
+  // EventSource hides an error answer's body; one plain request reads it (a 503
+  // when the console has its limit of pages open). An answer that is a stream
+  // after all is dropped at once: the EventSource reopens by itself.
+  const controller = new AbortController();
+  try {
+    const response = await fetch(`/_console/api/stream${query}`, { signal: controller.signal });
+    if (response.ok) {
+      controller.abort();
+      return;
+    }
+    const data = await response.json();
+    const message = data && data.error && data.error.message;
+    if (message && !(source && source.readyState === EventSource.OPEN)) {
+      setConnection("refused", message);
+    }
+  } catch (err) {
+    if (!controller.signal.aborted) {
+      setConnection("reconnecting", "platform unreachable: reconnecting…");
+    }
+  }
 }
 
 function select(id) {

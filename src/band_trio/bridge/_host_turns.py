@@ -1,0 +1,286 @@
+"""The host's turns: the platform's copy of each message, claim → adapter → settle.
+
+The envelope a forward carries is only a pointer. The host runs the adapter on
+the message as the platform returns it — id, room, sender, content — read
+from the agent's unprocessed list of that room (`GET .../messages`), never on
+the envelope's copy: a message the platform does not hold for this agent in
+that room, or holds differently, runs nothing. Messages are immutable on the
+platform, so reading before the claim is reading what the claim claims, and a
+refused envelope leaves no trace on the platform (no attempt is opened).
+
+Each answer says what really happened (`HostOutcome`): a turn that did not run,
+or whose mark did not land, is never reported done.
+
+Per room the host keeps a ledger (never twice), a serial lock, the last abort;
+at most `BridgePolicy.host_rooms` rooms are kept, the least recently used idle
+one dropped first (never one with a turn running or a mark outstanding). A
+dropped room forgets its completed ids and last abort: the platform still
+refuses a second claim of a processed message (`consumed`).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections import OrderedDict
+
+import trio
+
+from .. import errors
+from ..contract import LastAbort
+from ..link import RestClient
+from ..policy import Policy
+from ..runtime.parts import (
+    AbortKind,
+    ActiveTurn,
+    Ledger,
+    Outcome,
+    RoomContext,
+    Standing,
+    inbound,
+    run_turn,
+    settle,
+)
+from ..wire import ChatMessage, MessageCreated
+from ._policy import BridgePolicy
+
+__all__ = ["HostOutcome", "HostRooms", "Lifeline", "platform_copy"]
+
+log = logging.getLogger("band_trio.bridge.host")
+
+
+class HostOutcome(enum.Enum):
+    """What the host answers a forward with; `status` is the HTTP status."""
+
+    PROCESSED = ("processed", 200)
+    """The adapter ran and its message is marked `processed`."""
+    SETTLED = ("settled", 200)
+    """An earlier run's outstanding mark was sent again and landed."""
+    COMPLETED = ("completed", 200)
+    """This host completed the message before: nothing is run twice."""
+    EXHAUSTED = ("exhausted", 200)
+    """This host spent the message's attempts (it failed before): it runs no more."""
+    CONSUMED = ("consumed", 200)
+    """The platform has it `processed` already (an interrupt consumed it)."""
+    SKIPPED = ("skipped", 200)
+    """The agent's own message."""
+    IGNORED = ("ignored", 200)
+    """Not a message: nothing to run."""
+    FAILED = ("failed", 500)
+    """The adapter raised (or ran past its deadline): the message is marked `failed`."""
+    UNSETTLED = ("unsettled", 503)
+    """The adapter finished but its mark did not land: the next forward sends it."""
+    NOT_CLAIMED = ("not_claimed", 502)
+    """The platform refused or failed the claim (or the read): nothing ran."""
+    STOPPED = ("stopped", 409)
+    """The room is stopped on the platform (its claim answered 204): nothing ran; a
+    play replays it."""
+    UNKNOWN = ("unknown", 404)
+    """The platform holds no such message, unprocessed, for this agent in that room."""
+    MISMATCH = ("mismatch", 409)
+    """The platform's copy of the message differs from the envelope's: nothing ran."""
+
+    @property
+    def label(self) -> str:
+        return self.value[0]
+
+    @property
+    def status(self) -> int:
+        return int(self.value[1])
+
+
+_SETTLED = {
+    Outcome.SUCCEEDED: HostOutcome.PROCESSED,
+    Outcome.FAILED: HostOutcome.FAILED,
+    Outcome.NOT_CLAIMED: HostOutcome.NOT_CLAIMED,
+    Outcome.CLAIM_STOPPED: HostOutcome.STOPPED,
+    Outcome.CONSUMED: HostOutcome.CONSUMED,
+}
+
+
+async def platform_copy(
+    rest: RestClient, room_id: str, message_id: str, pages: int
+) -> ChatMessage | None:
+    """The platform's copy of `message_id`, from the agent's unprocessed messages of
+    `room_id` (oldest first, at most `pages` pages); None if it is not there."""
+    cursor: str | None = None
+    for _ in range(pages):
+        page = await rest.unprocessed(room_id, cursor)
+        for wire in page.data:
+            if wire.id == message_id:
+                return wire
+        cursor = page.metadata.next_cursor
+        if not page.metadata.has_more or cursor is None:
+            return None
+    log.warning(
+        "room %s: %s is not among the first %d pages of unprocessed messages "
+        "(BridgePolicy.host_lookup_pages)",
+        room_id,
+        message_id,
+        pages,
+    )
+    return None
+
+
+class Lifeline:
+    """The forward's request, as the turn path sees it: once it goes away, a turn
+    already made is aborted as a stop (its remote work stopped, its message left
+    `processing` for the replay); before that, the wait for the room or the read of
+    the message is cancelled (`scope`, entered by the request's handler)."""
+
+    __slots__ = ("gone", "scope", "turn")
+
+    def __init__(self) -> None:
+        self.scope = trio.CancelScope()
+        self.turn: ActiveTurn | None = None
+        self.gone = False
+
+    def attach(self, turn: ActiveTurn) -> None:
+        self.turn = turn
+
+    def went_away(self) -> None:
+        self.gone = True
+        if self.turn is None:
+            self.scope.cancel(reason="the forward went away before its turn")
+        else:
+            log.info(
+                "room %s: the forward of %s went away; stopping its turn",
+                self.turn.message.room_id,
+                self.turn.message.id,
+            )
+            self.turn.abort(AbortKind.STOP, "the bridge cancelled the forward")
+
+
+class _Room:
+    """What the host keeps per room: the ledger, the serial lock, the last abort."""
+
+    __slots__ = ("last_abort", "ledger", "lock", "turn", "users")
+
+    def __init__(self, policy: Policy) -> None:
+        self.ledger = Ledger(max_attempts=policy.max_attempts, memory=policy.completed_memory)
+        self.lock = trio.Lock()
+        self.last_abort: LastAbort | None = None
+        self.turn: ActiveTurn | None = None
+        self.users = 0
+        """Forwards of this room in progress (waiting for the lock or holding it)."""
+
+    @property
+    def idle(self) -> bool:
+        return self.users == 0 and not self.ledger.pending_marks()
+
+
+class HostRooms:
+    """The host's rooms, bounded (`BridgePolicy.host_rooms`), and the turn path."""
+
+    def __init__(self, policy: Policy, bridge_policy: BridgePolicy) -> None:
+        self._policy = policy
+        self._bridge_policy = bridge_policy
+        self._rooms: OrderedDict[str, _Room] = OrderedDict()
+        self.turns = 0
+        """Turns started (the adapter called or about to be)."""
+        self.dropped = 0
+        """Idle rooms forgotten to stay within `host_rooms`."""
+
+    def __len__(self) -> int:
+        return len(self._rooms)
+
+    def running(self, room_id: str) -> ActiveTurn | None:
+        room = self._rooms.get(room_id)
+        return room.turn if room is not None else None
+
+    @property
+    def running_count(self) -> int:
+        return sum(1 for room in self._rooms.values() if room.turn is not None)
+
+    def _room(self, room_id: str) -> _Room:
+        room = self._rooms.get(room_id)
+        if room is None:
+            room = self._rooms[room_id] = _Room(self._policy)
+        self._rooms.move_to_end(room_id)
+        return room
+
+    def _trim(self) -> None:
+        excess = len(self._rooms) - self._bridge_policy.host_rooms
+        for room_id in [r for r, room in self._rooms.items() if room.idle][: max(excess, 0)]:
+            del self._rooms[room_id]
+            self.dropped += 1
+
+    async def turn(
+        self, ctx: RoomContext, room_id: str, wire: MessageCreated, lifeline: Lifeline
+    ) -> HostOutcome | None:
+        """Run the envelope's message as the platform holds it; None once aborted (the
+        forward went away: `lifeline`)."""
+        room = self._room(room_id)
+        room.users += 1
+        self._trim()
+        try:
+            async with room.lock:
+                return await self._turn(ctx, room, room_id, wire, lifeline)
+        finally:
+            room.users -= 1
+            self._trim()
+
+    async def _turn(
+        self,
+        ctx: RoomContext,
+        room: _Room,
+        room_id: str,
+        wire: MessageCreated,
+        lifeline: Lifeline,
+    ) -> HostOutcome | None:
+        standing = room.ledger.standing(wire.id)
+        if standing is Standing.COMPLETED:
+            return HostOutcome.COMPLETED
+        if standing is Standing.EXHAUSTED:
+            return HostOutcome.EXHAUSTED
+        if standing is Standing.ACK_PENDING:
+            item = inbound(room_id, ctx.agent_id, wire)
+            turn = ActiveTurn(item.message, self._policy)
+            lifeline.attach(turn)
+            turn.failure = room.ledger.pending_failure(wire.id)
+            done = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
+            if await settle(ctx.rest, ctx.policy, room.ledger, turn, done):
+                return HostOutcome.SETTLED
+            return HostOutcome.UNSETTLED
+        try:
+            found = await platform_copy(
+                ctx.rest, room_id, wire.id, self._bridge_policy.host_lookup_pages
+            )
+        except errors.NotFoundError:
+            found = None  # not a room of this agent
+        except errors.PlatformError as exc:
+            log.warning("room %s: cannot read %s from the platform: %s", room_id, wire.id, exc)
+            return HostOutcome.NOT_CLAIMED
+        if found is None:
+            return HostOutcome.UNKNOWN
+        if found.content != wire.content or found.sender_id != wire.sender_id:
+            log.warning(
+                "room %s: the envelope of %s differs from the platform's message: not run",
+                room_id,
+                wire.id,
+            )
+            return HostOutcome.MISMATCH
+        item = inbound(room_id, ctx.agent_id, found)
+        if item.message.sender_id == ctx.agent_id:
+            return HostOutcome.SKIPPED
+        turn = ActiveTurn(item.message, self._policy)
+        lifeline.attach(turn)
+        return await self._run(ctx, room, turn)
+
+    async def _run(self, ctx: RoomContext, room: _Room, turn: ActiveTurn) -> HostOutcome | None:
+        room.turn = turn
+        self.turns += 1
+        ctx.changes.notify()
+        try:
+            settled = await run_turn(ctx, room.ledger, turn, room.last_abort)
+        finally:
+            room.turn = None
+            if turn.abort_kind is not None:
+                room.last_abort = turn.abort_kind.note(turn.abort_reason, turn.message.id)
+            ctx.changes.notify()
+        if turn.abort_kind is not None or turn.outcome is None or turn.outcome is Outcome.ABORTED:
+            return None
+        outcome = _SETTLED[turn.outcome]
+        if outcome is HostOutcome.PROCESSED and not settled:
+            return HostOutcome.UNSETTLED
+        return outcome

@@ -1,0 +1,50 @@
+"""The one HTTP server seam of band-trio: binds, browser defences, bounded sends.
+
+The embedded platform (REST, websocket, admin API, console), the runs API, the
+bridge's health endpoint and the host all listen through `serve`, so what the
+design asks of a server that another process or a web page can reach holds
+in one place:
+
+* loopback by default, anything else an explicit opt-in (`check_bind`), and a
+  secret wherever another process can run work (`check_secret`);
+* a Host allow-list against DNS rebinding, same-origin only, JSON bodies only,
+  no framing (`Guard`), before the app sees a request;
+* a body limit (`read_body`), every write bounded (`ServerPolicy`), and a
+  graceful close with a deadline.
+
+See docs/discussion/security.md for the threat model.
+"""
+
+from __future__ import annotations
+
+from ._body import BodyTooLarge as BodyTooLarge
+from ._body import ClientGone as ClientGone
+from ._body import read_body as read_body
+from ._guard import Guard as Guard
+from ._guard import allowed_hosts as allowed_hosts
+from ._listen import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
+from ._listen import check_bind as check_bind
+from ._listen import check_port as check_port
+from ._listen import check_secret as check_secret
+from ._listen import is_loopback as is_loopback
+from ._listen import parse_listen as parse_listen
+from ._serve import Listening as Listening
+from ._serve import ServeSettings as ServeSettings
+from ._serve import serve as serve
+
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "BodyTooLarge",
+    "ClientGone",
+    "Guard",
+    "Listening",
+    "ServeSettings",
+    "allowed_hosts",
+    "check_bind",
+    "check_port",
+    "check_secret",
+    "is_loopback",
+    "parse_listen",
+    "read_body",
+    "serve",
+]
