@@ -183,7 +183,12 @@ def test_the_how_to_s_example_config_is_valid(tmp_path: Path) -> None:
     example = doc.read_text().split("```toml\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "bridge.toml"
     path.write_text(example)
-    env = {"SUPPORT_KEY": "k1", "RESEARCH_KEY": "k2", "OPS_KEY": "k3"}
+    env = {
+        "SUPPORT_KEY": "k1",
+        "RESEARCH_KEY": "k2",
+        "OPS_KEY": "k3",
+        "SUPPORT_HOST_TOKEN": "a-host-token-of-20-chars",
+    }
     config = load_config(path, env=env)
     assert [i.target.__class__.__name__ for i in config.identities] == [
         "HttpTargetConfig",
@@ -204,7 +209,7 @@ def test_each_target_says_who_settles_its_messages() -> None:
     plain = parse_config(_one(), env={}).identities[0].target
     assert plain.settle == "bridge"  # the default: the bridge claims and settles
     for target in (
-        {"type": "http", "url": "http://x", "settle": "target"},
+        {"type": "http", "url": "http://x", "settle": "target", "token": "t" * 20},
         {"type": "a2a", "url": "http://x", "settle": "target"},
         {"type": "command", "argv": ["./x"], "settle": "target"},
     ):
@@ -233,6 +238,69 @@ def test_the_how_to_s_host_walkthrough_config_is_valid(tmp_path: Path) -> None:
     lines = [line[len("#      ") :] for line in walkthrough.splitlines()[1:]]
     path = tmp_path / "bridge.toml"
     path.write_text("\n".join(lines).replace("AGENT-ID", "agent"))
+    (tmp_path / "host.token").write_text("a-host-token-of-20-chars\n")
     config = load_config(path, env={"DEMO_AGENT_KEY": "k"})
     (demo,) = config.identities
-    assert demo.target == HttpTargetConfig(url="http://127.0.0.1:8800/", settle="target")
+    assert demo.target == HttpTargetConfig(
+        url="http://127.0.0.1:8800/", settle="target", token="a-host-token-of-20-chars"
+    )
+
+
+def _host_target(**target: object) -> dict[str, object]:
+    data = _one()
+    identities = data["identity"]
+    assert isinstance(identities, list)
+    identities[0]["target"] = {"type": "http", "url": "http://127.0.0.1:8800/", **target}
+    return data
+
+
+TOKEN = "a-host-token-of-20-chars"
+
+
+def test_a_host_target_must_carry_the_hosts_token(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r'settle = "target" HTTP target is a band-trio'):
+        parse_config(_host_target(settle="target"), env={})
+    from_env = parse_config(
+        _host_target(settle="target", token_env="HOST_TOKEN"), env={"HOST_TOKEN": TOKEN}
+    ).identities[0]
+    (tmp_path / "host.token").write_text(f"  {TOKEN}\n")
+    from_file = parse_config(
+        _host_target(settle="target", token_file="host.token"), env={}, folder=tmp_path
+    ).identities[0]
+    inline = parse_config(_host_target(token=TOKEN), env={}).identities[0]
+    for identity in (from_env, from_file, inline):
+        assert isinstance(identity.target, HttpTargetConfig)
+        assert identity.target.token == TOKEN
+        assert TOKEN not in repr(identity) and TOKEN not in repr(identity.target)
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        ({"token_env": "NOPE"}, r"token_env: \$NOPE is not set"),
+        ({"token_file": "missing.token"}, "token_file: cannot read"),
+        ({"token": TOKEN, "token_env": "X"}, "give one of token, token_env and token_file"),
+        ({"token": ""}, "an empty or unprintable token"),
+        ({"token": "has a space"}, "an empty or unprintable token"),
+        ({"token": TOKEN, "headers": {"Authorization": "Bearer x"}}, "an Authorization header"),
+    ],
+)
+def test_a_bad_token_is_one_line_naming_the_key(
+    tmp_path: Path, target: dict[str, object], says: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=r"\$\.identity\[0\]\.") as refused:
+        parse_config(_host_target(**target), env={}, folder=tmp_path)
+    assert refused.match(says)
+
+
+def test_the_health_endpoint_is_loopback_unless_the_file_says_otherwise() -> None:
+    for host in ("0.0.0.0", "192.0.2.7", "::"):
+        data = _one()
+        data["bridge"] = {"health": f"{host}:8765" if ":" not in host else f"[{host}]:8765"}
+        with pytest.raises(ConfigurationError, match="allow_remote = true"):
+            parse_config(data, env={})
+        data["bridge"] = {**data["bridge"], "allow_remote": True}  # type: ignore[dict-item]
+        assert parse_config(data, env={}).health == (host, 8765)
+    data = _one()
+    data["bridge"] = {"health": "localhost:0"}
+    assert parse_config(data, env={}).health == ("localhost", 0)

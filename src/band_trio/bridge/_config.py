@@ -2,6 +2,7 @@
 
     [bridge]                       # optional
     health = "127.0.0.1:8765"      # GET /health; "" (the default) serves none
+    allow_remote = false           # true: health may listen on a non-loopback address
     policy = { max_forwards = 32, shutdown_grace = 10 }   # BridgePolicy fields, optional
     rest_url = "http://127.0.0.1:4000"                   # defaults for every identity
     ws_url = "ws://127.0.0.1:4000/api/v1/socket/websocket"
@@ -10,6 +11,8 @@
     agent_id = "AGENT"
     api_key_env = "SUPPORT_KEY"    # or api_key = "..." (the environment is better)
     target = { type = "http", url = "http://127.0.0.1:9000/band", headers = {} }
+    # a `band-trio host` behind it: settle = "target" and its token, from
+    # token_env = "HOST_TOKEN" or token_file = "host.token" (or token = "...")
     # or { type = "a2a", url = "http://127.0.0.1:9999/" }
     # or { type = "command", argv = ["./handle-event"], cwd = "." }
     # every target: settle = "bridge" (the default) or "target" (`band-trio host`)
@@ -33,6 +36,7 @@ import msgspec
 
 from ..errors import ConfigurationError
 from ..link import check_ws_url
+from ..server import check_bind, parse_listen
 from ._policy import BridgePolicy
 
 __all__ = [
@@ -56,11 +60,22 @@ does both itself, as `band-trio host` does (the bridge would find it settled).""
 
 
 class HttpTargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="http"):
-    """POST each envelope as JSON to `url`; any 2xx is a delivered forward."""
+    """POST each envelope as JSON to `url`; any 2xx is a delivered forward.
+
+    `token` is sent as `Authorization: Bearer TOKEN` (what `band-trio host` checks);
+    a file gives it as `token_env` or `token_file` (read when the file is loaded) or
+    `token`. A `settle = "target"` target is a host, so the file must give one."""
 
     url: str
     headers: dict[str, str] = {}
     settle: Settle = "bridge"
+    token: str | None = None
+    token_env: str | None = None
+    token_file: str | None = None
+
+    def __repr__(self) -> str:  # the token never reaches a log line
+        token = None if self.token is None else "<hidden>"
+        return f"HttpTargetConfig(url={self.url!r}, settle={self.settle!r}, token={token})"
 
 
 class A2ATargetConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="a2a"):
@@ -109,6 +124,7 @@ class _Policy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class _Bridge(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     health: str = ""
+    allow_remote: bool = False
     rest_url: str | None = None
     ws_url: str | None = None
     policy: _Policy = _Policy()
@@ -138,10 +154,13 @@ class BridgeConfig:
     """Where `GET /health` is served (host, port; port 0 picks one), if anywhere."""
     policy: BridgePolicy = field(default_factory=BridgePolicy)
     """`[bridge.policy]`: the `BridgePolicy` fields given, the defaults for the rest."""
+    allow_remote: bool = False
+    """`health` may listen on a non-loopback address (`[bridge] allow_remote = true`)."""
 
 
 def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> BridgeConfig:
-    """Read and check `path` (`.toml`, or JSON for any other name)."""
+    """Read and check `path` (`.toml`, or JSON for any other name). A `token_file`
+    is read relative to the file's folder."""
     where = Path(path)
     try:
         text = where.read_bytes()
@@ -158,7 +177,9 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
         raise ConfigurationError(
             f"{where.name}: not valid {_kind(where)}: nested too deeply"
         ) from None
-    return parse_config(data, source=where.name, env=os.environ if env is None else env)
+    return parse_config(
+        data, source=where.name, env=os.environ if env is None else env, folder=where.parent
+    )
 
 
 def _kind(path: Path) -> str:
@@ -166,9 +187,14 @@ def _kind(path: Path) -> str:
 
 
 def parse_config(
-    data: Any, *, source: str = "config", env: Mapping[str, str] | None = None
+    data: Any,
+    *,
+    source: str = "config",
+    env: Mapping[str, str] | None = None,
+    folder: Path | None = None,
 ) -> BridgeConfig:
-    """Check already-parsed configuration data (see the module docstring)."""
+    """Check already-parsed configuration data (see the module docstring); a relative
+    `token_file` is read from `folder` (the working directory if None)."""
     env = os.environ if env is None else env
     try:
         raw = msgspec.convert(data, _File)
@@ -180,13 +206,16 @@ def parse_config(
     names: set[str] = set()
     for index, item in enumerate(raw.identity):
         at = f"{source}: $.identity[{index}]"
-        identity = _identity(item, raw.bridge, env, at)
+        identity = _identity(item, raw.bridge, env, at, folder or Path.cwd())
         if identity.agent_id in names or identity.name in names:
             raise ConfigurationError(f"{at}: {identity.agent_id} is bridged twice")
         names.update((identity.agent_id, identity.name))
         identities.append(identity)
     return BridgeConfig(
-        tuple(identities), _health(raw.bridge.health, source), _policy(raw.bridge.policy, source)
+        tuple(identities),
+        _health(raw.bridge.health, raw.bridge.allow_remote, source),
+        _policy(raw.bridge.policy, source),
+        allow_remote=raw.bridge.allow_remote,
     )
 
 
@@ -202,7 +231,9 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _identity(item: _Identity, bridge: _Bridge, env: Mapping[str, str], at: str) -> IdentityConfig:
+def _identity(
+    item: _Identity, bridge: _Bridge, env: Mapping[str, str], at: str, folder: Path
+) -> IdentityConfig:
     if not item.agent_id:
         raise ConfigurationError(f"{at}.agent_id: must not be empty")
     if (item.api_key is None) == (item.api_key_env is None):
@@ -224,29 +255,72 @@ def _identity(item: _Identity, bridge: _Bridge, env: Mapping[str, str], at: str)
         check_ws_url(ws_url)
     except ConfigurationError as exc:
         raise ConfigurationError(f"{at}.ws_url: {exc}") from None
-    _check_target(item.target, f"{at}.target")
+    target = _check_target(item.target, f"{at}.target", env, folder)
     return IdentityConfig(
         name=item.name or item.agent_id,
         agent_id=item.agent_id,
         api_key=key,
         rest_url=rest_url,
         ws_url=ws_url,
-        target=item.target,
+        target=target,
     )
 
 
-def _check_target(target: TargetConfig, at: str) -> None:
+def _check_target(
+    target: TargetConfig, at: str, env: Mapping[str, str], folder: Path
+) -> TargetConfig:
     if isinstance(target, HttpTargetConfig | A2ATargetConfig):
         if not target.url.startswith(("http://", "https://")):
             raise ConfigurationError(f"{at}.url: an http(s) URL is required, not {target.url!r}")
     elif not target.argv or not all(target.argv):
         raise ConfigurationError(f"{at}.argv: a command (a non-empty list of words) is required")
+    if isinstance(target, HttpTargetConfig):
+        return _with_token(target, at, env, folder)
+    return target
 
 
-def _health(value: str, source: str) -> tuple[str, int] | None:
+def _with_token(
+    target: HttpTargetConfig, at: str, env: Mapping[str, str], folder: Path
+) -> HttpTargetConfig:
+    """The target with its token read (`token_env`, `token_file`); a host target
+    (`settle = "target"`) without one is refused: the host would not take it."""
+    given = [k for k in ("token", "token_env", "token_file") if getattr(target, k) is not None]
+    if len(given) > 1:
+        raise ConfigurationError(f"{at}: give one of token, token_env and token_file")
+    if any(name.lower() == "authorization" for name in target.headers) and given:
+        raise ConfigurationError(f"{at}.headers: an Authorization header and a token: give one")
+    token = target.token
+    if target.token_env is not None:
+        token = env.get(target.token_env)
+        if not token:
+            raise ConfigurationError(f"{at}.token_env: ${target.token_env} is not set")
+    elif target.token_file is not None:
+        path = folder / target.token_file
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise ConfigurationError(f"{at}.token_file: cannot read {path}: {why}") from None
+    if given and (not token or any(c.isspace() or not c.isprintable() for c in token)):
+        raise ConfigurationError(f"{at}.{given[0]}: an empty or unprintable token")
+    if token is None and target.settle == "target":
+        raise ConfigurationError(
+            f'{at}: a settle = "target" HTTP target is a band-trio host, which refuses '
+            "forwards without its token: give token_env or token_file (the host's "
+            "--token-file or BAND_HOST_TOKEN)"
+        )
+    return msgspec.structs.replace(target, token=token, token_env=None, token_file=None)
+
+
+def _health(value: str, allow_remote: bool, source: str) -> tuple[str, int] | None:
     if not value:
         return None
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigurationError(f"{source}: $.bridge.health: HOST:PORT, not {value!r}")
-    return host, int(port)
+    at = f"{source}: $.bridge.health"
+    host, port = parse_listen(value, at)
+    check_bind(
+        host,
+        what=f"{at}: the health endpoint",
+        allow_remote=allow_remote,
+        opt_in="allow_remote = true in [bridge]",
+    )
+    return host, port

@@ -51,13 +51,16 @@ class Target(Protocol):
 
 
 class HttpTarget:
-    """POST the envelope as JSON; any 2xx answer is a delivered forward."""
+    """POST the envelope as JSON (with the target's token, if it has one, as a bearer
+    token: what `band-trio host` checks); any 2xx answer is a delivered forward."""
 
     def __init__(
         self, config: HttpTargetConfig, client: httpx2.AsyncClient, *, max_body: int
     ) -> None:
         self._url = config.url
         self._headers = {**config.headers, "content-type": "application/json"}
+        if config.token is not None:
+            self._headers["authorization"] = f"Bearer {config.token}"
         self._client = client
         self._max_body = max_body
 
