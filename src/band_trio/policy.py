@@ -267,12 +267,15 @@ class ServerPolicy:
     send_chunk: int = 64 * 1024
     """Bytes written to a socket at a time, each piece under the stall deadline; also
     what one streamed body piece holds, so a stalled stream holds at most this."""
+    body_read: float = 30.0
+    """A request's body must have arrived this long after the request began: a
+    client that trickles it (or stops) is answered 408 and its connection closed."""
 
     def __post_init__(self) -> None:
         _check_numbers(self)
         if self.send_chunk < 1:
             raise ValueError("ServerPolicy.send_chunk must be >= 1")
-        for name in ("send_stall", "closing_stall"):
+        for name in ("send_stall", "closing_stall", "body_read"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ServerPolicy.{name} must be > 0")
 

@@ -22,12 +22,14 @@ from band_trio import DemoAdapter
 from band_trio.bridge import (
     Bridge,
     BridgeConfig,
+    BridgePolicy,
     HostApp,
     HttpTargetConfig,
     IdentityConfig,
     serve_host,
 )
 from band_trio.platform import Platform, open_platform
+from band_trio.policy import PlatformPolicy, ServerPolicy
 from band_trio.runs import open_runs_api
 
 DEADLINE = 10
@@ -345,3 +347,59 @@ async def test_a_websocket_upgrade_from_a_hostile_page_is_refused() -> None:
         assert platform.listening is not None
         assert platform.stats["refused_misdirected_request"] >= 1
         assert platform.stats["refused_forbidden_origin"] >= 1
+
+
+async def test_a_body_that_trickles_is_408_and_its_handler_freed() -> None:
+    """Headers, then part of the body, then nothing: the request is answered 408 once
+    `ServerPolicy.body_read` has passed, on the platform and on the host, and the
+    server goes on serving."""
+    quick = ServerPolicy(body_read=0.2)
+    async with open_platform(seed=True, policy=PlatformPolicy(server=quick)) as platform:
+        info = platform.info
+        assert info.agent_id and info.api_key
+        app = HostApp(
+            DemoAdapter(),
+            agent_id=info.agent_id,
+            token=TOKEN,
+            bridge_policy=BridgePolicy(server=quick),
+        )
+        stop = trio.Event()
+        async with trio.open_nursery() as nursery:
+            host_port = await nursery.start(
+                functools.partial(
+                    serve_host,
+                    app,
+                    api_key=info.api_key,
+                    rest_url=info.rest_url,
+                    host="127.0.0.1",
+                    port=0,
+                    stop=stop,
+                )
+            )
+            platform_port = int(info.rest_url.rsplit(":", 1)[1])
+            for port, path, extra in (
+                (platform_port, "/_admin/rooms", ""),
+                (host_port, "/", f"authorization: Bearer {TOKEN}\r\n"),
+            ):
+                with trio.fail_after(DEADLINE):
+                    async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                        await stream.send_all(
+                            f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n{extra}"
+                            "content-type: application/json\r\ncontent-length: 100\r\n\r\n"
+                            '{"title": '.encode()
+                        )  # ...and the other 90 bytes never come
+                        answer = b""
+                        while chunk := await stream.receive_some():
+                            answer += chunk
+                assert answer.startswith(b"HTTP/1.1 408"), answer
+                assert b"request_timeout" in answer
+                status, _, _ = await request(
+                    port,
+                    "GET",
+                    "/health" if extra else "/_admin/stats",
+                    [("host", f"127.0.0.1:{port}")],
+                )
+                assert status == 200
+            stop.set()
+        assert platform.stats["refused_request_timeout"] == 1
+        assert app.outcomes == {}

@@ -35,6 +35,7 @@ from typing import Any
 
 import msgspec
 
+from ._deadline import BodyDeadline
 from ._listen import is_wildcard
 
 __all__ = ["Guard", "allowed_hosts"]
@@ -61,14 +62,16 @@ def allowed_hosts(host: str, port: int) -> frozenset[bytes] | None:
 
 
 class Guard:
-    """Wrap an ASGI app with the checks above. `hosts` from `allowed_hosts`."""
+    """Wrap an ASGI app with the checks above. `hosts` from `allowed_hosts`;
+    `body_read`: the deadline of a request's body (`_deadline`)."""
 
-    def __init__(self, app: Any, hosts: frozenset[bytes] | None) -> None:
+    def __init__(self, app: Any, hosts: frozenset[bytes] | None, body_read: float) -> None:
         self.app = app
         self.hosts = hosts
+        self.body_read = body_read
         self.refused: Counter[str] = Counter()
         """Requests refused, by reason (`misdirected_request`, `forbidden_origin`,
-        `unsupported_media_type`)."""
+        `unsupported_media_type`, `request_timeout`)."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -84,10 +87,17 @@ class Guard:
             else:
                 await _refuse(send, status, reason, message)
             return
-        if kind == "http":
-            await self.app(scope, receive, _framed(send))
-        else:
+        if kind == "websocket":
             await self.app(scope, receive, send)
+            return
+        body = BodyDeadline(receive, self.body_read)
+        answered = _Answered(send)
+        await self.app(scope, body.receive, answered.send)
+        if body.expired:
+            self.refused["request_timeout"] += 1
+            if not answered.started:
+                message = f"the request's body did not arrive within {self.body_read:g}s"
+                await _refuse(send, 408, "request_timeout", message)
 
     def check(self, scope: dict[str, Any]) -> tuple[str, int, str] | None:
         """(reason, status, message) when the request must not reach the app."""
@@ -126,17 +136,24 @@ def _is_json(content_type: bytes | None) -> bool:
     return media == b"application/json"
 
 
-def _framed(send: Any) -> Any:
-    async def framed(message: dict[str, Any]) -> None:
+class _Answered:
+    """The app's `send`: the framing headers added, and whether it began an answer."""
+
+    __slots__ = ("_send", "started")
+
+    def __init__(self, send: Any) -> None:
+        self._send = send
+        self.started = False
+
+    async def send(self, message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
+            self.started = True
             headers = list(message.get("headers", ()))
             headers.extend(_FRAMING)
             if not any(name.lower() == _NO_FRAMES[0] for name, _ in headers):
                 headers.append(_NO_FRAMES)
             message = {**message, "headers": headers}
-        await send(message)
-
-    return framed
+        await self._send(message)
 
 
 async def _refuse(send: Any, status: int, code: str, message: str) -> None:

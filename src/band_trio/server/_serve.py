@@ -195,7 +195,7 @@ async def serve(
         for sock in sockets:
             sock.close()
         raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    guard = Guard(app, allowed_hosts(host, bound))
+    guard = Guard(app, allowed_hosts(host, bound), settings.policy.body_read)
     sends = _Sends(settings.policy)
     listening = Listening(host, bound, guard, sends)
     framework: Any = guard  # hypercorn's Framework type wants TypedDict scopes
