@@ -9,14 +9,16 @@ from typing import Any
 
 import trio
 
-from band_trio import Policy, UpstreamPolicy
+from band_trio import Adapter, Policy, UpstreamPolicy
 from band_trio.bridge import (
     Bridge,
     BridgeConfig,
     BridgePolicy,
     BridgeResult,
+    HostApp,
     HttpTargetConfig,
     IdentityConfig,
+    serve_host,
 )
 from band_trio.bridge._config import TargetConfig
 from band_trio.platform import Platform
@@ -130,3 +132,68 @@ def second_agent(platform: Platform, room_title: str = "second") -> tuple[str, s
     room = platform.create_room(room_title, [info.user_id, agent.id])
     assert agent.api_key and room.id
     return agent.id, agent.api_key, room.id
+
+
+@asynccontextmanager
+async def running_host(
+    platform: Platform,
+    adapter: Adapter,
+    *,
+    token: str | None = HOST_TOKEN,
+    bridge_policy: BridgePolicy | None = None,
+    api_key: str | None = None,
+) -> AsyncIterator[tuple[HostApp, str]]:
+    """`serve_host` for the block, as the platform's seeded agent (its key unless
+    `api_key`); yields the app and its URL, and checks no task outlived it."""
+    info = platform.info
+    assert info.agent_id and info.api_key
+    app = HostApp(adapter, agent_id=info.agent_id, token=token, bridge_policy=bridge_policy)
+    stop = trio.Event()
+    tasks = TaskTracker()
+    trio.lowlevel.add_instrument(tasks)
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def host(*, task_status: trio.TaskStatus[int]) -> None:
+                tasks.adopt()
+                await serve_host(
+                    app,
+                    api_key=api_key or info.api_key or "",
+                    rest_url=info.rest_url,
+                    host="127.0.0.1",
+                    port=0,
+                    stop=stop,
+                    task_status=task_status,
+                )
+
+            port = await nursery.start(host)
+            try:
+                yield app, f"http://127.0.0.1:{port}/"
+            finally:
+                stop.set()
+    finally:
+        trio.lowlevel.remove_instrument(tasks)
+    assert tasks.living == set(), f"tasks outlived the host: {tasks.living}"
+
+
+def envelope(
+    platform: Platform, message_id: str, content: str, *, room_id: str | None = None
+) -> dict[str, Any]:
+    """A forwarded `message_created` for the seeded agent, as the bridge sends it."""
+    info = platform.info
+    agent_id, seeded_room, user_id = info.agent_id, info.room_id, info.user_id
+    return {
+        "event_type": "message_created",
+        "agent_id": agent_id,
+        "room_id": room_id or seeded_room,
+        "payload": {
+            "id": message_id,
+            "content": content,
+            "message_type": "text",
+            "sender_type": "User",
+            "sender_id": user_id,
+            "inserted_at": "2026-12-01T00:00:00Z",
+            "updated_at": "2026-12-01T00:00:00Z",
+        },
+        "forwarded_at": "2026-12-01T00:00:00Z",
+    }

@@ -20,7 +20,7 @@ from band_trio.bridge import open_recording_target
 from band_trio.cli import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, main
 from band_trio.platform import Platform
 
-from ._helpers import HOST_TOKEN
+from ._helpers import HOST_TOKEN, envelope
 from .conftest import seeded
 
 
@@ -185,25 +185,10 @@ async def test_the_host_process_runs_the_adapter_for_an_envelope(
         try:
             with trio.fail_after(20):
                 url = (await proc.line("serving on")).rsplit(" ", 1)[1]
-                wire = next(m for m in platform.messages(room_id) if m.id == message_id)
-                envelope = {
-                    "event_type": "message_created",
-                    "agent_id": agent_id,
-                    "room_id": room_id,
-                    "payload": {
-                        "id": message_id,
-                        "content": wire.content,
-                        "message_type": "text",
-                        "sender_type": "User",
-                        "sender_id": user_id,
-                        "inserted_at": "2026-12-01T00:00:00Z",
-                        "updated_at": "2026-12-01T00:00:00Z",
-                    },
-                    "forwarded_at": "2026-12-01T00:00:00Z",
-                }
+                forward = envelope(platform, message_id, "hello host")
                 bearer = {"authorization": f"Bearer {HOST_TOKEN}"}
                 async with httpx2.AsyncClient(timeout=None, headers=bearer) as client:
-                    answer = await client.post(url, json=envelope)
+                    answer = await client.post(url, json=forward)
                 assert answer.json() == {"outcome": "processed"}
                 process.send_signal(signal.SIGTERM)
                 assert await process.wait() == 0

@@ -6,8 +6,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import httpx2
 import pytest
@@ -16,9 +14,8 @@ import trio
 from band_trio import Adapter, Turn
 from band_trio.bridge import BridgePolicy, HostApp, HttpTargetConfig, serve_host
 from band_trio.platform import Platform
-from band_trio.testing import TaskTracker
 
-from ._helpers import HOST_TOKEN, identity, running_bridge
+from ._helpers import HOST_TOKEN, envelope, identity, running_bridge, running_host
 from .conftest import seeded
 
 
@@ -44,39 +41,6 @@ class _FirstBlocks(Adapter):
                 self.saw_cancel.set()
                 raise
         await turn.reply(f"answered: {turn.message.content}")
-
-
-@asynccontextmanager
-async def running_host(platform: Platform, adapter: Adapter) -> AsyncIterator[tuple[HostApp, str]]:
-    info = platform.info
-    assert info.agent_id and info.api_key
-    app = HostApp(adapter, agent_id=info.agent_id, token=HOST_TOKEN)
-    stop = trio.Event()
-    tasks = TaskTracker()
-    trio.lowlevel.add_instrument(tasks)
-    try:
-        async with trio.open_nursery() as nursery:
-
-            async def host(*, task_status: trio.TaskStatus[int]) -> None:
-                tasks.adopt()
-                await serve_host(
-                    app,
-                    api_key=info.api_key or "",
-                    rest_url=info.rest_url,
-                    host="127.0.0.1",
-                    port=0,
-                    stop=stop,
-                    task_status=task_status,
-                )
-
-            port = await nursery.start(host)
-            try:
-                yield app, f"http://127.0.0.1:{port}/"
-            finally:
-                stop.set()
-    finally:
-        trio.lowlevel.remove_instrument(tasks)
-    assert tasks.living == set(), f"tasks outlived the host: {tasks.living}"
 
 
 BEARER = {"authorization": f"Bearer {HOST_TOKEN}"}
@@ -240,21 +204,7 @@ async def test_a_host_stopping_cancels_its_open_turns_after_the_grace(
     info = platform.info
     adapter = _FirstBlocks()
     message_id = platform.post_message(room_id, user_id, "still running at the stop")
-    envelope = {
-        "event_type": "message_created",
-        "agent_id": agent_id,
-        "room_id": room_id,
-        "payload": {
-            "id": message_id,
-            "content": "still running at the stop",
-            "message_type": "text",
-            "sender_type": "User",
-            "sender_id": user_id,
-            "inserted_at": "2026-12-01T00:00:00Z",
-            "updated_at": "2026-12-01T00:00:00Z",
-        },
-        "forwarded_at": "2026-12-01T00:00:00Z",
-    }
+    body = envelope(platform, message_id, "still running at the stop")
     app = HostApp(
         adapter, agent_id=agent_id, token=HOST_TOKEN, bridge_policy=BridgePolicy(health_grace=0.1)
     )
@@ -276,7 +226,7 @@ async def test_a_host_stopping_cancels_its_open_turns_after_the_grace(
             async def forward() -> None:
                 async with httpx2.AsyncClient(timeout=None, headers=BEARER) as client:
                     with contextlib.suppress(httpx2.HTTPError):
-                        await client.post(f"http://127.0.0.1:{port}/", json=envelope)
+                        await client.post(f"http://127.0.0.1:{port}/", json=body)
 
             nursery.start_soon(forward)
             await adapter.started.wait()

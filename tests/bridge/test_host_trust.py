@@ -10,20 +10,15 @@ is never answered 2xx, so the bridge never counts it delivered.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
-
 import httpx2
 import pytest
 import trio
 
 from band_trio import Adapter, AuthenticationError, Turn
-from band_trio.bridge import BridgePolicy, HostApp, HttpTargetConfig, serve_host
+from band_trio.bridge import BridgePolicy, HttpTargetConfig
 from band_trio.platform import Platform
-from band_trio.testing import TaskTracker
 
-from ._helpers import HOST_TOKEN, identity, running_bridge
+from ._helpers import HOST_TOKEN, envelope, identity, running_bridge, running_host
 from .conftest import seeded
 
 DEADLINE = 10
@@ -45,67 +40,6 @@ class Echo(Adapter):
         await turn.reply(f"echo: {message.content}")
 
 
-@asynccontextmanager
-async def host(
-    platform: Platform,
-    adapter: Adapter,
-    *,
-    token: str | None = HOST_TOKEN,
-    bridge_policy: BridgePolicy | None = None,
-    api_key: str | None = None,
-) -> AsyncIterator[tuple[HostApp, str]]:
-    info = platform.info
-    assert info.agent_id and info.api_key
-    app = HostApp(adapter, agent_id=info.agent_id, token=token, bridge_policy=bridge_policy)
-    stop = trio.Event()
-    tasks = TaskTracker()
-    trio.lowlevel.add_instrument(tasks)
-    try:
-        async with trio.open_nursery() as nursery:
-
-            async def serving(*, task_status: trio.TaskStatus[int]) -> None:
-                tasks.adopt()
-                await serve_host(
-                    app,
-                    api_key=api_key or info.api_key or "",
-                    rest_url=info.rest_url,
-                    host="127.0.0.1",
-                    port=0,
-                    stop=stop,
-                    task_status=task_status,
-                )
-
-            port = await nursery.start(serving)
-            try:
-                yield app, f"http://127.0.0.1:{port}/"
-            finally:
-                stop.set()
-    finally:
-        trio.lowlevel.remove_instrument(tasks)
-    assert tasks.living == set(), f"tasks outlived the host: {tasks.living}"
-
-
-def envelope(
-    platform: Platform, message_id: str, content: str, *, room_id: str | None = None
-) -> dict[str, Any]:
-    agent_id, seeded_room, user_id = seeded(platform)
-    return {
-        "event_type": "message_created",
-        "agent_id": agent_id,
-        "room_id": room_id or seeded_room,
-        "payload": {
-            "id": message_id,
-            "content": content,
-            "message_type": "text",
-            "sender_type": "User",
-            "sender_id": user_id,
-            "inserted_at": "2026-12-01T00:00:00Z",
-            "updated_at": "2026-12-01T00:00:00Z",
-        },
-        "forwarded_at": "2026-12-01T00:00:00Z",
-    }
-
-
 def status(platform: Platform, message_id: str) -> str:
     agent_id = platform.info.agent_id or ""
     return str(platform.delivery(message_id)[agent_id]["status"])
@@ -125,7 +59,7 @@ async def test_a_forged_envelope_without_the_token_runs_nothing_and_names_nothin
     adapter = Echo()
     real = platform.post_message(seeded(platform)[1], user_id, "what is 3+3?")
     forged = envelope(platform, real, "ATTACKER-CHOSEN TEXT")
-    async with host(platform, adapter) as (app, url), httpx2.AsyncClient() as client:
+    async with running_host(platform, adapter) as (app, url), httpx2.AsyncClient() as client:
         with trio.fail_after(DEADLINE):
             page = await client.post(
                 url,
@@ -157,7 +91,7 @@ async def test_a_forged_envelope_without_the_token_runs_nothing_and_names_nothin
 
 
 async def test_the_token_is_checked_before_any_of_the_body_is_read(platform: Platform) -> None:
-    async with host(platform, Echo()) as (_, url):
+    async with running_host(platform, Echo()) as (_, url):
         port = int(url.rsplit(":", 1)[1].strip("/"))
         with trio.fail_after(DEADLINE):
             stream = await trio.open_tcp_stream("127.0.0.1", port)
@@ -179,7 +113,10 @@ async def test_the_right_token_with_forged_content_runs_nothing(platform: Platfo
     _, room_id, user_id = seeded(platform)
     adapter = Echo()
     real = platform.post_message(room_id, user_id, "what is 3+3?")
-    async with host(platform, adapter) as (_, url), httpx2.AsyncClient(headers=BEARER) as client:
+    async with (
+        running_host(platform, adapter) as (_, url),
+        httpx2.AsyncClient(headers=BEARER) as client,
+    ):
         with trio.fail_after(DEADLINE):
             forged = await client.post(url, json=envelope(platform, real, "ATTACKER-CHOSEN"))
             invented = await client.post(url, json=envelope(platform, "no-such-id", "x"))
@@ -201,7 +138,10 @@ async def test_a_message_of_another_room_or_sender_is_not_the_platforms(
     real = platform.post_message(room_id, user_id, "hi")
     someone = platform.create_user(name="Mallory").id or ""
     platform.add_participant(room_id, someone)
-    async with host(platform, adapter) as (_, url), httpx2.AsyncClient(headers=BEARER) as client:
+    async with (
+        running_host(platform, adapter) as (_, url),
+        httpx2.AsyncClient(headers=BEARER) as client,
+    ):
         with trio.fail_after(DEADLINE):
             moved = await client.post(url, json=envelope(platform, real, "hi", room_id=other_room))
             posed = envelope(platform, real, "hi")
@@ -217,7 +157,10 @@ async def test_a_stopped_room_is_answered_409_and_nothing_runs(platform: Platfor
     adapter = Echo()
     message_id = platform.post_message(room_id, user_id, "hold on")
     platform.send_control(agent_id, "stop", room_id=room_id)
-    async with host(platform, adapter) as (app, url), httpx2.AsyncClient(headers=BEARER) as client:
+    async with (
+        running_host(platform, adapter) as (app, url),
+        httpx2.AsyncClient(headers=BEARER) as client,
+    ):
         with trio.fail_after(DEADLINE):
             stopped = await client.post(url, json=envelope(platform, message_id, "hold on"))
             platform.send_control(agent_id, "play", room_id=room_id)
@@ -233,7 +176,10 @@ async def test_a_refused_claim_is_502_and_a_failed_turn_500(platform: Platform) 
     first = platform.post_message(room_id, user_id, "one")
     second = platform.post_message(room_id, user_id, "two")
     adapter = Echo(fail=True)
-    async with host(platform, adapter) as (_, url), httpx2.AsyncClient(headers=BEARER) as client:
+    async with (
+        running_host(platform, adapter) as (_, url),
+        httpx2.AsyncClient(headers=BEARER) as client,
+    ):
         with trio.fail_after(DEADLINE):
             platform.faults.fail_rest("processing", 401, message_id=first)
             refused = await client.post(url, json=envelope(platform, first, "one"))
@@ -249,7 +195,7 @@ async def test_a_refused_claim_is_502_and_a_failed_turn_500(platform: Platform) 
 
 async def test_a_refused_key_stops_the_host_before_it_serves(platform: Platform) -> None:
     with pytest.RaisesGroup(AuthenticationError, flatten_subgroups=True), trio.fail_after(DEADLINE):
-        async with host(platform, Echo(), api_key="not-the-key"):
+        async with running_host(platform, Echo(), api_key="not-the-key"):
             pytest.fail("the host served with a refused key")
 
 
@@ -259,7 +205,7 @@ async def test_the_host_keeps_at_most_host_rooms_ledgers(platform: Platform) -> 
     adapter = Echo()
     policy = BridgePolicy(host_rooms=2)
     async with (
-        host(platform, adapter, bridge_policy=policy) as (app, url),
+        running_host(platform, adapter, bridge_policy=policy) as (app, url),
         httpx2.AsyncClient(headers=BEARER) as client,
     ):
         with trio.fail_after(DEADLINE):
@@ -291,7 +237,7 @@ async def test_the_bridge_counts_a_turn_the_host_did_not_run_as_failed_and_retri
     agent_id, room_id, user_id = seeded(platform)
     adapter = Echo()
     fast = BridgePolicy(retry_first=0.05, retry_max=0.05)
-    async with host(platform, adapter) as (app, url):
+    async with running_host(platform, adapter) as (app, url):
         wrong = HttpTargetConfig(url=url, settle="target", token="x" * 20)
         async with running_bridge([identity(platform, wrong)], bridge_policy=fast) as run:
             counters = run.bridge.identities[agent_id].counters
@@ -316,7 +262,10 @@ async def test_a_host_without_a_token_serves_anyone_who_reaches_it(platform: Pla
     """`--insecure-no-token`: the library's `token=None`, for loopback development."""
     _, room_id, user_id = seeded(platform)
     message_id = platform.post_message(room_id, user_id, "dev")
-    async with host(platform, Echo(), token=None) as (_, url), httpx2.AsyncClient() as client:
+    async with (
+        running_host(platform, Echo(), token=None) as (_, url),
+        httpx2.AsyncClient() as client,
+    ):
         with trio.fail_after(DEADLINE):
             answer = await client.post(url, json=envelope(platform, message_id, "dev"))
     assert answer.json() == {"outcome": "processed"}

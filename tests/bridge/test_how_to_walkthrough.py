@@ -18,6 +18,8 @@ from pathlib import Path
 import httpx2
 import trio
 
+from .test_cli import _Process
+
 DOC = Path(__file__).parents[2] / "docs" / "how-to" / "bridge.md"
 DEADLINE = 20
 BAND_TRIO = [sys.executable, "-m", "band_trio"]
@@ -35,22 +37,8 @@ def _walkthrough_config() -> str:
     return "\n".join(line[len("#      ") :] for line in walkthrough.splitlines()[1:]) + "\n"
 
 
-class Proc:
+class Proc(_Process):
     """A band-trio process; its stderr read on demand."""
-
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self.err = b""
-
-    async def line(self, containing: str) -> str:
-        assert self.process.stderr is not None
-        while True:
-            for line in self.err.decode(errors="replace").splitlines():
-                if containing in line:
-                    return line
-            chunk = await self.process.stderr.receive_some()
-            assert chunk, f"stderr ended without {containing!r}: {self.err!r}"
-            self.err += chunk
 
     async def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
@@ -100,7 +88,7 @@ async def test_the_bridge_how_to_walkthrough_runs_as_written(tmp_path: Path) -> 
                 "--listen", f"127.0.0.1:{host_port}", "--token-file", "host.token",
             )  # fmt: skip
             procs.append(host)
-            assert "serving on" in await host.line("serving on")
+            await host.line("serving on")
             config = (
                 _walkthrough_config()
                 .replace("AGENT-ID", info["agent_id"])

@@ -67,8 +67,10 @@ def one_line(done: subprocess.CompletedProcess[bytes]) -> str:
         ([*HOST, "--listen", "nope"], "--listen must be HOST:PORT"),
         ([*HOST, "--listen", "0.0.0.0:0"], "give --allow-remote to mean it"),
         ([*HOST, "--listen", "[::]:0", "--insecure-no-token"], "give --allow-remote to mean it"),
-        ([*HOST, "--listen", "0.0.0.0:0", "--allow-remote", "--insecure-no-token"],
-         "--insecure-no-token serves loopback only"),
+        (
+            [*HOST, "--listen", "0.0.0.0:0", "--allow-remote", "--insecure-no-token"],
+            "--insecure-no-token serves loopback only",
+        ),
         ([*HOST, "--insecure-no-token", "--token-file", str(SHORT)], "give one"),
         ([*RUNS, "--host", "0.0.0.0"], "the runs API listens on loopback only"),
         ([*RUNS, "--host", "192.0.2.1"], "give --allow-remote to mean it"),

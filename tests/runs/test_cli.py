@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 @pytest.mark.parametrize(
     ("argv", "env", "words"),
     [
-        ([], {}, "needs a key"),
+        ([], {}, "the runs API key is missing"),
         (["--api-key", "short"], {}, "at least 16"),
         ([], {"BAND_RUNS_API_KEY": "has spaces in it, 16+"}, "without spaces"),
         (["--api-key", KEY, "--adapter", "nope"], {}, "MODULE:FACTORY"),

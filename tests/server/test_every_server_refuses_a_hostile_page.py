@@ -188,37 +188,48 @@ async def the_bridge_health() -> AsyncIterator[Server]:
 
 
 @asynccontextmanager
+async def serving_host(
+    platform: Platform, bridge_policy: BridgePolicy | None = None
+) -> AsyncIterator[tuple[HostApp, int]]:
+    """`band-trio host`'s server for the platform's seeded agent; (app, port)."""
+    info = platform.info
+    assert info.agent_id and info.api_key
+    app = HostApp(DemoAdapter(), agent_id=info.agent_id, token=TOKEN, bridge_policy=bridge_policy)
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(
+            functools.partial(
+                serve_host,
+                app,
+                api_key=info.api_key,
+                rest_url=info.rest_url,
+                host="127.0.0.1",
+                port=0,
+                stop=stop,
+            )
+        )
+        try:
+            yield app, port
+        finally:
+            stop.set()
+
+
+@asynccontextmanager
 async def the_host() -> AsyncIterator[Server]:
     async with platform_server(console=False) as (platform, _):
         info = platform.info
         assert info.agent_id and info.api_key
-        app = HostApp(DemoAdapter(), agent_id=info.agent_id, token=TOKEN)
-        stop = trio.Event()
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(
-                functools.partial(
-                    serve_host,
-                    app,
-                    api_key=info.api_key,
-                    rest_url=info.rest_url,
-                    host="127.0.0.1",
-                    port=0,
-                    stop=stop,
-                )
+        async with serving_host(platform) as (_, port):
+            yield Server(
+                "host",
+                port,
+                read="/health",
+                write="/",
+                body=b'{"event_type": "room_added", "agent_id": "%s", "room_id": null, '
+                b'"payload": {}, "forwarded_at": "x"}' % info.agent_id.encode(),
+                headers={"authorization": f"Bearer {TOKEN}"},
+                secrets=(info.api_key, TOKEN, info.agent_id),
             )
-            try:
-                yield Server(
-                    "host",
-                    port,
-                    read="/health",
-                    write="/",
-                    body=b'{"event_type": "room_added", "agent_id": "%s", "room_id": null, '
-                    b'"payload": {}, "forwarded_at": "x"}' % info.agent_id.encode(),
-                    headers={"authorization": f"Bearer {TOKEN}"},
-                    secrets=(info.api_key, TOKEN, info.agent_id),
-                )
-            finally:
-                stop.set()
 
 
 SERVERS: dict[str, Callable[[], AbstractAsyncContextManager[Server]]] = {
@@ -354,52 +365,33 @@ async def test_a_body_that_trickles_is_408_and_its_handler_freed() -> None:
     `ServerPolicy.body_read` has passed, on the platform and on the host, and the
     server goes on serving."""
     quick = ServerPolicy(body_read=0.2)
-    async with open_platform(seed=True, policy=PlatformPolicy(server=quick)) as platform:
-        info = platform.info
-        assert info.agent_id and info.api_key
-        app = HostApp(
-            DemoAdapter(),
-            agent_id=info.agent_id,
-            token=TOKEN,
-            bridge_policy=BridgePolicy(server=quick),
-        )
-        stop = trio.Event()
-        async with trio.open_nursery() as nursery:
-            host_port = await nursery.start(
-                functools.partial(
-                    serve_host,
-                    app,
-                    api_key=info.api_key,
-                    rest_url=info.rest_url,
-                    host="127.0.0.1",
-                    port=0,
-                    stop=stop,
-                )
+    async with (
+        open_platform(seed=True, policy=PlatformPolicy(server=quick)) as platform,
+        serving_host(platform, BridgePolicy(server=quick)) as (app, host_port),
+    ):
+        platform_port = int(platform.info.rest_url.rsplit(":", 1)[1])
+        for port, path, extra in (
+            (platform_port, "/_admin/rooms", ""),
+            (host_port, "/", f"authorization: Bearer {TOKEN}\r\n"),
+        ):
+            with trio.fail_after(DEADLINE):
+                async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                    await stream.send_all(
+                        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n{extra}"
+                        "content-type: application/json\r\ncontent-length: 100\r\n\r\n"
+                        '{"title": '.encode()
+                    )  # ...and the other 90 bytes never come
+                    answer = b""
+                    while chunk := await stream.receive_some():
+                        answer += chunk
+            assert answer.startswith(b"HTTP/1.1 408"), answer
+            assert b"request_timeout" in answer
+            status, _, _ = await request(
+                port,
+                "GET",
+                "/health" if extra else "/_admin/stats",
+                [("host", f"127.0.0.1:{port}")],
             )
-            platform_port = int(info.rest_url.rsplit(":", 1)[1])
-            for port, path, extra in (
-                (platform_port, "/_admin/rooms", ""),
-                (host_port, "/", f"authorization: Bearer {TOKEN}\r\n"),
-            ):
-                with trio.fail_after(DEADLINE):
-                    async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
-                        await stream.send_all(
-                            f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n{extra}"
-                            "content-type: application/json\r\ncontent-length: 100\r\n\r\n"
-                            '{"title": '.encode()
-                        )  # ...and the other 90 bytes never come
-                        answer = b""
-                        while chunk := await stream.receive_some():
-                            answer += chunk
-                assert answer.startswith(b"HTTP/1.1 408"), answer
-                assert b"request_timeout" in answer
-                status, _, _ = await request(
-                    port,
-                    "GET",
-                    "/health" if extra else "/_admin/stats",
-                    [("host", f"127.0.0.1:{port}")],
-                )
-                assert status == 200
-            stop.set()
+            assert status == 200
         assert platform.stats["refused_request_timeout"] == 1
         assert app.outcomes == {}

@@ -28,8 +28,15 @@ from functools import partial
 import trio
 
 from ..contract import Adapter
-from ..errors import ConfigurationError
-from ..server import MIN_SECRET_LENGTH, Listening, ServeSettings, check_bind, check_port, serve
+from ..server import (
+    MIN_SECRET_LENGTH,
+    Listening,
+    ServeSettings,
+    check_bind,
+    check_port,
+    check_secret,
+    serve,
+)
 from ._app import RunsApp
 from ._policy import RunsPolicy
 from ._service import RunsService, log
@@ -42,17 +49,7 @@ MIN_KEY_LENGTH = MIN_SECRET_LENGTH
 
 def check_api_key(key: str | None) -> str:
     """The key, or a `ConfigurationError` saying why it will not do."""
-    if not key:
-        raise ConfigurationError(
-            "the runs API needs a key: --api-key or BAND_RUNS_API_KEY "
-            f"(at least {MIN_KEY_LENGTH} characters)"
-        )
-    if len(key) < MIN_KEY_LENGTH or any(c.isspace() or not c.isprintable() for c in key):
-        raise ConfigurationError(
-            f"the runs API key must be at least {MIN_KEY_LENGTH} printable characters "
-            f"without spaces (got {len(key)})"
-        )
-    return key
+    return check_secret(key, what="the runs API key", how="give --api-key or BAND_RUNS_API_KEY")
 
 
 @dataclass(frozen=True, slots=True)
