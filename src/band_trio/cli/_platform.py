@@ -21,7 +21,9 @@ def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "platform", help="run the embedded Band platform (REST + websocket + admin API)"
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="a loopback address to bind (default 127.0.0.1)"
+    )
     parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one")
     parser.add_argument("--db", type=Path, help="sqlite file: makes the state durable")
     parser.add_argument(

@@ -40,7 +40,11 @@ def add_parser(commands: Any) -> None:
         metavar="MODULE:FACTORY",
         help="a callable returning an Adapter (default: the built-in demo adapter)",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; another needs --allow-remote)",
+    )
     parser.add_argument(
         "--allow-remote",
         action="store_true",
