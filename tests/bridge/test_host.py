@@ -128,7 +128,7 @@ async def test_the_host_answers_a_finished_turn_and_ignores_other_events(
         )
         assert again.json() == {"outcome": "completed"}  # the ledger: never twice
         assert other.json() == {"outcome": "ignored"}
-        assert wrong.status_code == 409 and junk.status_code == 422
+        assert wrong.status_code == 422 and junk.status_code == 422
         assert nested.status_code == 422 and "nested too deeply" in nested.text
         assert big.status_code == 413 and getting.status_code == 405
         assert health.status_code == 200 and health.json()["turns"] == 1

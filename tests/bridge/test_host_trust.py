@@ -122,7 +122,7 @@ async def test_the_right_token_with_forged_content_runs_nothing(platform: Platfo
             invented = await client.post(url, json=envelope(platform, "no-such-id", "x"))
             assert adapter.seen == [] and status(platform, real) == "delivered"
             true = await client.post(url, json=envelope(platform, real, "what is 3+3?"))
-    assert (forged.status_code, forged.json()) == (409, {"outcome": "mismatch"})
+    assert (forged.status_code, forged.json()) == (422, {"outcome": "mismatch"})
     assert (invented.status_code, invented.json()) == (404, {"outcome": "unknown"})
     assert true.json() == {"outcome": "processed"}
     assert adapter.seen == [(real, user_id, "what is 3+3?")]  # the platform's copy
@@ -152,7 +152,7 @@ async def test_a_message_of_another_room_or_sender_is_not_the_platforms(
     assert adapter.seen == [] and status(platform, real) == "delivered"
 
 
-async def test_a_stopped_room_is_answered_409_and_nothing_runs(platform: Platform) -> None:
+async def test_a_stopped_room_is_answered_423_and_nothing_runs(platform: Platform) -> None:
     agent_id, room_id, user_id = seeded(platform)
     adapter = Echo()
     message_id = platform.post_message(room_id, user_id, "hold on")
@@ -165,13 +165,13 @@ async def test_a_stopped_room_is_answered_409_and_nothing_runs(platform: Platfor
             stopped = await client.post(url, json=envelope(platform, message_id, "hold on"))
             platform.send_control(agent_id, "play", room_id=room_id)
             played = await client.post(url, json=envelope(platform, message_id, "hold on"))
-    assert (stopped.status_code, stopped.json()) == (409, {"outcome": "stopped"})
+    assert (stopped.status_code, stopped.json()) == (423, {"outcome": "stopped"})
     assert played.json() == {"outcome": "processed"}
     assert adapter.seen == [(message_id, user_id, "hold on")]  # once, after the play
     assert app.outcomes == {"stopped": 1, "processed": 1}
 
 
-async def test_a_refused_claim_is_502_and_a_failed_turn_500(platform: Platform) -> None:
+async def test_a_refused_claim_is_502_and_a_failed_turn_422(platform: Platform) -> None:
     _, room_id, user_id = seeded(platform)
     first = platform.post_message(room_id, user_id, "one")
     second = platform.post_message(room_id, user_id, "two")
@@ -187,7 +187,7 @@ async def test_a_refused_claim_is_502_and_a_failed_turn_500(platform: Platform) 
             failed = await client.post(url, json=envelope(platform, second, "two"))
             again = await client.post(url, json=envelope(platform, second, "two"))
     assert (refused.status_code, refused.json()) == (502, {"outcome": "not_claimed"})
-    assert (failed.status_code, failed.json()) == (500, {"outcome": "failed"})
+    assert (failed.status_code, failed.json()) == (422, {"outcome": "failed"})
     assert status(platform, second) == "failed"
     assert again.json() == {"outcome": "exhausted"}  # never run twice
     assert [call[0] for call in adapter.seen] == [second]

@@ -187,7 +187,7 @@ class HostApp:
         except RecursionError:  # msgspec decodes an Any payload recursively
             return 422, _error("invalid_envelope", "not a bridge envelope: nested too deeply")
         if envelope.agent_id != self.agent_id:
-            return 409, _error("wrong_agent", "this host runs another agent")
+            return 422, _error("wrong_agent", "this host runs another agent")
         if envelope.event_type != "message_created" or envelope.room_id is None:
             return self._answer(HostOutcome.IGNORED)
         try:

@@ -9,7 +9,9 @@ platform, so reading before the claim is reading what the claim claims, and a
 refused envelope leaves no trace on the platform (no attempt is opened).
 
 Each answer says what really happened (`HostOutcome`): a turn that did not run,
-or whose mark did not land, is never reported done.
+or whose mark did not land, is never reported done. The statuses follow what
+the bridge's target retries within a forward (`band_trio.retry`: 408, 409,
+429, 5xx): 502 and 503 where asking again may help, a 4xx where it cannot.
 
 Per room the host keeps a ledger (never twice), a serial lock, the last abort;
 at most `BridgePolicy.host_rooms` rooms are kept, the least recently used idle
@@ -66,18 +68,21 @@ class HostOutcome(enum.Enum):
     """The agent's own message."""
     IGNORED = ("ignored", 200)
     """Not a message: nothing to run."""
-    FAILED = ("failed", 500)
-    """The adapter raised (or ran past its deadline): the message is marked `failed`."""
+    FAILED = ("failed", 422)
+    """The adapter raised (or ran past its deadline): the message is marked `failed`.
+    A status the bridge's target does not retry within the forward: asking again
+    would run nothing (the next forward is answered `exhausted`)."""
     UNSETTLED = ("unsettled", 503)
-    """The adapter finished but its mark did not land: the next forward sends it."""
+    """The adapter finished but its mark did not land: the next attempt sends it."""
     NOT_CLAIMED = ("not_claimed", 502)
-    """The platform refused or failed the claim (or the read): nothing ran."""
-    STOPPED = ("stopped", 409)
+    """The platform refused or failed the claim (or the read): nothing ran; worth
+    asking again (the bridge's target retries 502 within the forward)."""
+    STOPPED = ("stopped", 423)
     """The room is stopped on the platform (its claim answered 204): nothing ran; a
-    play replays it."""
+    play replays it (423 Locked: not retried until then)."""
     UNKNOWN = ("unknown", 404)
     """The platform holds no such message, unprocessed, for this agent in that room."""
-    MISMATCH = ("mismatch", 409)
+    MISMATCH = ("mismatch", 422)
     """The platform's copy of the message differs from the envelope's: nothing ran."""
 
     @property
