@@ -16,8 +16,10 @@ the bridge's target retries within a forward (`band_trio.retry`: 408, 409,
 Per room the host keeps a ledger (never twice), a serial lock, the last abort;
 at most `BridgePolicy.host_rooms` rooms are kept, the least recently used idle
 one dropped first (never one with a turn running or a mark outstanding). A
-dropped room forgets its completed ids and last abort: the platform still
-refuses a second claim of a processed message (`consumed`).
+dropped room forgets its completed ids and last abort; a message it completed
+is still never run again, because the platform's unprocessed list no longer
+holds it (`unknown`) — the read comes before the claim, which would re-open a
+`processed` message.
 """
 
 from __future__ import annotations

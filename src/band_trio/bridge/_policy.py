@@ -45,7 +45,8 @@ class BridgePolicy:
     still the forward's failure."""
     host_rooms: int = 1000
     """Rooms the host keeps a ledger for; past it the least recently used idle one is
-    forgotten (the platform still refuses a second claim of a processed message)."""
+    forgotten (a message it completed is still not run again: the platform's
+    unprocessed list no longer holds it)."""
     host_lookup_pages: int = 10
     """Pages (100 messages each) of a room's unprocessed messages the host reads to find
     the platform's copy of a forwarded message; one not found in them is not run."""
