@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import statistics
 import time
 from typing import Literal
@@ -71,6 +72,10 @@ class _Blocking(Adapter):
             raise
 
 
+HOST_TOKEN = secrets.token_urlsafe(32)
+"""The bearer token the benchmark's host requires and its bridge target sends."""
+
+
 def _identity(platform: Platform, url: str, settle: Settle = "bridge") -> IdentityConfig:
     info = platform.info
     assert info.agent_id and info.api_key
@@ -80,7 +85,7 @@ def _identity(platform: Platform, url: str, settle: Settle = "bridge") -> Identi
         api_key=info.api_key,
         rest_url=info.rest_url,
         ws_url=info.ws_url,
-        target=HttpTargetConfig(url=url, settle=settle),
+        target=HttpTargetConfig(url=url, settle=settle, token=HOST_TOKEN),
     )
 
 
@@ -192,7 +197,7 @@ async def main(trials: int) -> dict[str, list[float]]:
         info = platform.info
         assert info.agent_id and info.api_key
         adapter = _Blocking()
-        app = HostApp(adapter, agent_id=info.agent_id, policy=policy)
+        app = HostApp(adapter, agent_id=info.agent_id, token=HOST_TOKEN, policy=policy)
         stop = trio.Event()
         port = await nursery.start(
             lambda task_status: serve_host(

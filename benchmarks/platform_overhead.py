@@ -40,7 +40,7 @@ async def main(requests: int) -> None:
         info = platform.info
         assert info.agent_id and info.api_key and info.room_id and info.user_id
         base = f"{info.rest_url}/api/v1/agent/chats/{info.room_id}"
-        headers = {"X-API-Key": info.api_key}
+        headers = {"X-API-Key": info.api_key, "content-type": "application/json"}  # as the link
         results: dict[str, list[float]] = {
             k: []
             for k in ("next (204)", "processing", "processed", "activity", "push (post -> frame)")
