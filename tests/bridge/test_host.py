@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import httpx2
 import pytest
