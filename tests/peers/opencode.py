@@ -165,7 +165,11 @@ async def _wait_ready(peer: OpenCodePeer, limit: float) -> None:
                     peer.url = found.group(1).decode()
                 else:
                     await trio.sleep(POLL_INTERVAL)
-            async with httpx2.AsyncClient(base_url=peer.url, auth=peer.auth) as client:
+            # Its first answers wait for the instance's bootstrap, which takes seconds on a
+            # loaded machine: the start-up limit bounds them, not httpx2's 5 s default.
+            async with httpx2.AsyncClient(
+                base_url=peer.url, auth=peer.auth, timeout=limit
+            ) as client:
                 health = (await client.get("/global/health")).json()
                 if health.get("version") != VERSION:
                     raise PeerError(f"opencode at {peer.url} is {health}, not {VERSION}")
