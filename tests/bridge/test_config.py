@@ -304,3 +304,73 @@ def test_the_health_endpoint_is_loopback_unless_the_file_says_otherwise() -> Non
     data = _one()
     data["bridge"] = {"health": "localhost:0"}
     assert parse_config(data, env={}).health == ("localhost", 0)
+
+
+def test_every_number_of_bridge_policy_can_be_set_from_the_file() -> None:
+    """The file's `[bridge.policy]` and `BridgePolicy` stay in step: each number of the
+    policy is a key of the file, except the host's own, which are refused by name."""
+    from dataclasses import fields
+
+    from band_trio.bridge import BridgePolicy
+    from band_trio.bridge._config import HOST_ONLY, _Policy
+
+    numbers = {f.name for f in fields(BridgePolicy) if f.name != "server"}
+    assert set(_Policy.__struct_fields__) == numbers
+    given = {"target_connections": 3, "health_grace": 0.5, "forward_deadline": 60}
+    policy = parse_config(_one(policy=given), env={}).policy
+    assert (policy.target_connections, policy.health_grace) == (3, 0.5)
+    assert policy.forward_deadline == 60
+    for name in HOST_ONLY:
+        with pytest.raises(ConfigurationError, match=rf"policy\.{name}: a setting of the host"):
+            parse_config(_one(policy={name: 5}), env={})
+    with pytest.raises(ConfigurationError, match="target_connections must be at least 1"):
+        parse_config(_one(policy={"target_connections": 0}), env={})
+
+
+def _headers(headers: dict[str, str]) -> dict[str, object]:
+    data = _one()
+    identities = data["identity"]
+    assert isinstance(identities, list)
+    identities[0]["target"] = {"type": "http", "url": "http://x", "headers": headers}
+    return data
+
+
+@pytest.mark.parametrize(
+    ("headers", "says"),
+    [
+        ({"bad name": "x"}, r"target\.headers: 'bad name' is not an HTTP header name"),
+        ({"": "x"}, "is not an HTTP header name"),
+        ({"X-Ü": "x"}, "is not an HTTP header name"),
+        ({"X:Y": "x"}, "is not an HTTP header name"),
+        ({"X-A": "a\r\nX-Injected: 1"}, r"target\.headers\.X-A: a header value must be"),
+        ({"X-A": "a\nb"}, "no CR, LF or other control character"),
+        ({"X-A": "a\x00b"}, "a header value must be"),
+        ({"X-A": "café"}, "printable ASCII"),
+        ({"Content-Length": "3"}, "the bridge sets this header itself"),
+        ({"content-type": "text/plain"}, "the bridge sets this header itself"),
+    ],
+)
+def test_a_header_no_forward_could_send_is_refused_at_load(
+    headers: dict[str, str], says: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=says):
+        parse_config(_headers(headers), env={})
+
+
+def test_legal_headers_are_kept() -> None:
+    headers = {"X-Api-Key": "a b\tc", "x.custom~1": "!~"}
+    target = parse_config(_headers(headers), env={}).identities[0].target
+    assert isinstance(target, HttpTargetConfig) and target.headers == headers
+
+
+def test_two_identities_with_one_name_are_refused_naming_the_name() -> None:
+    data = _one()
+    identities = data["identity"]
+    assert isinstance(identities, list)
+    first = {**identities[0], "name": "support"}
+    second = {**identities[0], "agent_id": "b", "name": "support"}
+    with pytest.raises(ConfigurationError, match=r"\$\.identity\[1\]\.name: 'support' is the"):
+        parse_config({"identity": [first, second]}, env={})
+    unnamed = {**identities[0], "agent_id": "support"}  # its name defaults to its agent id
+    with pytest.raises(ConfigurationError, match="'support' is the name of another identity"):
+        parse_config({"identity": [first, unnamed]}, env={})

@@ -113,3 +113,20 @@ async def test_a_failed_forward_is_forwarded_again_on_redelivery(platform: Platf
         assert [r.status for r in target.received] == [500, 200]
         assert identity_run.counters.failed == 1 and identity_run.counters.delivered == 1
     assert target.message_ids() == [message_id, message_id]
+
+
+async def test_a_target_pointing_at_the_admin_api_is_not_counted_delivered(
+    platform: Platform,
+) -> None:
+    """The admin API refuses an envelope's unknown fields (422), so a bridge whose target
+    is `/_admin/users` by mistake counts the forward failed and creates nothing."""
+    agent_id, room_id, user_id = seeded(platform)
+    users = len(platform.store.users)
+    target = identity(platform, f"{platform.info.admin_url}/users")
+    async with running_bridge([target]) as run:
+        platform.post_message(room_id, user_id, "to the wrong place")
+        counters = run.bridge.identities[agent_id].counters
+        with trio.fail_after(5):
+            await run.bridge.wait_until(lambda: counters.failed >= 1)
+        assert counters.delivered == 0
+    assert len(platform.store.users) == users

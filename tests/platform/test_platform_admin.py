@@ -43,6 +43,25 @@ async def test_create_agent_user_room(platform: Platform, admin: httpx2.AsyncCli
     assert unknown.status_code == 404
 
 
+async def test_a_body_with_unknown_fields_is_refused(
+    platform: Platform, admin: httpx2.AsyncClient
+) -> None:
+    """A body meant for something else (a bridge's envelope) or a misspelt field is 422,
+    never a request with every optional field left out: nothing is created."""
+    agents = len(platform.store.agents)
+    envelope = {"event_type": "message_created", "agent_id": "a", "payload": {}}
+    for path in ("/agents", "/users", "/rooms"):
+        refused = await admin.post(path, json=envelope)
+        assert refused.status_code == 422, path
+        assert "unknown field `event_type`" in refused.json()["error"]["message"]
+    typo = await admin.post("/agents", json={"nmae": "Bot"})
+    assert typo.status_code == 422
+    agent = platform.info.agent_id
+    control = await admin.post("/control", json={"agent_id": agent, "mode": "stop", "why": "x"})
+    assert control.status_code == 422
+    assert len(platform.store.agents) == agents
+
+
 async def test_post_and_list_messages(platform: Platform, admin: httpx2.AsyncClient) -> None:
     room, user, agent = platform.info.room_id, platform.info.user_id, platform.info.agent_id
     other = platform.create_agent().id or ""

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..errors import ConfigurationError
-from ..link import check_ws_url
+from ..link import check_rest_url, check_ws_url
 from ..server import check_bind, parse_listen
 from ._policy import BridgePolicy
 
@@ -111,15 +111,24 @@ class _Identity(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class _Policy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`[bridge.policy]`: every number of `BridgePolicy` (a test keeps the two in step);
+    the host's own (`HOST_ONLY`) are refused by name, and its `server` bounds are not
+    set from the file."""
+
     max_forwards: int | None = None
     forward_connect: float | None = None
     forward_deadline: float | None = None
-    shutdown_grace: float | None = None
+    target_connections: int | None = None
     forwarded_memory: int | None = None
+    shutdown_grace: float | None = None
+    health_grace: float | None = None
+    host_max_body: int | None = None
+    target_max_body: int | None = None
+    host_rooms: int | None = None
+    host_lookup_pages: int | None = None
     retry_first: float | None = None
     retry_max: float | None = None
     forward_attempts: int | None = None
-    target_max_body: int | None = None
 
 
 class _Bridge(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -203,13 +212,20 @@ def parse_config(
     if not raw.identity:
         raise ConfigurationError(f"{source}: no [[identity]]: nothing to bridge")
     identities = []
+    agents: set[str] = set()
     names: set[str] = set()
     for index, item in enumerate(raw.identity):
         at = f"{source}: $.identity[{index}]"
         identity = _identity(item, raw.bridge, env, at, folder or Path.cwd())
-        if identity.agent_id in names or identity.name in names:
-            raise ConfigurationError(f"{at}: {identity.agent_id} is bridged twice")
-        names.update((identity.agent_id, identity.name))
+        if identity.agent_id in agents:
+            raise ConfigurationError(f"{at}.agent_id: {identity.agent_id} is bridged twice")
+        if identity.name in names:
+            raise ConfigurationError(
+                f"{at}.name: {identity.name!r} is the name of another identity: "
+                "give each its own (the name defaults to the agent id)"
+            )
+        agents.add(identity.agent_id)
+        names.add(identity.name)
         identities.append(identity)
     return BridgeConfig(
         tuple(identities),
@@ -219,8 +235,19 @@ def parse_config(
     )
 
 
+HOST_ONLY = ("host_max_body", "host_rooms", "host_lookup_pages")
+"""`BridgePolicy` fields only `band-trio host` reads (`HostApp(bridge_policy=...)`):
+refused in a bridge's file, where they would change nothing."""
+
+
 def _policy(raw: _Policy, source: str) -> BridgePolicy:
     given = {name: getattr(raw, name) for name in raw.__struct_fields__}
+    for name in HOST_ONLY:
+        if given[name] is not None:
+            raise ConfigurationError(
+                f"{source}: $.bridge.policy.{name}: a setting of the host (band-trio host), "
+                "not of the bridge"
+            )
     try:
         return BridgePolicy(**{k: v for k, v in given.items() if v is not None})
     except ValueError as exc:
@@ -247,8 +274,12 @@ def _identity(
         raise ConfigurationError(f"{at}.api_key: must not be empty")
     rest_url = item.rest_url or bridge.rest_url
     ws_url = item.ws_url or bridge.ws_url
-    if not rest_url or not rest_url.startswith(("http://", "https://")):
-        raise ConfigurationError(f"{at}.rest_url: an http(s) URL is required, not {rest_url!r}")
+    if not rest_url:
+        raise ConfigurationError(f"{at}.rest_url: an http(s) URL is required")
+    try:
+        check_rest_url(rest_url)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{at}.rest_url: {exc}") from None
     if not ws_url:
         raise ConfigurationError(f"{at}.ws_url: a ws(s) URL is required")
     try:
@@ -275,8 +306,30 @@ def _check_target(
     elif not target.argv or not all(target.argv):
         raise ConfigurationError(f"{at}.argv: a command (a non-empty list of words) is required")
     if isinstance(target, HttpTargetConfig):
+        _check_headers(target.headers, f"{at}.headers")
         return _with_token(target, at, env, folder)
     return target
+
+
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+"""The characters of an HTTP field name (RFC 9110 §5.6.2 `token`)."""
+_SET_BY_THE_BRIDGE = frozenset(("content-type", "content-length", "transfer-encoding"))
+
+
+def _check_headers(headers: Mapping[str, str], at: str) -> None:
+    """Refuse, at load, a header no forward could send: a name that is not an HTTP
+    token, a value with a control character (CR/LF would split the request) or outside
+    printable ASCII, or one the bridge sets itself. Otherwise every forward fails."""
+    for name, value in headers.items():
+        if not name or not set(name) <= _TOKEN:
+            raise ConfigurationError(f"{at}: {name!r} is not an HTTP header name")
+        if name.lower() in _SET_BY_THE_BRIDGE:
+            raise ConfigurationError(f"{at}.{name}: the bridge sets this header itself")
+        if any(not (" " <= c <= "~" or c == "\t") for c in value):
+            raise ConfigurationError(
+                f"{at}.{name}: a header value must be printable ASCII (no CR, LF or other "
+                f"control character), not {value!r}"
+            )
 
 
 def _with_token(

@@ -68,7 +68,13 @@ class BridgePolicy:
             raise ValueError("forwarded_memory must be at least 1")
         if self.forward_attempts < 1:
             raise ValueError("forward_attempts must be at least 1")
-        for count in ("host_max_body", "host_rooms", "host_lookup_pages", "target_max_body"):
+        for count in (
+            "target_connections",
+            "host_max_body",
+            "host_rooms",
+            "host_lookup_pages",
+            "target_max_body",
+        ):
             if getattr(self, count) < 1:
                 raise ValueError(f"{count} must be at least 1")
         for name in (

@@ -1,9 +1,10 @@
 """The `band-trio` command: `platform`, `agent`, `demo`, `ctl`, `conformance`, `bench`,
-`runs-api`, `bridge` and `host`.
+`runs-api`, `bridge` and `host` (docs/reference/cli.md).
 
-Exit statuses: 0 success; 1 an unexpected error (a crash); 2 bad usage or
-configuration; 3 the platform ended the agent's session for good (terminal
-disconnect, or a key it refuses).
+This is the one boundary where an error becomes an exit status (`_exits`): a
+`ConfigurationError` is one line and 2, a refused key 3, a platform that cannot
+be reached or answers wrongly one line and 1. Anything else is a bug, and
+Python's traceback says where.
 """
 
 from __future__ import annotations
@@ -13,15 +14,21 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from .. import errors
+from .. import __version__, errors
 from . import _agent, _bench, _bridge, _conformance, _ctl, _demo, _host, _platform, _runs_api
 from ._exits import EXIT_CONFIG as EXIT_CONFIG
 from ._exits import EXIT_CRASH as EXIT_CRASH
 from ._exits import EXIT_DISCONNECTED as EXIT_DISCONNECTED
+from ._exits import EXIT_FAILED as EXIT_FAILED
 from ._exits import EXIT_OK as EXIT_OK
-from ._exits import single
+from ._exits import EXIT_STATUSES, single
 
-__all__ = ["EXIT_CONFIG", "EXIT_CRASH", "EXIT_DISCONNECTED", "EXIT_OK", "main"]
+__all__ = ["EXIT_CONFIG", "EXIT_CRASH", "EXIT_DISCONNECTED", "EXIT_FAILED", "EXIT_OK", "main"]
+
+_DESCRIPTION = """\
+band-trio: a trio agent runtime for the Band platform, where stopping work is
+structural. The embedded platform, agents, the conformance kit, the benchmark,
+the runs API, the bridge and its host; `band-trio COMMAND --help` for each."""
 
 
 def _log_level(value: str) -> str:
@@ -32,12 +39,27 @@ def _log_level(value: str) -> str:
     return level
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's wrapping, except for the exit-status table, which is laid out already."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text == EXIT_STATUSES:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="band-trio", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="band-trio",
+        description=_DESCRIPTION,
+        epilog=EXIT_STATUSES,
+        formatter_class=_Formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"band-trio {__version__}")
     parser.add_argument(
         "--log-level", default="WARNING", type=_log_level, help="logging level (default: WARNING)"
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _platform.add_parser(commands)
     _agent.add_parser(commands)
     _demo.add_parser(commands)
@@ -47,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     _runs_api.add_parser(commands)
     _bridge.add_parser(commands)
     _host.add_parser(commands)
+    helps = {action.dest: action.help for action in commands._choices_actions}
+    for name, command in commands.choices.items():  # each command's --help: what, and exits
+        summary = helps.get(name)
+        if command.description is None and summary:
+            command.description = f"{summary[:1].upper()}{summary[1:]}."
+        if command.epilog is None:
+            command.epilog = EXIT_STATUSES
+            command.formatter_class = _Formatter
     return parser
 
 
@@ -59,11 +89,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         code: int = args.run(args)
-    except BaseException as exc:  # the boundary: a configuration error is one line
+    except BaseException as exc:  # the boundary: an error a user can act on is one line
         error = single(exc)
         if isinstance(error, errors.ConfigurationError):
             print(f"band-trio: {error}", file=sys.stderr)
             return EXIT_CONFIG
+        if isinstance(error, errors.AuthenticationError):
+            refused = f"band-trio {args.command}: the platform refused the key: {error}"
+            print(refused, file=sys.stderr)
+            return EXIT_DISCONNECTED
+        if isinstance(error, errors.PlatformError):
+            print(f"band-trio {args.command}: {error}", file=sys.stderr)
+            return EXIT_FAILED
         raise
     return code
 

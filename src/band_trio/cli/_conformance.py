@@ -20,7 +20,7 @@ from .. import errors
 if TYPE_CHECKING:
     from ..testing import ProbeResult
 from ._agent import load_adapter, load_callable
-from ._exits import EXIT_CRASH, EXIT_OK
+from ._exits import EXIT_FAILED, EXIT_OK
 
 __all__ = ["add_parser"]
 
@@ -99,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps([_as_dict(r) for r in results], indent=2) + "\n")
     failed = [r for r in results if not r.passed]
     print(f"\n{len(results) - len(failed)} of {len(results)} probes passed or do not apply")
-    return EXIT_OK if not failed else EXIT_CRASH
+    return EXIT_OK if not failed else EXIT_FAILED
 
 
 def _progress(result: ProbeResult) -> None:

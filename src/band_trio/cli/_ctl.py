@@ -3,23 +3,32 @@
 The embedded platform pushes the signal to the agent exactly as the real
 platform would (`agent.control` on `agent_control:{agent}`), so this drives a
 band-trio agent and a band-sdk agent alike.
+
+Exit 0 once the platform accepted the signal; 2 for a malformed URL or a signal it
+refuses (an unknown agent or room: its words, one line); 1 for an admin API that
+cannot be reached or answers something else. Every error is one line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import msgspec
+import trio
 
 from .. import errors
+from ..contract import read_body
 from ..policy import Policy
+from ..wire import ErrorEnvelope
 from ..wire.admin import AdminControl, ControlAccepted
-from ._exits import EXIT_CRASH
+from ._exits import EXIT_CONFIG, EXIT_OK
 from ._ready import read_ready_file
 
 __all__ = ["add_parser"]
@@ -48,7 +57,64 @@ def _settings(args: argparse.Namespace) -> tuple[str, str]:
         raise errors.ConfigurationError("no admin API: pass --admin-url or --ready-file")
     if not agent_id:
         raise errors.ConfigurationError("no agent: pass --agent, --ready-file or BAND_AGENT_ID")
+    parts = urllib.parse.urlsplit(str(admin_url))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise errors.ConfigurationError(
+            f"the admin API's URL must be http(s)://HOST[:PORT]/_admin, not {admin_url!r}"
+        )
     return str(admin_url).rstrip("/"), str(agent_id)
+
+
+class _Refused(Exception):
+    """The admin API refused the signal: the request named something it does not know."""
+
+
+async def _post(url: str, body: bytes, policy: Policy) -> ControlAccepted:
+    """POST one signal, under `Policy.admin_request` for the whole call and a bounded read;
+    a `PlatformError` (exit 1) or `_Refused` (exit 2) for anything but an acceptance."""
+    limit = policy.max_response_body
+    try:
+        with trio.fail_after(policy.admin_request):
+            async with (
+                httpx2.AsyncClient(timeout=policy.admin_request) as client,
+                client.stream(
+                    "POST", url, content=body, headers={"content-type": "application/json"}
+                ) as response,
+            ):
+                answer = await read_body(response, limit, what=f"the answer of {url}")
+    except trio.TooSlowError:
+        raise errors.PlatformUnavailableError(
+            f"{url} did not answer within {policy.admin_request:g} s"
+        ) from None
+    except httpx2.HTTPError as exc:
+        raise errors.PlatformUnavailableError(f"cannot reach {url}: {exc}") from None
+    except errors.PeerProtocolError as exc:
+        raise errors.PlatformProtocolError(str(exc)) from None
+    if response.status_code == 200:
+        try:
+            return msgspec.json.decode(answer, type=ControlAccepted)
+        except (msgspec.DecodeError, RecursionError):
+            pass
+        raise errors.PlatformProtocolError(
+            f"{url} answered 200 with something other than the admin API's answer "
+            f"(is it the embedded platform's /_admin?): {_head(answer)}"
+        )
+    try:
+        error = msgspec.json.decode(answer, type=ErrorEnvelope).error
+    except (msgspec.DecodeError, RecursionError):
+        raise errors.PlatformProtocolError(
+            f"{url} answered {response.status_code}: {_head(answer)}"
+        ) from None
+    if 400 <= response.status_code < 500:
+        raise _Refused(f"{error.message} ({response.status_code} {error.code})")
+    raise errors.PlatformResponseError(
+        response.status_code, f"{error.message} (from {url})", code=error.code
+    )
+
+
+def _head(answer: bytes) -> str:
+    text = answer[:200].decode("utf-8", "replace")
+    return repr(text) + (" ..." if len(answer) > 200 else "")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -62,23 +128,14 @@ def _run(args: argparse.Namespace) -> int:
     )
     sent = time.perf_counter()
     try:
-        response = httpx2.post(
-            f"{admin_url}/control",
-            content=msgspec.json.encode(body),
-            headers={"content-type": "application/json"},  # the admin API takes JSON only
-            timeout=Policy().admin_request,
-        )
-    except httpx2.HTTPError as exc:
-        print(f"band-trio ctl: cannot reach {admin_url}: {exc}")
-        return EXIT_CRASH
+        accepted = trio.run(_post, f"{admin_url}/control", msgspec.json.encode(body), Policy())
+    except _Refused as exc:
+        print(f"band-trio ctl: refused: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     took = (time.perf_counter() - sent) * 1000
-    if response.status_code != 200:
-        print(f"band-trio ctl: {response.status_code} {response.text}")
-        return EXIT_CRASH
-    accepted = msgspec.json.decode(response.content, type=ControlAccepted)
     target = f"room {args.room}" if args.room else "every room"
     print(
         f"{args.mode} sent to agent {agent_id}, {target} "
         f"(correlation {accepted.correlation_id}, {took:.1f} ms)"
     )
-    return 0
+    return EXIT_OK

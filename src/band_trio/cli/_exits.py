@@ -1,16 +1,47 @@
-"""The exit statuses of `band-trio` (documented in docs/discussion/connection.md)."""
+"""The exit statuses of `band-trio`: one convention for every command.
+
+`EXIT_STATUSES` is the text `band-trio --help` ends with; docs/reference/cli.md
+holds the same table (a test compares them).
+"""
 
 from __future__ import annotations
 
-__all__ = ["EXIT_CONFIG", "EXIT_CRASH", "EXIT_DISCONNECTED", "EXIT_OK", "single"]
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_CRASH",
+    "EXIT_DISCONNECTED",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_STATUSES",
+    "single",
+]
 
 EXIT_OK = 0
-EXIT_CRASH = 1
-"""An unexpected error."""
+"""Done; a server or agent stopped by SIGINT/SIGTERM."""
+EXIT_FAILED = 1
+"""The work failed: a probe or trial failed, a peer could not be reached or answered
+wrongly, a runs-API run outlived every grace."""
+EXIT_CRASH = EXIT_FAILED
+"""An unexpected error (a bug: the one case that shows a traceback)."""
 EXIT_CONFIG = 2
-"""Bad usage or configuration."""
+"""Bad usage or configuration, found before any work began."""
 EXIT_DISCONNECTED = 3
 """The platform ended the agent's session for good (terminal disconnect, refused key)."""
+EXIT_INTERRUPTED = 130
+"""`band-trio bench` stopped by SIGINT/SIGTERM (its table is incomplete)."""
+
+EXIT_STATUSES = """\
+exit statuses (every command):
+  0    done; a server or agent stopped by SIGINT/SIGTERM
+  1    the work failed: a probe or trial failed, a peer could not be reached
+       or answered wrongly, an unexpected error (the only case with a traceback)
+  2    bad usage or configuration: a flag, variable, file, URL, address or
+       port that cannot be used, an unknown agent or room; one line on stderr
+  3    the platform ended the agent's session for good (refused key,
+       terminal disconnect); the reason on stderr
+  130  bench only: interrupted by SIGINT/SIGTERM
+"""
 
 
 def single(exc: BaseException) -> BaseException:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .. import errors
+from ..link import check_rest_url
 from ..policy import Policy
 from ..server import MIN_SECRET_LENGTH, check_bind, check_secret, is_loopback, parse_listen
 from ._agent import load_adapter, upstream_policy
@@ -108,6 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     for name, value in (("agent id", agent_id), ("API key", api_key), ("REST URL", rest_url)):
         if not value:
             raise errors.ConfigurationError(f"the host needs the agent's {name}")
+    check_rest_url(str(rest_url))
     host, port = parse_listen(args.listen, "--listen")
     check_bind(host, what="the host", allow_remote=args.allow_remote, opt_in="--allow-remote")
     token = _token(args, host)

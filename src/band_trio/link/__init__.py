@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._rest import RestClient as RestClient
+from ._rest import check_rest_url as check_rest_url
 from ._rest import map_transport_errors as map_transport_errors
 from ._socket import CLOSE_HEARTBEAT_DEAD as CLOSE_HEARTBEAT_DEAD
 from ._socket import PushHandler as PushHandler
@@ -18,6 +19,7 @@ __all__ = [
     "RestClient",
     "Socket",
     "SocketStats",
+    "check_rest_url",
     "check_ws_url",
     "error_for_status",
     "map_transport_errors",

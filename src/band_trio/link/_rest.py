@@ -59,7 +59,7 @@ from ..wire import (
 )
 from ._status import Codes, error_for_status
 
-__all__ = ["RestClient", "map_transport_errors"]
+__all__ = ["RestClient", "check_rest_url", "map_transport_errors"]
 
 log = logging.getLogger("band_trio.link.rest")
 
@@ -108,6 +108,18 @@ def map_transport_errors(what: str) -> Iterator[None]:
         raise errors.PlatformProtocolError(f"{what}: response nested too deeply") from exc
 
 
+def check_rest_url(url: str) -> None:
+    """Raise `ConfigurationError` now for a REST base URL no call could reach
+    (`http(s)://HOST[:PORT][/PATH]`), rather than a transport error at the first call."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise errors.ConfigurationError(f"not an http(s) REST URL: {url!r}")
+
+
 class RestClient:
     """One agent's REST session. Use as `async with RestClient(...) as rest:`."""
 
@@ -121,6 +133,7 @@ class RestClient:
     ) -> None:
         if not rest_url:
             raise errors.ConfigurationError("rest_url is required")
+        check_rest_url(rest_url)
         if not api_key:
             raise errors.ConfigurationError("api_key is required")
         self._policy = policy or Policy()

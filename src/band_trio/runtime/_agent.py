@@ -24,7 +24,7 @@ import trio
 
 from .. import errors
 from ..contract import Adapter
-from ..link import RestClient, SocketStats, check_ws_url
+from ..link import RestClient, SocketStats, check_rest_url, check_ws_url
 from ..policy import BusyPolicy, Policy, WhileBusy
 from ..wire import RefCounter
 from ._context import Changes, Journal, RoomContext
@@ -81,6 +81,7 @@ class Agent:
         ):
             if not value:
                 raise errors.ConfigurationError(f"{name} is required")
+        check_rest_url(rest_url)
         check_ws_url(ws_url)
         self.adapter = adapter
         self.agent_id = agent_id

@@ -38,8 +38,12 @@ __all__ = [
 ]
 
 
-class _Admin(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
-    pass
+class _Admin(
+    msgspec.Struct, kw_only=True, omit_defaults=True, gc=False, forbid_unknown_fields=True
+):
+    """Unknown fields are refused (422): a body meant for something else — a bridge
+    target pointed here by mistake, a misspelt field — is not taken as a request with
+    every optional field left out (`POST /agents` would create an agent)."""
 
 
 class ReadyInfo(_Admin):

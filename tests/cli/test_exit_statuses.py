@@ -1,0 +1,276 @@
+"""One exit-status convention for every command, as processes: `--help` and `--version`,
+`ctl` against every kind of admin URL, bad URLs, and a listen that cannot happen.
+
+Each case runs the real `band-trio` in its own process and asserts the stream each
+line goes to and the status; none may print a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import trio
+from test_cli_errors import one_line, run
+
+from band_trio import __version__
+from band_trio.cli import build_parser
+from band_trio.cli._exits import EXIT_STATUSES
+from band_trio.platform import Platform
+
+DOCS = Path(__file__).parents[2] / "docs" / "reference" / "cli.md"
+COMMANDS = ["platform", "agent", "demo", "ctl", "conformance", "bench", "runs-api"]
+COMMANDS += ["bridge", "host"]
+
+
+async def test_help_names_every_command_and_ends_with_the_exit_statuses() -> None:
+    done = await run("--help")
+    assert done.returncode == 0 and done.stderr == b""
+    out = done.stdout.decode()
+    for command in COMMANDS:
+        assert re.search(rf"^\s+{command}\s+\S", out, re.MULTILINE), command
+    assert out.rstrip().endswith(EXIT_STATUSES.rstrip().splitlines()[-1].strip())
+    for status in ("0", "1", "2", "3", "130"):
+        assert re.search(rf"^\s+{status}\s+\S", out, re.MULTILINE), status
+    description = out.split("\n\n")[1]
+    assert description.rstrip().endswith("."), description  # not cut mid-sentence
+
+
+async def test_version_prints_the_package_version() -> None:
+    done = await run("--version")
+    assert done.returncode == 0
+    assert done.stdout.decode().strip() == f"band-trio {__version__}"
+
+
+def test_every_command_help_ends_with_the_same_statuses() -> None:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    assert commands is not None and sorted(commands) == sorted(COMMANDS)
+    for name, command in commands.items():
+        text = command.format_help()  # type: ignore[attr-defined]
+        assert text.rstrip().endswith(EXIT_STATUSES.rstrip()), name
+
+
+def test_the_reference_documents_the_statuses_the_help_shows() -> None:
+    text = DOCS.read_text()
+    documented = re.findall(r"^\| (\d+) \| ", text, re.MULTILINE)
+    helped = re.findall(r"^  (\d+)\s", EXIT_STATUSES, re.MULTILINE)
+    assert documented == helped
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    assert commands is not None
+    for name, command in commands.items():  # every command and each of its flags
+        assert f"## `band-trio {name}" in text, name
+        section = text.split(f"## `band-trio {name}", 1)[1].split("\n## ", 1)[0]
+        for action in command._actions:  # type: ignore[attr-defined]
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert f"`{flag}" in section, (name, flag)
+
+
+# -- ctl --------------------------------------------------------------------------
+
+
+@contextmanager
+def answering(status: int, body: bytes) -> Iterator[str]:
+    """A loopback HTTP server answering every POST with `status` and `body`: an admin
+    URL that points at something else."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/_admin"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("url", "code", "says"),
+    [
+        ("notaurl", 2, "the admin API's URL must be http(s)://HOST[:PORT]/_admin"),
+        ("ftp://127.0.0.1/_admin", 2, "the admin API's URL must be"),
+        ("http://127.0.0.1:{free}/_admin", 1, "cannot reach http://127.0.0.1:"),
+    ],
+)
+async def test_ctl_a_bad_or_unreachable_admin_url(url: str, code: int, says: str) -> None:
+    done = await run("ctl", "stop", "--agent", "a", "--admin-url", url.format(free=free_port()))
+    assert done.returncode == code
+    assert done.stdout == b""
+    assert says in one_line(done)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "says"),
+    [
+        (200, b'{"ok": true}', "answered 200 with something other than the admin API's"),
+        (200, b"[1, 2", "answered 200 with something other than the admin API's"),
+        (500, b"<html>oops</html>", "answered 500: '<html>oops</html>'"),
+        (503, b'{"error": {"code": "busy", "message": "later"}}', "503 busy: later"),
+    ],
+)
+async def test_ctl_an_admin_url_answering_something_else_is_one_line_and_exit_1(
+    status: int, body: bytes, says: str
+) -> None:
+    with answering(status, body) as url:
+        done = await run("ctl", "stop", "--agent", "a", "--admin-url", url)
+    assert done.returncode == 1
+    assert done.stdout == b""
+    assert says in one_line(done)
+
+
+async def test_ctl_an_unknown_agent_or_room_is_the_platform_s_words_and_exit_2(
+    platform: Platform,
+) -> None:
+    admin = platform.info.admin_url
+    done = await run("ctl", "stop", "--agent", "nobody", "--admin-url", admin)
+    assert done.returncode == 2 and done.stdout == b""
+    assert one_line(done) == "band-trio ctl: refused: no agent nobody (404 not_found)"
+    agent = platform.info.agent_id or ""
+    done = await run("ctl", "play", "--agent", agent, "--room", "nowhere", "--admin-url", admin)
+    assert done.returncode == 2
+    assert one_line(done) == "band-trio ctl: refused: no room nowhere (404 not_found)"
+    done = await run("ctl", "interrupt", "--agent", agent, "--admin-url", admin)
+    assert done.returncode == 0 and done.stderr == b""
+    assert done.stdout.startswith(f"interrupt sent to agent {agent}".encode())
+
+
+# -- URLs and listening -------------------------------------------------------------
+
+AGENT = ["agent", "--agent-id", "a", "--api-key", "k"]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ([*AGENT, "--rest-url", "notaurl", "--ws-url", "ws://127.0.0.1:9/"], "not an http(s)"),
+        ([*AGENT, "--rest-url", "http://h:port", "--ws-url", "ws://127.0.0.1:9/"], "REST URL"),
+        ([*AGENT, "--rest-url", "http://127.0.0.1:9", "--ws-url", "notaurl"], "websocket URL"),
+        (
+            [
+                "host", "--adapter", "band_trio.adapters:DemoAdapter", "--agent-id", "a",
+                "--api-key", "k", "--rest-url", "notaurl", "--insecure-no-token",
+            ],
+            "not an http(s) REST URL: 'notaurl'",
+        ),
+    ],
+)  # fmt: skip
+async def test_a_bad_rest_or_websocket_url_is_exit_2(args: list[str], says: str) -> None:
+    done = await run(*args)
+    assert done.returncode == 2, done.stderr
+    assert says in one_line(done)
+
+
+def host_args(platform: Platform, *extra: str) -> list[str]:
+    info = platform.info
+    return [
+        "host", "--adapter", "band_trio.adapters:DemoAdapter", "--agent-id", info.agent_id or "",
+        "--api-key", info.api_key or "", "--rest-url", info.rest_url, *extra,
+    ]  # fmt: skip
+
+
+async def test_a_host_that_cannot_reach_its_platform_is_one_line_and_exit_1() -> None:
+    done = await run(
+        "host", "--adapter", "band_trio.adapters:DemoAdapter", "--agent-id", "a",
+        "--api-key", "k", "--rest-url", f"http://127.0.0.1:{free_port()}", "--insecure-no-token",
+    )  # fmt: skip
+    assert done.returncode == 1
+    line = [x for x in done.stderr.decode().splitlines() if "WARNING" not in x]
+    assert "Traceback" not in done.stderr.decode()
+    assert len(line) == 1 and line[0].startswith("band-trio host: GET me: "), line
+
+
+def bridge_config(platform: Platform, tmp_path: Path, **bridge: object) -> Path:
+    info = platform.info
+    path = tmp_path / "bridge.json"
+    identity = {
+        "agent_id": info.agent_id,
+        "api_key": info.api_key,
+        "target": {"type": "http", "url": "http://127.0.0.1:9/"},
+    }
+    data = {"bridge": {"rest_url": info.rest_url, "ws_url": info.ws_url, **bridge}}
+    path.write_text(json.dumps({**data, "identity": [identity]}))
+    return path
+
+
+async def test_a_listen_that_cannot_happen_reads_plainly(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """A port in use or an unknown host name: one line naming the address and the
+    reason, exit 2 — for the host, the bridge's health and the runs API alike."""
+    token = tmp_path / "token"
+    token.write_text("t" * 20)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cases = [
+            (host_args(platform, "--insecure-no-token", "--listen", f"127.0.0.1:{port}"),
+             f"cannot listen on 127.0.0.1:{port}: Address already in use"),
+            (host_args(platform, "--token-file", str(token), "--allow-remote",
+                       "--listen", "no-such-host.invalid:0"),
+             "cannot listen on no-such-host.invalid:0: "),
+            (["bridge", "--config", str(bridge_config(platform, tmp_path,
+                                                        health=f"127.0.0.1:{port}"))],
+             f"cannot listen on 127.0.0.1:{port}: Address already in use"),
+            (["runs-api", "--api-key", "k" * 20, "--port", str(port)],
+             f"cannot listen on 127.0.0.1:{port}: Address already in use"),
+        ]  # fmt: skip
+        async with trio.open_nursery() as nursery:
+            results: dict[int, subprocess.CompletedProcess[bytes]] = {}
+
+            async def one(index: int, args: list[str]) -> None:
+                results[index] = await run(*args)
+
+            for index, (args, _) in enumerate(cases):
+                nursery.start_soon(one, index, args)
+    for index, (args, says) in enumerate(cases):
+        done = results[index]
+        err = done.stderr.decode()
+        assert done.returncode == 2, (args, err)
+        assert "Traceback" not in err and "Trio nursery" not in err, err
+        lines = [line for line in err.splitlines() if "WARNING" not in line]
+        assert len(lines) == 1 and says in lines[0], (args, err)
+
+
+async def test_a_bridge_config_with_a_header_no_forward_could_send_is_exit_2(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "bridge.json"
+    target = {"type": "http", "url": "http://127.0.0.1:9/", "headers": {"X-A": "a\r\nB: c"}}
+    identity = {
+        "agent_id": "a", "api_key": "k", "rest_url": "http://127.0.0.1:9",
+        "ws_url": "ws://127.0.0.1:9/api/v1/socket/websocket", "target": target,
+    }  # fmt: skip
+    path.write_text(json.dumps({"identity": [identity]}))
+    done = await run("bridge", "--config", str(path))
+    assert done.returncode == 2 and done.stdout == b""
+    assert "$.identity[0].target.headers.X-A: a header value must be" in one_line(done)
