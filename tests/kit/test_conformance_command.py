@@ -59,6 +59,7 @@ async def test_a_conforming_adapter_exits_0_with_the_table_and_the_json(tmp_path
     text = done.stdout.decode()
     assert "| interrupt mid-work | passed |" in text
     assert "| remote stop sent once per abort | not applicable |" in text
+    assert re.search(r"^\d+ probes: \d+ passed, [1-9]\d* do not apply, 0 failed$", text, re.M)
     results = json.loads(out.read_text())
     assert {r["outcome"] for r in results} == {"passed", "not applicable"}
     assert all(set(r) == {"probe", "outcome", "passed", "latency_s", "observed"} for r in results)
@@ -71,6 +72,7 @@ async def test_a_swallowing_adapter_exits_1_naming_the_probe(tmp_path: Path) -> 
     text = done.stdout.decode()
     assert "| a swallowed cancellation is reported | failed |" in text
     assert "swallowed the cancellation" in text
+    assert re.search(r"^\d+ probes: \d+ passed, \d+ do not apply, [1-9]\d* failed$", text, re.M)
     assert b"Traceback" not in done.stderr
 
 
@@ -79,6 +81,21 @@ async def test_a_factory_that_cannot_be_built_is_one_line_and_exit_2(tmp_path: P
     assert done.returncode == 2
     lines = [line for line in done.stderr.decode().splitlines() if line.strip()]
     assert len(lines) == 1 and "cannot load adapter" in lines[0]
+    done = await conformance("band_trio.adapters", cwd=tmp_path)  # no colon, no FACTORY
+    assert done.returncode == 2
+    (line,) = [line for line in done.stderr.decode().splitlines() if line.strip()]
+    assert line.startswith("band-trio: the adapter must be MODULE:FACTORY, got ")
+    assert "--adapter" not in line and "band_trio.adapters:NAME" in line
+
+
+def test_the_summary_counts_each_outcome_apart() -> None:
+    from band_trio.cli._conformance import summary
+    from band_trio.testing import ProbeResult
+
+    results = [ProbeResult(f"p{i}", "not applicable", "") for i in range(3)]
+    results += [ProbeResult(f"f{i}", "failed", "") for i in range(8)]
+    assert summary(results) == "11 probes: 0 passed, 3 do not apply, 8 failed"
+    assert summary([ProbeResult("p", "passed", "")]) == "1 probe: 1 passed, 0 do not apply, 0 failed"
 
 
 COMMAND_SCRIPT = 'read line; case "$line" in long*) sleep 30 & wait;; esac; echo "said: $line"'

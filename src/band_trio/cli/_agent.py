@@ -89,12 +89,14 @@ def load_callable(spec: str, what: str = "") -> Callable[..., Any]:
     return found  # type: ignore[no-any-return]
 
 
-def load_adapter(spec: str | None) -> Adapter:
-    """Build the adapter named by `MODULE:FACTORY` (the demo adapter if None)."""
+def load_adapter(spec: str | None, *, what: str = "--adapter") -> Adapter:
+    """Build the adapter named by `MODULE:FACTORY` (the demo adapter if None); `what`
+    names where the spec came from in an error (the flag, or conformance's argument)."""
     if spec is None:
         return DemoAdapter()
     if ":" not in spec:
-        raise errors.ConfigurationError(f"--adapter must be MODULE:FACTORY, got {spec!r}")
+        hint = f" (for example {spec}:NAME)" if spec and not spec.startswith("-") else ""
+        raise errors.ConfigurationError(f"{what} must be MODULE:FACTORY, got {spec!r}{hint}")
     try:
         factory = load_callable(spec)
     except errors.ConfigurationError as exc:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.json is not None and not args.json.parent.is_dir():
         raise errors.ConfigurationError(f"--json: no folder {args.json.parent}")
-    load_adapter(args.adapter)  # a factory that cannot be built is one line, before any probe
+    load_adapter(args.adapter, what="the adapter")  # a factory that cannot be built is one line, before any probe
     if (args.tool is None) != (args.transcript is None):
         raise errors.ConfigurationError("--tool and --transcript go together")
     transcript = None if args.transcript is None else load_callable(args.transcript)
@@ -86,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
         "settle": args.settle,
     }
     subject = Subject(
-        lambda: load_adapter(args.adapter),
+        lambda: load_adapter(args.adapter, what="the adapter"),
         **{name: text for name, text in prompts.items() if text is not None},
         tool_prompt=args.tool,
         transcript=transcript,
@@ -97,9 +99,17 @@ def _run(args: argparse.Namespace) -> int:
     print(table(results))
     if args.json is not None:
         args.json.write_text(json.dumps([_as_dict(r) for r in results], indent=2) + "\n")
-    failed = [r for r in results if not r.passed]
-    print(f"\n{len(results) - len(failed)} of {len(results)} probes passed or do not apply")
-    return EXIT_OK if not failed else EXIT_FAILED
+    print(f"\n{summary(results)}")
+    return EXIT_OK if all(r.passed for r in results) else EXIT_FAILED
+
+
+def summary(results: Sequence[ProbeResult]) -> str:
+    """`11 probes: 8 passed, 3 do not apply, 0 failed` — each outcome counted apart."""
+    counts = Counter(r.outcome for r in results)
+    return (
+        f"{len(results)} probe{'' if len(results) == 1 else 's'}: {counts['passed']} passed, "
+        f"{counts['not applicable']} do not apply, {counts['failed']} failed"
+    )
 
 
 def _progress(result: ProbeResult) -> None:
