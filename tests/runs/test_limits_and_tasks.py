@@ -3,7 +3,10 @@ behind: 200 runs started and stopped leave no task, and neither does the server.
 
 from __future__ import annotations
 
+import json
+import re
 from functools import partial
+from pathlib import Path
 
 import httpx2
 import trio
@@ -69,6 +72,10 @@ async def test_unknown_routes_and_methods(scripted: Scripted) -> None:
         async with httpx2.AsyncClient(base_url=api.server.url) as anonymous:
             health = await anonymous.get("/health")
         assert health.status_code == 200  # no key needed
+        assert health.json() == {"status": "ok", "platform": "band-trio"}
+        doc = (Path(__file__).parents[2] / "docs" / "how-to" / "runs-api.md").read_text()
+        row = re.search(r"^\| `GET /health` \| \*\*200\*\* `(\{.*?\})`", doc, re.MULTILINE)
+        assert row is not None and json.loads(row.group(1)) == health.json()  # as documented
         bad_id = await api.client.get(f"/v1/runs/{run_id}/events", headers={"last-event-id": "x"})
         assert bad_id.status_code == 400
 

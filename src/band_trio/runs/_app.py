@@ -1,6 +1,6 @@
 """The raw ASGI app of the runs API: Hermes 0.19's routes, payloads and errors.
 
-    GET  /health                   {"status": "ok"} (no key needed)
+    GET  /health                   {"status": "ok", "platform": "band-trio"} (no key needed)
     POST /v1/runs                  202 {"run_id", "status": "started"}
     GET  /v1/runs/{id}             the run's `hermes.run` status object
     GET  /v1/runs/{id}/events      server-sent events (`id:` + `data:` lines)
