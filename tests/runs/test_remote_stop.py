@@ -38,6 +38,8 @@ async def test_stop_closes_the_upstream_stream_on_stubllms_side() -> None:
         body = response.json()
         assert body["status"] == "cancelled" and body["remote_stop"] == "requested"
         assert [s["name"] for s in body["remote_stops"]] == ["chat completion"]
+        # the request it stopped, not a Python repr ("<Response [200 OK]>")
+        assert body["remote_stops"][0]["handle"] == f"POST {_url(peer)}/chat/completions"
         assert cancelled["cancel_reason"] == "too long"
         with trio.fail_after(DEADLINE):  # stubllm's own record: its generator stopped
             gone = await peer.wait(

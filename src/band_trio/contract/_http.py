@@ -158,8 +158,15 @@ async def stream_request(
         turn.remote(stop=stop, name=name, closes_on_cancel=True) as work,
         client.stream(method, url, **options) as response,
     ):
-        work.started(response)
+        request = response.request  # its method and URL name it (the query may hold a key)
+        work.started(response, label=f"{request.method} {_without_query(request.url)}")
         yield response
+
+
+def _without_query(url: httpx2.URL) -> str:
+    """`scheme://host[:port]/path`: no user info, query or fragment (a secret's places)."""
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{url.host}{port}{url.path}"
 
 
 @dataclass(frozen=True, slots=True)

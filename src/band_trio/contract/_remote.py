@@ -214,6 +214,7 @@ class RemoteWork(Generic[H]):
         self.grace = control.stop_grace if grace is None else grace
         """The stop's deadline: `Policy.backend_stop_grace` unless the work has its own."""
         self._handle: H | None = None
+        self._label = "-"
         self._has_handle = False
         self._finished = False
         self._entered = False
@@ -265,11 +266,14 @@ class RemoteWork(Generic[H]):
         if scope.cancelled_caught:  # cut by its deadline: whatever it started is unknown
             self._start_cut = True
 
-    def started(self, handle: H) -> None:
-        """The remote work exists and `handle` names it: from now on an abort stops it."""
+    def started(self, handle: H, *, label: str | None = None) -> None:
+        """The remote work exists and `handle` names it: from now on an abort stops it.
+        `label` is how the stop's record shows it (`RemoteStop.handle`; default
+        `str(handle)`): an object such as an HTTP response is given a readable one."""
         if self._has_handle:
             raise RuntimeError(f"{self.name}: started() was already called")
         self._handle = handle
+        self._label = str(handle) if label is None else label
         self._has_handle = True
         self.started_at = trio.current_time()
         self._control._notify()
@@ -336,7 +340,7 @@ class RemoteWork(Generic[H]):
             room_id=control.room_id,
             message_id=control.message_id,
             name=self.name,
-            handle=str(self._handle) if self._has_handle else "-",
+            handle=self._label,
             outcome=outcome,
             detail=detail,
             waited=waited,
