@@ -96,6 +96,7 @@ async def test_platform_command_writes_the_ready_file_and_serves(tmp_path: Path)
                 assert delivery.json()["delivery"][info["agent_id"]]["status"] == "delivered"
             proc.send_signal(signal.SIGTERM)
             assert await proc.wait() == 0
+    assert not ready.exists()  # removed on the way out: no agent is sent to a dead port
 
 
 async def test_agent_command_serves_and_stops_gracefully_on_sigterm(platform: Platform) -> None:

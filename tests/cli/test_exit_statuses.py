@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 from test_cli_errors import one_line, run
@@ -274,3 +275,46 @@ async def test_a_bridge_config_with_a_header_no_forward_could_send_is_exit_2(
     done = await run("bridge", "--config", str(path))
     assert done.returncode == 2 and done.stdout == b""
     assert "$.identity[0].target.headers.X-A: a header value must be" in one_line(done)
+
+
+# -- ready files ----------------------------------------------------------------------
+
+
+async def test_a_ready_file_left_by_a_platform_that_is_gone_is_one_line_and_exit_2(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """The platform removes its ready file when it exits; one left behind (a platform
+    killed with SIGKILL) names a pid that is gone, and says so."""
+    gone = await trio.lowlevel.open_process(["true"])
+    await gone.wait()  # a pid that has exited and been reaped
+    info = json.loads(msgspec.json.encode(platform.info))
+    ready = tmp_path / "ready.json"
+    ready.write_text(json.dumps({**info, "pid": gone.pid}))
+    for args in (["agent"], ["ctl", "stop"]):
+        done = await run(*args, "--ready-file", str(ready))
+        assert done.returncode == 2, done.stderr
+        line = one_line(done)
+        assert f"{ready} is stale: the platform that wrote it (pid {gone.pid}) is not" in line
+
+
+async def test_a_ready_file_whose_platform_does_not_answer_says_where_the_url_came_from(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    ready = tmp_path / "ready.json"
+    ready.write_text(
+        json.dumps(
+            {
+                "rest_url": f"http://127.0.0.1:{port}",
+                "ws_url": f"ws://127.0.0.1:{port}/api/v1/socket/websocket",
+                "admin_url": f"http://127.0.0.1:{port}/_admin",
+                "agent_id": "a",
+                "api_key": "k",
+            }
+        )
+    )
+    done = await run("agent", "--ready-file", str(ready))
+    assert done.returncode == 1
+    line = one_line(done)
+    assert line.startswith(f"band-trio agent: cannot reach the platform at http://127.0.0.1:{port}")
+    assert line.endswith(f"(the URL is from {ready}: is that platform still running?)")

@@ -95,7 +95,8 @@ def test_the_summary_counts_each_outcome_apart() -> None:
     results = [ProbeResult(f"p{i}", "not applicable", "") for i in range(3)]
     results += [ProbeResult(f"f{i}", "failed", "") for i in range(8)]
     assert summary(results) == "11 probes: 0 passed, 3 do not apply, 8 failed"
-    assert summary([ProbeResult("p", "passed", "")]) == "1 probe: 1 passed, 0 do not apply, 0 failed"
+    one = summary([ProbeResult("p", "passed", "")])
+    assert one == "1 probe: 1 passed, 0 do not apply, 0 failed"
 
 
 COMMAND_SCRIPT = 'read line; case "$line" in long*) sleep 30 & wait;; esac; echo "said: $line"'

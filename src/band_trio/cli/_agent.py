@@ -24,8 +24,8 @@ from ..adapters import DemoAdapter
 from ..contract import Adapter, upstream_from_env
 from ..policy import Policy, UpstreamPolicy, WhileBusy
 from ..runtime import Agent
-from ._exits import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, single
-from ._ready import read_ready_file
+from ._exits import EXIT_CONFIG, EXIT_DISCONNECTED, EXIT_FAILED, single
+from ._ready import read_ready_file, unreachable_hint
 
 __all__ = ["add_parser", "load_adapter", "serve_until_signalled", "upstream_policy"]
 
@@ -155,9 +155,17 @@ def _run(args: argparse.Namespace) -> int:
         if isinstance(error, errors.AdapterError):
             print(f"band-trio agent: {error}", file=sys.stderr)
             return EXIT_CONFIG
+        if isinstance(error, errors.PlatformUnavailableError):
+            from_file = ready is not None and agent.rest_url == ready.rest_url
+            hint = unreachable_hint(args.ready_file if from_file else None)
+            print(
+                f"band-trio agent: cannot reach the platform at {agent.rest_url}: {error}{hint}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
         if isinstance(error, errors.PlatformError):
             print(f"band-trio agent: {error}", file=sys.stderr)
-            return EXIT_CRASH
+            return EXIT_FAILED
         raise
     return 0
 

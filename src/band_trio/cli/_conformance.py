@@ -74,7 +74,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.json is not None and not args.json.parent.is_dir():
         raise errors.ConfigurationError(f"--json: no folder {args.json.parent}")
-    load_adapter(args.adapter, what="the adapter")  # a factory that cannot be built is one line, before any probe
+    # a factory that cannot be built is one line, before any probe
+    load_adapter(args.adapter, what="the adapter")
     if (args.tool is None) != (args.transcript is None):
         raise errors.ConfigurationError("--tool and --transcript go together")
     transcript = None if args.transcript is None else load_callable(args.transcript)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import msgspec
@@ -9,14 +10,40 @@ import msgspec
 from .. import errors
 from ..wire.admin import ReadyInfo
 
-__all__ = ["read_ready_file"]
+__all__ = ["read_ready_file", "unreachable_hint"]
 
 
 def read_ready_file(path: Path) -> ReadyInfo:
-    """The platform's ready info, or a `ConfigurationError` saying why it cannot be read."""
+    """The platform's ready info, or a `ConfigurationError` saying why it cannot be
+    used: unreadable, not a ready file, or left by a platform that is not running
+    (its `pid` is gone: the platform removes its file when it exits, so a file left
+    behind is from one that was killed)."""
     try:
-        return msgspec.json.decode(path.read_bytes(), type=ReadyInfo)
+        ready = msgspec.json.decode(path.read_bytes(), type=ReadyInfo)
     except OSError as exc:
         raise errors.ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except (msgspec.DecodeError, RecursionError) as exc:
         raise errors.ConfigurationError(f"{path} is not a ready file: {exc}") from exc
+    if ready.pid is not None and not _running(ready.pid):
+        raise errors.ConfigurationError(
+            f"{path} is stale: the platform that wrote it (pid {ready.pid}) is not running; "
+            "start it again, or give the URLs yourself"
+        )
+    return ready
+
+
+def _running(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: is there such a process (ours or another user's)?
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or a number kill() cannot take: do not judge
+    return True
+
+
+def unreachable_hint(path: Path | None) -> str:
+    """What to add to "cannot reach the platform" when its URL came from a ready file."""
+    return "" if path is None else f" (the URL is from {path}: is that platform still running?)"

@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 
 import msgspec
 import trio
@@ -188,6 +189,16 @@ def _write_ready_file(path: str | os.PathLike[str], info: ReadyInfo) -> None:
         raise
 
 
+def _remove_ready_file(path: str | os.PathLike[str], info: ReadyInfo) -> None:
+    """Remove the ready file on the way out, if it is still ours (another platform may
+    have written it since): a file left behind would send agents to a dead port."""
+    try:
+        if msgspec.json.decode(Path(path).read_bytes(), type=ReadyInfo) == info:
+            os.unlink(path)
+    except (OSError, msgspec.DecodeError, RecursionError):
+        pass  # gone already, or not ours to remove
+
+
 async def run_platform(
     *,
     host: str = "127.0.0.1",
@@ -214,3 +225,5 @@ async def run_platform(
             await trio.sleep_forever()
         finally:
             server.shutdown()
+            if ready_file is not None:
+                _remove_ready_file(ready_file, platform.info)
