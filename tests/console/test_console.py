@@ -394,12 +394,25 @@ async def test_the_state_is_bounded() -> None:
         for n in range(4):
             console.post_message(room_id, user_id, f"m{n}")
         console.post_message(room_id, user_id, "x" * 100_000)
+        key = {"X-API-Key": console.info.api_key or ""}
+        agent_name = console.store.agents[console.info.agent_id or ""].name
+        for content in ("e0", "e1", "e2", "y" * 5_000):  # a turn's errors, thoughts, ...
+            event = {"event": {"content": content, "message_type": "error"}}
+            posted = await http.post(
+                f"/api/v1/agent/chats/{room_id}/events", json=event, headers=key
+            )
+            assert posted.status_code == 201
         async with stream(http, room_id) as live:
             state = await live.next_state()
     assert len(state["rooms"]) == 2 and state["rooms_total"] == 3
     shown = [m["content"] for m in state["room"]["messages"]]
     assert shown == ["m2", "m3", "xxxxxxxxxx… [100,000 characters]"]
     assert state["room"]["messages_total"] == 5
+    events = state["room"]["events"]
+    assert [e["content"] for e in events] == ["e1", "e2", "yyyyyyyyyy… [5,000 characters]"]
+    assert state["room"]["events_total"] == 4
+    assert {e["message_type"] for e in events} == {"error"}
+    assert {e["sender_name"] for e in events} == {agent_name}
 
 
 async def test_an_unseeded_platform_makes_a_console_user_once(tmp_path: Any) -> None:

@@ -13,9 +13,11 @@ shows those of a real run), else to the test's temporary folder.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import httpx2
 from browser_support import CHROMIUM_FLAGS, WAIT_MS, Processes, chromium, free_port
 from playwright.sync_api import Page, expect, sync_playwright
 
@@ -73,9 +75,29 @@ def test_a_person_talks_stops_plays_and_survives_a_restart(
             expect(hello).to_have_attribute("data-status", "processed")
             page.screenshot(path=shots / "1-conversation.png")
 
-            # Bad input is said in the page, and nothing is posted.
+            # A room event (a failed turn's error, a bridge's "Not forwarded") is shown
+            # where it was posted, among the messages.
+            ready = json.loads((processes.folder / "ready.json").read_text())
+            said = {"content": "Not forwarded: the target said 500", "message_type": "error"}
+            posted = httpx2.post(
+                f"{ready['rest_url']}/api/v1/agent/chats/{ready['room_id']}/events",
+                json={"event": said},
+                headers={"X-API-Key": ready["api_key"]},
+            )
+            assert posted.status_code == 201, posted.text
+            event = page.locator("#messages li[data-event-type=error]")
+            expect(event).to_contain_text("Not forwarded: the target said 500")
+            expect(event).to_contain_text("error event")
+
+            # Bad input is said in the page, and nothing is posted; the banner does not
+            # push the composer out of the window (1400x820 here, 1400x900 too).
             page.get_by_test_id("send").click()
             expect(page.get_by_test_id("error")).to_contain_text("the message is empty")
+            for height in (820, 900):
+                page.set_viewport_size({"width": 1400, "height": height})
+                box = page.get_by_test_id("composer").bounding_box()
+                assert box is not None and box["y"] + box["height"] <= height, (height, box)
+            page.set_viewport_size({"width": 1400, "height": 820})
             page.screenshot(path=shots / "2-empty-message.png")
             page.locator("#error-close").click()
 

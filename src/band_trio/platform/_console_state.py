@@ -4,8 +4,9 @@ A page is sent the whole of it on every change (coalesced by the stream), not
 a diff: a page that reconnects after a restart, or that missed a push, is
 whole again with the next state, and there is no client-side merge to get
 wrong. It stays small because it is bounded: the newest
-`console_messages` messages of the selected room, the first `console_rooms`
-rooms and agents, the last `console_presses` presses.
+`console_messages` messages of the selected room and as many of its events (a
+failed turn's error, a bridge's "Not forwarded", thoughts and tool calls), the
+first `console_rooms` rooms and agents, the last `console_presses` presses.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def _room(p: Platform, room_id: str) -> dict[str, Any]:
     limit, chars = p.policy.console_messages, p.policy.console_message_chars
     messages, total = p.store.recent_messages(room_id, limit)
     deliveries = p.store.deliveries_from(room_id, messages[0].seq) if messages else {}
+    events, events_total = p.store.recent_events(room_id, limit)  # errors, thoughts, ...
     return {
         "id": room.id,
         "title": room.title,
@@ -91,7 +93,24 @@ def _room(p: Platform, room_id: str) -> dict[str, Any]:
             for m in messages
         ],
         "messages_total": total,
+        "events": [
+            {
+                "id": e["id"],
+                "sender_id": e["sender_id"],
+                "sender_name": _name(p, e["sender_id"]),
+                "content": _cut(e["content"], chars),
+                "message_type": e["message_type"],
+                "inserted_at": e["inserted_at"],
+            }
+            for e in events
+        ],
+        "events_total": events_total,
     }
+
+
+def _name(p: Platform, participant_id: str) -> str:
+    profile = p.store.profile(participant_id)
+    return profile.name if profile is not None and profile.name else participant_id
 
 
 def snapshot(

@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS events (
     id TEXT PRIMARY KEY, room_id TEXT NOT NULL, sender_id TEXT NOT NULL,
     content TEXT NOT NULL, message_type TEXT NOT NULL, metadata TEXT,
     inserted_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_by_room ON events (room_id);
 CREATE TABLE IF NOT EXISTS stopped (
     agent_id TEXT NOT NULL, room_id TEXT NOT NULL, PRIMARY KEY (agent_id, room_id));
 """

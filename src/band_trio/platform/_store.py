@@ -368,6 +368,20 @@ class Store(StorePages):
         keys = ("id", "sender_id", "content", "message_type")
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
+    def recent_events(self, room_id: str, limit: int) -> tuple[list[dict[str, Any]], int]:
+        """The room's newest `limit` events (`id`, `sender_id`, `content`, `message_type`,
+        `inserted_at`), oldest first, and its event count."""
+        rows = self._db.execute(
+            "SELECT id, sender_id, content, message_type, inserted_at FROM events "
+            "WHERE room_id = ? ORDER BY rowid DESC LIMIT ?",
+            (room_id, limit),
+        ).fetchall()
+        total = self._db.execute(
+            "SELECT COUNT(*) FROM events WHERE room_id = ?", (room_id,)
+        ).fetchone()[0]
+        keys = ("id", "sender_id", "content", "message_type", "inserted_at")
+        return [dict(zip(keys, row, strict=True)) for row in reversed(rows)], int(total)
+
     def is_stopped(self, agent_id: str, room_id: str) -> bool:
         return (agent_id, room_id) in self._stopped
 

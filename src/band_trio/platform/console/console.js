@@ -228,6 +228,13 @@ function renderMessage(m, names) {
     el("div", { class: "delivery", "data-testid": "delivery" }, badges));
 }
 
+function renderEvent(e) {
+  return el("li", { class: `event event-${e.message_type}`, "data-event": e.id, "data-event-type": e.message_type, "data-testid": "event" },
+    el("span", { class: "who" }, e.sender_name || e.sender_id),
+    el("span", { class: "small" }, `${e.message_type} event · ${ago(e.inserted_at)}`),
+    el("div", { class: "text" }, e.content));
+}
+
 function renderRoom(s) {
   const room = s.room;
   const missing = $("room-missing");
@@ -254,8 +261,17 @@ function renderRoom(s) {
   const names = Object.fromEntries(s.agents.map((a) => [a.id, a.name]));
   const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
   const older = room.messages_total - room.messages.length;
-  const items = room.messages.map((m) => renderMessage(m, names));
-  if (older > 0) items.unshift(el("li", { class: "small" }, `${older} older messages not shown`));
+  const olderEvents = room.events_total - room.events.length;
+  // Messages and events (an error, a "Not forwarded", a thought) in the order posted.
+  const entries = [
+    ...room.messages.map((m) => [m.inserted_at, renderMessage(m, names)]),
+    ...room.events.map((e) => [e.inserted_at, renderEvent(e)]),
+  ].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const items = entries.map(([, item]) => item);
+  if (older > 0 || olderEvents > 0) {
+    const parts = [older > 0 ? `${older} older messages` : "", olderEvents > 0 ? `${olderEvents} older events` : ""];
+    items.unshift(el("li", { class: "small" }, `${parts.filter(Boolean).join(" and ")} not shown`));
+  }
   list.replaceChildren(...items);
   if (atBottom) list.scrollTop = list.scrollHeight;
 }
