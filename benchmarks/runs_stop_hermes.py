@@ -9,7 +9,7 @@ Four processes on one host: this client (trio), stubllm 0.1.5 streaming the 80-c
 are written, as in runs_stop.py), `band-trio runs-api --adapter band_trio.adapters:openai_chat`, and
 `hermes gateway run` (hermes-agent 0.19.0 with aiohttp 3.14.1, installed once in a venv of
 its own, `.tools/hermes`, made with the machine's `python3`; its HERMES_HOME, config.yaml
-and .env in a temporary folder of this run, set up as spec/peers.md §2.8 says). Both
+and .env in a temporary folder of this run, set up as docs/how-to/runs-api.md says). Both
 servers listen on 127.0.0.1 with ports and keys of their own, and both use the same
 stubllm as their model.
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/signal_latency.py --trials 30
 
-The same intervals as spec/wire.md §7 measured for band-sdk 6.0.1: the signal
+The same intervals as benchmarks/RESULTS.md gives for band-sdk 6.0.1: the signal
 is stamped just before the platform queues the `agent.control` push; the
 adapter stamps its `Cancelled`; REST arrivals are the platform's log stamps
 (all `time.perf_counter`). Platform and agent share one process and one trio

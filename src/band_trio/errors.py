@@ -102,7 +102,7 @@ class ExecutionStoppedError(PlatformResponseError):
 
     Raised for the envelope code `forbidden` on `POST .../messages` and
     `POST .../events`, where the platform's only refusal is its stopped gate
-    (spec/wire.md §3.6)."""
+    (docs/reference/platform.md, "Stopped gate")."""
 
 
 class NotFoundError(PlatformResponseError):

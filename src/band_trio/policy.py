@@ -10,8 +10,8 @@ band-trio shares (the platform, the runs API, the bridge's health and the host:
 
 Code never writes a literal timeout: it reads a field of the `Policy` it was
 given and sets a deadline on a cancel scope. The defaults are the bracketed
-numbers of the behavioural contract (spec/semantics.md) and of band-sdk 6.0.1,
-so an agent with the default policy looks like band-sdk on the wire.
+defaults of band-sdk 6.0.1 where it has one (docs/reference/runtime.md lists
+them), so an agent with the default policy looks like band-sdk on the wire.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class UpstreamPolicy:
 class Policy:
     """Durations (seconds) and counts for one agent. Use `replace()` to derive."""
 
-    # -- message lifecycle (semantics §2) ------------------------------------
+    # -- message lifecycle (docs/reference/runtime.md) -----------------------
     max_attempts: int = 1
     """Adapter runs allowed per message in one process (band-sdk: max_message_retries)."""
     completed_memory: int = 500
@@ -123,13 +123,13 @@ class Policy:
     activity_request: float = 2.0
     """Deadline of one activity report; it is never retried."""
 
-    # -- control signals (semantics §3) --------------------------------------
+    # -- control signals (docs/discussion/cancellation.md) -------------------
     control_dedup_memory: int = 256
     """How many control-signal correlation ids are remembered."""
     stopped_probe_interval: float = 60.0
     """A stopped room probes `/next` this often to find a play it missed."""
 
-    # -- deadlines for cleanup (semantics §4) --------------------------------
+    # -- deadlines for cleanup (docs/discussion/closing.md) ------------------
     cleanup_grace: float = 1.0
     """Shielded time a cancelled turn gets to settle (activity false, the consume mark
     of an interrupt), and a room that is left or stopped gets to leave its topics."""
@@ -193,7 +193,7 @@ class Policy:
     admin_request: float = 10.0
     """Deadline of one call of `band-trio ctl` to the embedded platform's admin API."""
 
-    # -- websocket (semantics §6) --------------------------------------------
+    # -- websocket (docs/discussion/connection.md) ---------------------------
     connect_deadline: float = 10.0
     """Deadline of the websocket handshake."""
     close_deadline: float = 2.0

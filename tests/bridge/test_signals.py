@@ -192,9 +192,9 @@ async def test_an_agent_scope_interrupt_reaches_every_room_past_the_first_page(
     assert len(target.received) == 32 and set(target.message_ids()) <= set(posted)
 
 
-async def test_the_platform_pages_the_room_list_as_wire_md_says(platform: Platform) -> None:
+async def test_the_platform_pages_the_room_list_as_documented(platform: Platform) -> None:
     """`GET /api/v1/agent/chats?page=P&page_size=100`: pages of 100 and the metadata
-    the client pages by (wire.md §3.3, 2)."""
+    the client pages by (docs/reference/platform.md, `GET /chats`)."""
     agent_id, _, user_id = seeded(platform)
     for i in range(129):
         platform.create_room(f"r{i}", [user_id, agent_id])

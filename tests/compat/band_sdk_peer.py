@@ -19,7 +19,7 @@ from typing import Any
 
 
 def _scrub_session_env() -> None:
-    """Drop env vars that band-sdk's `SessionConfig` would silently read (wire.md §1).
+    """Drop env vars that band-sdk's `SessionConfig` would silently read.
 
     The test already passes a clean environment; this is the belt to its braces.
     """

@@ -32,7 +32,7 @@ STOP_DEADLINE = 5.0
 
 _ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT")
 """All the peer inherits. Nothing else: band-sdk's `SessionConfig` reads unprefixed env
-vars (`MAX_CYCLE_SECONDS`, ...) and `PlatformSettings` reads `BAND_*` (wire.md §1)."""
+vars (`MAX_CYCLE_SECONDS`, ...) and `PlatformSettings` reads `BAND_*`."""
 
 _MUST_BE_ZERO = (
     "bad_frames",

@@ -1,6 +1,6 @@
 """The agent's own lifecycle: start-up, graceful stop and reconnects, in every phase.
 
-Each test here holds one rule of semantics.md §1, §2 and §6 that lives above
+Each test here holds one rule of docs/discussion/closing.md and connection.md that lives above
 the turn, and each began as a defect found by trying the agent as a new user
 would (see the changelog).
 """

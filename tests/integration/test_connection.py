@@ -1,4 +1,4 @@
-"""Connection lifecycle against the embedded platform's fault injection (semantics §6)."""
+"""Connection lifecycle against the platform's fault injection (docs/discussion/connection.md)."""
 
 from __future__ import annotations
 

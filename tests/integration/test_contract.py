@@ -1,7 +1,7 @@
 """What the `Turn` offers and the adapter's hooks, over real sockets.
 
 The room's history and participants come from the platform's REST API; the
-last interrupt or stop reaches the next turn with its reason (semantics §9);
+last interrupt or stop reaches the next turn with its reason (`Turn.last_abort`);
 `on_started` and `on_room_left` run under `Policy.hook_deadline`.
 """
 

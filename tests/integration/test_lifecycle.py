@@ -1,4 +1,4 @@
-"""The message lifecycle of semantics.md §2, end to end over loopback sockets."""
+"""The message lifecycle (docs/reference/runtime.md), end to end over loopback sockets."""
 
 from __future__ import annotations
 

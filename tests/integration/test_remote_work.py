@@ -1,4 +1,4 @@
-"""Remote work owned by the turn: one named test per rule of semantics §5.
+"""Remote work owned by the turn: one named test per rule (docs/reference/adapters.md).
 
 The agent and the platform run over real loopback sockets and the signals
 travel as `agent.control` pushes. The remote backend here is a stand-in in

@@ -1,4 +1,4 @@
-"""interrupt, stop and play: one named test per scenario of semantics.md §3.
+"""interrupt, stop and play: one named test per rule of docs/discussion/cancellation.md.
 
 Everything runs over real loopback sockets against the embedded platform; the
 signals travel as `agent.control` pushes on the agent's websocket.

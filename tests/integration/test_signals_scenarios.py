@@ -1,4 +1,4 @@
-"""The scenarios of semantics.md §3 that the other signal tests leave out.
+"""The signal scenarios (docs/discussion/cancellation.md) the other signal tests leave out.
 
 Each test names the rule it holds; all run over real loopback sockets.
 """

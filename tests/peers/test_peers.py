@@ -1,4 +1,4 @@
-"""The local test peers behave as /work/shared/spec/peers.md says (§1 A2A, §3 OpenAI SSE)."""
+"""The local test peers behave as the real ones do: A2A (a2a-sdk 1.3), OpenAI SSE."""
 
 from __future__ import annotations
 

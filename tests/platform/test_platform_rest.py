@@ -1,4 +1,4 @@
-"""The agent REST API over real loopback HTTP (spec/wire.md §3)."""
+"""The agent REST API over real loopback HTTP (docs/reference/platform.md, the routes)."""
 
 from __future__ import annotations
 

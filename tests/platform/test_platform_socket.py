@@ -1,4 +1,4 @@
-"""The Phoenix V2 websocket over real loopback (spec/wire.md §2, §5)."""
+"""The Phoenix V2 websocket over real loopback (docs/reference/platform.md)."""
 
 from __future__ import annotations
 

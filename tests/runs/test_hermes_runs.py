@@ -1,5 +1,5 @@
-"""Hermes Agent 0.19's 15 runs-API tests (tests/gateway/test_api_server_runs.py,
-spec/peers.md §2.6), over a real socket against the real server.
+"""Hermes Agent 0.19's 15 runs-API tests (its tests/gateway/test_api_server_runs.py),
+over a real socket against the real server.
 
 Where band-trio answers differently on purpose, the test says so and pins
 band-trio's answer: a stop of a finished run is 200 with its final state (Hermes

@@ -1,5 +1,9 @@
 """The docs and docstrings stand alone and read the same way throughout.
 
+* Nothing cites the developers' notes outside the repository (the spec files a
+  user of the package does not have): a rule a docstring relies on is written
+  in the docstring or in docs/, and cited there.
+
 * The how-tos spell commands one way: `band-trio …` and `python3 …` (the
   environment set up as each page says), never `.venv/bin/band-trio`,
   `.venv/bin/python` or a bare `python`, which Debian does not have.
@@ -30,3 +34,42 @@ def test_the_how_tos_spell_commands_one_way(page: Path) -> None:
     assert ".venv/bin/band-trio" not in code
     assert ".venv/bin/python" not in code
     assert not re.search(r"(?<![\w/.-])python(?= )", code), "python3, not python"
+
+
+_NOTES = ("semantics", "wire", "peers", "trio-practice", "floors")
+CITATION = re.compile(
+    r"\bspec/|shared/|\b(?:" + "|".join(_NOTES) + r")\.md\b|\b(?:semantics|wire|peers) ?§"
+)
+"""`spec/…`, `shared/…`, `semantics.md`, `wire.md §3`, `semantics §9`, …"""
+CHECKED = ["src", "docs", "tests", "benchmarks", "README.md", "pyproject.toml", "dev.py"]
+
+
+def _sources() -> list[Path]:
+    found: list[Path] = []
+    for name in CHECKED:
+        where = ROOT / name
+        files = [where] if where.is_file() else sorted(where.rglob("*"))
+        found += [
+            f for f in files
+            if f.is_file() and f.suffix in (".py", ".md", ".toml", ".js", ".html", ".css")
+            and "egg-info" not in f.parts and f != Path(__file__)  # this file names them
+        ]  # fmt: skip
+    return found
+
+
+def test_nothing_cites_the_notes_outside_the_repository() -> None:
+    cited = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in _sources()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if CITATION.search(line)
+    ]
+    assert cited == [], "\n".join(cited)
+
+
+def test_the_citation_check_sees_each_form() -> None:
+    for text in ("(spec/wire.md §3.6)", "semantics §9", "(wire.md, call 9)", "peers.md §1.8",
+                 "/work/shared/notes", "trio-practice.md"):  # fmt: skip
+        assert CITATION.search(text), text
+    for text in ("RFC 9110 §5.6.2", "docs/reference/platform.md", "the wire layer"):
+        assert not CITATION.search(text), text

@@ -2,9 +2,10 @@
 the link's per-frame entry point (`Socket._on_text`).
 
 Arbitrary bytes and near-valid frames never raise past the link; each one is either
-delivered, or counted once and logged once with its event name (spec/wire.md §2.3, §2.8).
+delivered, or counted once and logged once with its event name (the field rules are
+in `band_trio.wire._events`).
 The schema rules are restated here as an independent model (`SCHEMAS`), not read from
-the msgspec structs, so a drift of either side from the spec fails these tests.
+the msgspec structs, so a drift of either side from band-sdk's rules fails these tests.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def test_decode_payload_on_objects_with_schema_keys(data: st.DataObject) -> None
     check_payload_contract(event, dumps(value))
 
 
-# -- 3. the strict schemas, restated from spec/wire.md §2.8 ------------------------------
+# -- 3. the strict schemas, restated from band-sdk 6.0.1's validator ---------------------
 
 Rule = Literal["req", "key_req_null_ok", "null_ok", "no_null"]
 """req: present, non-null. key_req_null_ok: present, may be null. null_ok: may be null or
@@ -291,7 +292,7 @@ _SUPERSEDE = [
     Field("retry_after", "null_ok", INT, NOT_INT),
     text("target_socket_id", "null_ok"),
 ]
-# Not in §2.8: Phoenix's own reply, `{"status": str, "response": object}`.
+# Not an event: Phoenix's own reply, `{"status": str, "response": object}`.
 _REPLY = [text("status", "req"), Field("response", "no_null", _objects, NOT_OBJ, scalar=False)]
 
 SCHEMAS: dict[str, list[Field]] = {

@@ -15,8 +15,8 @@ id is known at once, then `GetTask` every `poll_interval` until the task ends
 — a stop before the answer still cancels the task. A stream that ends (or is
 lost) before the task did is followed the same way.
 
-How it stops. Closing a stream does not stop an A2A task (spec/peers.md
-§1.5): the stop is `CancelTask`, the turn's remote stop. The start — the
+How it stops. Closing a stream does not stop an A2A task (a2a-sdk 1.3 runs it
+on): the stop is `CancelTask`, the turn's remote stop. The start — the
 request and its first event, which reveals the task id — runs in
 `work.starting()`, so an interrupt that lands meanwhile lets it finish and
 the task is cancelled as soon as its id is known. A task that ended on its
@@ -33,7 +33,7 @@ next message continues that task (`taskId`), once. A plain message answer
 Per room the A2A `contextId` is kept across turns, so the peer sees one
 conversation; `on_room_left` drops it. After an interrupt or stop, the room's
 next request says so in `message.metadata.bandTrio.previousAnswer` (kind and
-reason, semantics §9): the peer's own history holds the canceled task.
+reason): the peer's own history holds the canceled task.
 
 Upstream faults (docs/reference/adapters.md, "Upstream faults"). The turn's
 first request — `SendStreamingMessage` up to its first event, or `SendMessage`
@@ -232,7 +232,7 @@ class A2AAdapter(Adapter):
                     if answer.task_id is not None:
                         work.started(answer.task_id)
                 await self._follow(stream, rpc, answer, work)
-        finally:  # after the stop (peers.md §1.8: close the stream last)
+        finally:  # after the stop: the stream is closed last (`_a2a_rpc`)
             if stream is not None:
                 await stream.aclose()
 

@@ -8,7 +8,7 @@ retry would start a second task), and every body is read up to its limit
 (`UpstreamPolicy.max_body`, `max_error_body`, `max_event`). Its `cancel` is the
 turn's remote stop (`turn.remote(stop=rpc.cancel)`), and it reads the outcome from
 the peer's own answer to `CancelTask`, which a2a-sdk sends only once the task
-is terminal (spec/peers.md §1.5):
+is terminal (a2a-sdk 1.3):
 
 * the task, `CANCELED` (or another terminal state): `confirmed`, "task canceled";
 * the task, not yet terminal: `GetTask` until it is, for most of the time left
@@ -22,7 +22,7 @@ is terminal (spec/peers.md §1.5):
 
 The stream is not read during the stop: a trio cancel that lands in a read
 ends that read's iterator for good (it cannot be resumed), and the cancel
-answer is the source of truth anyway (peers.md §1.8). The stream is left
+answer is the source of truth anyway. The stream is left
 open while `CancelTask` runs, and closed after it.
 """
 
@@ -130,7 +130,7 @@ class Rpc:
 
     async def open_stream(self, params: dict[str, Any]) -> EventStream:
         """`SendStreamingMessage`, open. An error before the first event comes back as
-        `application/json`, not SSE (peers.md §1.7): it is raised here, so the caller may
+        `application/json`, not SSE (a2a-sdk 1.3): it is raised here, so the caller may
         retry in another dialect."""
         method = self.dialect.stream
         headers = {**self.dialect.headers, "accept": "text/event-stream"}

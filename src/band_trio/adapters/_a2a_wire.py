@@ -1,6 +1,6 @@
 """The A2A JSON-RPC wire, sans-IO: the requests we send and what a peer answers.
 
-Two dialects are spoken (spec/peers.md §1): protocol 1.0 (a2a-sdk 1.x, method
+Two dialects are spoken (as a2a-sdk 1.3 serves both): protocol 1.0 (a2a-sdk 1.x, method
 names from the gRPC service, `A2A-Version: 1.0`, states `TASK_STATE_*`, stream
 frames `{"task"|"message"|"statusUpdate"|"artifactUpdate": ...}`) and 0.3
 (slash names, no version header, objects tagged with `kind`, lowercase

@@ -1,4 +1,4 @@
-"""What to tell a model whose previous answer in the room was cut off (semantics §9).
+"""What to tell a model whose previous answer in the room was cut off (`Turn.last_abort`).
 
 A peer that keeps the conversation itself (OpenCode, the Copilot CLI) holds a
 partial answer nobody saw; the room's next prompt says so, and why, once.

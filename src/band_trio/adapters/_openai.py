@@ -10,12 +10,12 @@ the reply.
 
 How it stops. A chat completion has no cancel call: the client stops it by
 closing the response, and a well-behaved server (uvicorn/Starlette, vLLM)
-cancels its generator when it sees the disconnect (spec/peers.md §3). The
+cancels its generator when it sees the disconnect. The
 stream is opened with `stream_request`, so an interrupt or stop — which
 cancels the turn — closes it as the turn's remote stop (`requested`), and a
 tool that is running is cancelled where it awaits.
 
-What the room's history keeps after an abort (semantics §9). The messages of
+What the room's history keeps after an abort. The messages of
 an aborted turn stay: the user's message, every complete assistant message,
 the results of the tools that finished, and — for an assistant message cut
 off mid-stream — its tool calls but not its partial text (nobody saw it).

@@ -31,7 +31,7 @@ stop can keep reading it after the turn's cancel.
 
 After an interrupt or stop, the room's next prompt carries a `system` note (OpenCode appends it
 to the system prompt for that run) saying the previous answer was interrupted or stopped and
-why (semantics §9); OpenCode keeps its own transcript valid (tool calls of an aborted run are
+why (`Turn.last_abort`); OpenCode keeps its own transcript valid (tool calls of an aborted run are
 closed by OpenCode itself).
 
 Upstream faults (docs/reference/adapters.md, "Upstream faults"). Creating the

@@ -1,4 +1,4 @@
-"""The bridge's durations and counts, in one frozen object (semantics §7).
+"""The bridge's durations and counts, in one frozen object (docs/how-to/bridge.md).
 
 Code reads these and sets deadlines on scopes; nothing below takes a
 `timeout=` argument. The link of each identity keeps using the runtime's
@@ -21,7 +21,7 @@ class BridgePolicy:
     """Durations (seconds) and counts for one bridge. Use `dataclasses.replace()`."""
 
     max_forwards: int = 32
-    """Forwards in flight at once, over every identity and room (semantics §7)."""
+    """Forwards in flight at once, over every identity and room."""
     forward_connect: float = 5.0
     """Deadline for an HTTP target to accept the connection of one forward."""
     forward_deadline: float = math.inf

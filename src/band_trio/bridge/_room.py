@@ -329,7 +329,7 @@ class ForwardRoom:
                     shared.bridge_policy.forward_deadline,
                 )
                 return False
-            except Exception as exc:  # a target's bug stays in this room (semantics §1)
+            except Exception as exc:  # a target's bug stays in this room (closing.md)
                 counters.failed += 1
                 log.warning(
                     "room %s: %s not forwarded: the target raised %s",

@@ -5,7 +5,7 @@ never marks what it was forwarded, and `GET /next` returns the agent's oldest
 message that is not `processed`: left `delivered`, the first forwarded message
 would come back from every catch-up and hide every message behind it. So with
 `settle = "bridge"` (the default) the bridge does what an agent does around its
-turn (semantics §2, §3):
+turn (docs/reference/runtime.md, "The message lifecycle"):
 
     claim       POST /processing, before the forward, in the forward's cancel scope
     settle      POST /processed once the target took it (shielded, cleanup grace)
@@ -39,7 +39,7 @@ __all__ = ["Claim", "Retry", "claim", "consume", "done_here", "gave_up", "mark_p
 log = logging.getLogger("band_trio.bridge.room")
 
 _NO_LIVE_ATTEMPT = 422
-"""`/processed` without a live attempt (wire.md, call 9): someone settled it already."""
+"""`/processed` without a live attempt (docs/reference/platform.md): someone settled it."""
 
 
 class Claim(enum.Enum):
@@ -216,7 +216,7 @@ def done_here(shared: Shared, wire: ChatMessage) -> bool:
 
 
 async def consume(shared: Shared, room_id: str, message_id: str, claimed: bool) -> None:
-    """An interrupt consumes the message it cut off (semantics §3): `processed`, as an
+    """An interrupt consumes the message it cut off: `processed`, as an
     agent would mark it, shielded and bounded by the cleanup grace, in the room's task
     (never on the receive path). The mark needs a live attempt: the bridge's claim,
     or the target's own. It never claims again: a claim is never cut off (`Forward`),

@@ -53,7 +53,7 @@ class AgentInfo:
 
 @dataclass(frozen=True, slots=True)
 class LastAbort:
-    """The last interrupt or stop that aborted a turn in a room (semantics §9).
+    """The last interrupt or stop that aborted a turn in a room.
 
     The next turn in that room sees it as `Turn.last_abort`, so it can tell the
     model why its previous answer was cut off."""

@@ -2,7 +2,7 @@
 
 `trio.run_process` stops a command by signalling its direct child only, so a
 `sh -c`, a pipeline or an `npm` leaves its grandchildren running, and it waits
-5 s for a child that ignores SIGTERM (spec/peers.md §5). `run_command` instead
+5 s for a child that ignores SIGTERM (trio 0.35). `run_command` instead
 starts the command as the leader of a new session — its pid is the process
 group id — and registers the group as the turn's remote work:
 

@@ -12,7 +12,7 @@ starts remote work tells the turn how to stop it:
             ...
         work.finished()                   # the remote side ended: no stop needed
 
-The rules (spec/semantics.md §5), all held here:
+The rules (docs/reference/adapters.md, "Remote work"), all held here:
 
 * the stop is sent at most once, when the block is left by a cancel or an
   error — or normally, but after the turn was aborted (an adapter that

@@ -1,4 +1,4 @@
-"""Transcript integrity after an abort mid tool-calls (semantics §5 and §9).
+"""Transcript integrity after an abort mid tool-calls (docs/reference/adapters.md).
 
 A chat-completions model asks for tools in an assistant message (`tool_calls`)
 and expects, for every call, one `{"role": "tool", "tool_call_id": ...}`

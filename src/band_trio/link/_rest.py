@@ -68,7 +68,7 @@ _UNSENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
 """Transport errors raised before a request was sent: safe to retry, whatever it was."""
 _POST_CODES: Codes = {"forbidden": errors.ExecutionStoppedError}
 """A post to a room answered 403 `forbidden` met the platform's stopped gate
-(spec/wire.md §3.6): the only refusal a post gets for a room the agent is in."""
+(docs/reference/platform.md): the only refusal a post gets for a room the agent is in."""
 _ROOM_PAGE = 100
 _encoder = msgspec.json.Encoder()
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}

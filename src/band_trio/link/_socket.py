@@ -1,7 +1,7 @@
 """One websocket connection to the platform: reader, heartbeat, joins and leaves.
 
 The connection owns its TCP stream and closes it itself on every path, which
-works around trio-websocket 0.12.2's leaks (spec/trio-practice.md §1.3): the
+works around trio-websocket 0.12.2's leaks (docs/discussion/dependencies.md): the
 client never closes its socket after a server-initiated close, and a cancelled
 handshake leaves the socket open. Connect and close run under the policy's
 deadlines, never the library's 60 s defaults.

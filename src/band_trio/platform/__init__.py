@@ -1,9 +1,10 @@
 """The embedded Band platform: a faithful local stand-in for the real one.
 
-It speaks the wire protocol of spec/wire.md (agent REST API and Phoenix V2
-websocket) on loopback, keeps its state in sqlite (in memory, or durable in a
-file), and adds an admin API and an in-process `Platform` object to drive it:
-post messages, send controls, watch deliveries, read the request log.
+It speaks the Band wire protocol (agent REST API and Phoenix V2 websocket, as
+docs/reference/platform.md describes them) on loopback, keeps its state in
+sqlite (in memory, or durable in a file), and adds an admin API and an
+in-process `Platform` object to drive it: post messages, send controls, watch
+deliveries, read the request log.
 
     async with open_platform() as platform:
         ...platform.info.rest_url, platform.post_message(...), await platform.wait_until(...)

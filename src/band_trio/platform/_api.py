@@ -1,4 +1,4 @@
-"""The agent REST API, `/api/v1/agent/...` (spec/wire.md §3).
+"""The agent REST API, `/api/v1/agent/...` (docs/reference/platform.md: every route).
 
 `route()` matches a request before authentication, so an unknown route is a
 404 whatever the key; `handle()` then runs the matched route for an

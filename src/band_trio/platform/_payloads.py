@@ -1,8 +1,9 @@
 """Push payloads and REST message bodies built from stored records.
 
-The SDK's validator is strict in uneven ways (spec/wire.md §2.8): "no null"
-fields must be omitted, never sent as null. The wire Structs omit defaults,
-so a field left unset here is simply absent on the wire.
+band-sdk 6.0.1's validator is strict in uneven ways (the field rules are in
+`band_trio.wire._events`): a "no null" field must be omitted, never sent as
+null. The wire Structs omit defaults, so a field left unset here is simply
+absent on the wire.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Phoenix V2 websocket at `/api/v1/socket/websocket` (spec/wire.md §2).
+"""The Phoenix V2 websocket at `/api/v1/socket/websocket` (docs/reference/platform.md).
 
 One ASGI websocket call per connection. The upgrade is authenticated before it
 is accepted; a refusal is an HTTP response with an error envelope, sent through

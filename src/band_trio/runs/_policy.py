@@ -3,8 +3,8 @@
 Kept beside the runs API rather than in `band_trio.policy`: it is the server's,
 not an agent's, and nothing else reads it. Code never writes a literal wait:
 it reads a field of the `RunsPolicy` it was given and sets a deadline on a
-cancel scope. The defaults are Hermes Agent 0.19's where it has one
-(spec/peers.md §2), semantics §8's bounded stop wait otherwise.
+cancel scope. The defaults are Hermes Agent 0.19's where it has one, and a
+bounded stop wait (5 s) where Hermes has none (docs/how-to/runs-api.md).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class RunsPolicy:
     max_body: int = 1024 * 1024
     """Bytes of a request body the server reads; a longer one is 413, unread."""
 
-    # -- stopping (semantics §4, §8) ------------------------------------------
+    # -- stopping (docs/how-to/runs-api.md) -----------------------------------
     stop_wait: float = 5.0
     """`POST /stop?wait=true` answers once the run settled or this long after the stop,
     whichever is first; a run still going then is reported `overrun`."""

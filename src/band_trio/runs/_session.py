@@ -4,8 +4,8 @@ A run is a turn whose room is its session (`session_id`, the run's own id by
 default): the adapter sees `Turn.room_id == session_id`, so an adapter that
 keeps a conversation per room (the OpenAI chat adapter) keeps one per
 session, and a stopped run's reason reaches the session's next run as
-`Turn.last_abort` — the model is told why its previous answer was cut off
-(semantics §9). Runs of one session are serial (`Session.lock`, FIFO): the next
+`Turn.last_abort` — the model is told why its previous answer was cut off.
+Runs of one session are serial (`Session.lock`, FIFO): the next
 starts once the previous one, remote stop included, has settled, as a room's
 next turn does.
 

@@ -44,7 +44,7 @@ class AbortKind(enum.Enum):
         return self is AbortKind.INTERRUPT
 
     def note(self, reason: str | None, message_id: str) -> LastAbort | None:
-        """What the room's next turn is told of this abort (semantics §9); None for
+        """What the room's next turn is told of this abort (`Turn.last_abort`); None for
         aborts that are not the room's users speaking (a leave, the shutdown)."""
         if self is AbortKind.INTERRUPT:
             return LastAbort("interrupt", reason, message_id)

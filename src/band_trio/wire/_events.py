@@ -1,6 +1,6 @@
 """Server-pushed event payloads, as strict as band-sdk 6.0.1's validator.
 
-Field rules follow spec/wire.md §2.8: a plain type is required and non-null;
+Field rules, as band-sdk 6.0.1 checks them: a plain type is required and non-null;
 `X | None = None` may be null or absent; `X | UnsetType = UNSET` ("no null")
 may be absent but not null. Unknown extra keys are accepted. A payload that
 fails raises `PayloadError` naming its event, so the caller can log and count

@@ -1,4 +1,4 @@
-"""REST request and response bodies of the agent API (spec/wire.md §3.3).
+"""REST request and response bodies of the agent API (docs/reference/platform.md).
 
 One set of Structs serves both sides: the client decodes responses and encodes
 requests; the embedded platform does the reverse. Every response is wrapped in
