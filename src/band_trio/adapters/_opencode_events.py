@@ -49,7 +49,6 @@ class Events:
 
     def __init__(self, session: str) -> None:
         self.session = session
-        self.scope = trio.CancelScope()
         self.send, self._receive = trio.open_memory_channel[Event](math.inf)
         self.error = "the server ended it"
 
@@ -69,13 +68,14 @@ async def subscribe(
     A failure to subscribe raises the attempt's fault (`UpstreamFault`, or httpx2's
     error) for `call_upstream` to judge; each event is bounded by `max_event`."""
     events = Events(session)
+    reading = trio.CancelScope()  # ours: the pump runs in it, and our block's end ends it
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(_pump, client, events, params, upstream)
+            await nursery.start(_pump, client, events, params, upstream, reading)
             try:
                 yield events
             finally:
-                events.scope.cancel()
+                reading.cancel()
     except BaseExceptionGroup as group:  # the body's own error: the pump raises none once started
         if len(group.exceptions) == 1:
             raise group.exceptions[0] from None
@@ -87,11 +87,13 @@ async def _pump(
     events: Events,
     params: dict[str, str],
     upstream: UpstreamPolicy,
+    reading: trio.CancelScope,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
+    """Read the stream under `reading`, the scope `subscribe` made for it and ends."""
     subscribed = False
-    with events.scope, events.send:
+    with reading, events.send:
         try:
             async with client.stream("GET", "/event", params=params) as response:
                 await check_status(response, upstream)
@@ -105,7 +107,7 @@ async def _pump(
                             events.send.send_nowait(event)
                         elif event.get("type") == "server.connected" and not subscribed:
                             subscribed = True
-                            events.scope.shield = True  # from now on only our block's end stops it
+                            reading.shield = True  # from now on only the block's end stops it
                             task_status.started()
         except (httpx2.HTTPError, UpstreamFault) as exc:
             if not subscribed:

@@ -44,9 +44,12 @@ from typing import Any, Generic, TypeVar
 
 import trio
 
-from ..policy import UpstreamPolicy
+from ..policy import Policy, UpstreamPolicy
 
 __all__ = ["RemoteStop", "RemoteWork", "StopAnswer", "StopFn", "StopOutcome", "TurnControl"]
+
+_DEFAULT = Policy()
+"""The defaults a turn built without a runtime (a test, a script) falls back on."""
 
 log = logging.getLogger("band_trio.remote")
 
@@ -108,7 +111,7 @@ class TurnControl:
         message_id: str,
         *,
         stop_grace: float,
-        kill_grace: float = 2.0,
+        kill_grace: float = _DEFAULT.subprocess_kill_grace,
         deadline: float = math.inf,
         upstream: UpstreamPolicy | None = None,
     ) -> None:

@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
-from ..policy import UpstreamPolicy
+from ..policy import Policy, UpstreamPolicy
 from ._message import LastAbort, Message, Participant
 from ._remote import RemoteStop, RemoteWork, StopFn, TurnControl
 
 __all__ = ["Turn", "TurnPort"]
+
+_DEFAULT = Policy()
+"""The defaults a turn built without a runtime (a test, a script) falls back on."""
 
 H = TypeVar("H")
 
@@ -50,7 +53,9 @@ class Turn:
     ) -> None:
         self.message = message
         self._port = port
-        self._control = control or TurnControl(message.room_id, message.id, stop_grace=5.0)
+        self._control = control or TurnControl(
+            message.room_id, message.id, stop_grace=_DEFAULT.backend_stop_grace
+        )
         self.last_abort = last_abort
         """The last interrupt or stop that aborted a turn in this room before this one
         (None if there was none in this run of the agent): tell the model why its

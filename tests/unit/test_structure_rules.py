@@ -1,0 +1,75 @@
+"""Two rules of docs/discussion/closing.md and cancellation.md, read from the source.
+
+* A cancel scope kept where another task can reach it is one of the units of work
+  the closing page lists (`ActiveTurn`, `Forward`, `Lifeline`) or the platform's
+  shutdown shield; any other is private to its owner.
+* No wait of the runtime takes its duration from a literal: `trio.sleep`,
+  `move_on_after`, `fail_after` and a `CancelScope(deadline=...)` read a policy
+  (the benchmark harness paces itself, and says so).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).parents[2] / "src" / "band_trio"
+PUBLISHED_SCOPES = {
+    ("runtime/_turn_state.py", "ActiveTurn"),
+    ("bridge/_shared.py", "Forward"),
+    ("bridge/_host_turns.py", "Lifeline"),
+    ("platform/_server.py", "_Server"),
+}
+"""(module, class) whose instances carry a public `scope`: docs/discussion/closing.md."""
+WAITS = {"sleep", "move_on_after", "fail_after", "move_on_at", "fail_at", "sleep_until"}
+
+
+def _modules() -> list[tuple[str, ast.Module]]:
+    return [
+        (str(path.relative_to(SRC)), ast.parse(path.read_text(), str(path)))
+        for path in sorted(SRC.rglob("*.py"))
+    ]
+
+
+def _is_cancel_scope(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "CancelScope"
+    )
+
+
+def test_only_the_listed_units_of_work_carry_a_public_scope() -> None:
+    found = set()
+    for name, tree in _modules():
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            for node in ast.walk(cls):
+                if not isinstance(node, ast.Assign) or not _is_cancel_scope(node.value):
+                    continue
+                for target in node.targets:
+                    public = isinstance(target, ast.Attribute) and not target.attr.startswith("_")
+                    if public:
+                        found.add((name, cls.name))
+    assert found == PUBLISHED_SCOPES
+
+
+def _literal(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, int | float)
+
+
+def test_no_wait_of_the_runtime_has_a_literal_duration() -> None:
+    literal = []
+    for name, tree in _modules():
+        if name.startswith("bench/"):
+            continue  # the harness' own pacing (docs/discussion/cancellation.md)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            args = [*node.args[:1]] if called in WAITS else []
+            if called == "CancelScope":
+                args = [k.value for k in node.keywords if k.arg == "deadline"]
+            if any(_literal(arg) and arg.value != 0 for arg in args):  # type: ignore[attr-defined]
+                literal.append(f"{name}:{node.lineno}")
+    assert literal == []
