@@ -4,7 +4,7 @@
 
 One process, one trio run, as benchmarks/signal_latency.py: the embedded
 platform, `band-trio bridge` (one identity, the runtime's link), and on the
-far side either a real HTTP target (hypercorn, `band_trio.bridge.RecordingTarget`)
+far side either a real HTTP target (hypercorn, `band_trio.testing.RecordingTarget`)
 or the host (`HostApp` on hypercorn) running an adapter. Everything is on
 loopback, so the numbers include every side's scheduling on one core.
 
@@ -43,11 +43,10 @@ from band_trio.bridge import (
     HostApp,
     HttpTargetConfig,
     IdentityConfig,
-    RecordingTarget,
-    open_recording_target,
     serve_host,
 )
 from band_trio.platform import Platform, open_platform
+from band_trio.testing import RecordingTarget, open_recording_target
 
 Settle = Literal["bridge", "target"]
 

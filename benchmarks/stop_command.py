@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _stopwatch import control_frame_after
 
-from band_trio import Agent, CommandAdapter, Policy
+from band_trio import Agent, Policy
+from band_trio.adapters import CommandAdapter
 from band_trio.platform import Platform, open_platform
 
 TREE = r"""

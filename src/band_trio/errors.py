@@ -31,6 +31,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = [
+    "AdapterError",
+    "AgentDisconnectedError",
+    "AuthenticationError",
+    "BandTrioError",
+    "ConfigurationError",
+    "ConflictError",
+    "ConnectionClosedError",
+    "DisconnectReason",
+    "ExecutionStoppedError",
+    "ForwardError",
+    "JoinError",
+    "NotFoundError",
+    "PeerProtocolError",
+    "PlatformError",
+    "PlatformProtocolError",
+    "PlatformResponseError",
+    "PlatformUnavailableError",
+    "RateLimitedError",
+    "UpstreamError",
+]
+
 
 class BandTrioError(Exception):
     """Base class of every error band-trio raises on purpose."""

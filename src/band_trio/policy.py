@@ -24,6 +24,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = [
+    "BusyPolicy",
+    "PlatformPolicy",
+    "Policy",
+    "ServerPolicy",
+    "UpstreamPolicy",
+    "WhileBusy",
+]
+
 MIB = 1024 * 1024
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from band_trio import CommandAdapter, ConfigurationError, Policy, StopOutcome
-from band_trio.adapters import command
+from band_trio import ConfigurationError, Policy, StopOutcome
+from band_trio.adapters import CommandAdapter, command
 from band_trio.platform import Platform
 from support import pid_pipe, replies, running_agent, status
 

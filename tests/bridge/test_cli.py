@@ -16,9 +16,9 @@ import httpx2
 import pytest
 import trio
 
-from band_trio.bridge import open_recording_target
 from band_trio.cli import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, main
 from band_trio.platform import Platform
+from band_trio.testing import open_recording_target
 
 from ._helpers import HOST_TOKEN, envelope
 from .conftest import seeded

@@ -11,8 +11,9 @@ import httpx2
 import pytest
 import trio
 
-from band_trio.bridge import BridgePolicy, open_recording_target
+from band_trio.bridge import BridgePolicy
 from band_trio.platform import Platform
+from band_trio.testing import open_recording_target
 
 from ._helpers import identity, running_bridge, second_agent
 from .conftest import seeded

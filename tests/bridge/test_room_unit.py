@@ -18,7 +18,7 @@ from band_trio.bridge._room import ForwardRoom
 from band_trio.bridge._shared import Forwarded, Shared
 from band_trio.contract import Turn
 from band_trio.errors import ForwardError
-from band_trio.runtime.parts import Changes
+from band_trio.runtime._parts import Changes
 from band_trio.wire import ChatMessage, ContextMeta, MessageCreated, MessagePage
 
 ROOM = "room-1"

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import trio
 
-from band_trio.bridge import BridgePolicy, open_recording_target
-from band_trio.bridge._recorder import RecordingTarget
+from band_trio.bridge import BridgePolicy
 from band_trio.platform import Platform
+from band_trio.testing import RecordingTarget, open_recording_target
 
 from ._helpers import identity, running_bridge
 from .conftest import seeded

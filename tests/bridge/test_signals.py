@@ -10,8 +10,8 @@ from __future__ import annotations
 import httpx2
 import trio
 
-from band_trio.bridge import open_recording_target
 from band_trio.platform import Platform
+from band_trio.testing import open_recording_target
 
 from ._helpers import identity, running_bridge
 from .conftest import seeded

@@ -10,8 +10,8 @@ import itertools
 import trio
 
 from band_trio import Policy, UpstreamPolicy
-from band_trio.bridge import open_recording_target
 from band_trio.platform import Platform
+from band_trio.testing import open_recording_target
 from peers import fault_proxy, plan
 
 from ._helpers import FAST, identity, running_bridge

@@ -18,7 +18,8 @@ import pytest
 import trio
 import trio.testing
 
-from band_trio import DemoAdapter, Policy
+from band_trio import Policy
+from band_trio.adapters import DemoAdapter
 from band_trio.platform import Platform, open_platform
 from band_trio.platform._store import Store
 from band_trio.policy import PlatformPolicy

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import trio
 
-from band_trio import Agent, Policy, StopResult, Turn, UnsettledMark
+from band_trio import Agent, Policy, StopResult, Turn
 from band_trio.platform import Platform
-from band_trio.runtime import _room
+from band_trio.runtime import UnsettledMark, _room
 from support import (
     Recorder,
     background_agent,

@@ -8,7 +8,8 @@ import msgspec
 import pytest
 import trio
 
-from band_trio import AgentDisconnectedError, DisconnectReason, Policy
+from band_trio import AgentDisconnectedError, Policy
+from band_trio.errors import DisconnectReason
 from band_trio.platform import Platform
 from support import (
     Background,

@@ -13,7 +13,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import pytest
 import trio
 
-from band_trio import AdapterError, AgentInfo, LastAbort, Policy, Turn
+from band_trio import AdapterError, AgentInfo, Policy, Turn
+from band_trio.contract import LastAbort
 from band_trio.platform import Platform
 from band_trio.platform._store import Delivery
 from band_trio.wire import EVENT_CONTENT_CHARS

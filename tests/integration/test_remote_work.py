@@ -16,8 +16,8 @@ import time
 import pytest
 import trio
 
-from band_trio import Policy, StopOutcome, Turn, run_in_thread
-from band_trio.contract import StopAnswer
+from band_trio import Policy, StopOutcome, Turn
+from band_trio.contract import StopAnswer, run_in_thread
 from band_trio.platform import Platform
 from band_trio.testing import Behaviour
 from support import Recorder, replies, running_agent, seeded, status

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import trio
 
-from band_trio import BusyPolicy, StopOutcome, Turn, WhileBusy
+from band_trio import StopOutcome, Turn, WhileBusy
 from band_trio.platform import Platform
+from band_trio.policy import BusyPolicy
 from support import Recorder, replies, running_agent, seeded, status
 
 DEADLINE = 10

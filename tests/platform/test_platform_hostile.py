@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from platform_client import DEADLINE, join, recv, send, ws_connect
 from trio_websocket import ConnectionClosed
 
-from band_trio import PlatformPolicy
 from band_trio.platform import Platform, open_platform
+from band_trio.policy import PlatformPolicy
 
 SMALL = PlatformPolicy(max_request_body=4096, log_entries=50, log_text_limit=64)
 

@@ -345,8 +345,8 @@ async def test_the_request_log_keeps_the_query_string(
 
 
 async def test_a_long_query_string_is_cut_like_a_body(platform: Platform) -> None:
-    from band_trio import PlatformPolicy
     from band_trio.platform import open_platform
+    from band_trio.policy import PlatformPolicy
 
     async with open_platform(seed=True, policy=PlatformPolicy(log_text_limit=64)) as small:
         info = small.info

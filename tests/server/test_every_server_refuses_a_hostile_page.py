@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pytest
 import trio
 
-from band_trio import DemoAdapter
+from band_trio.adapters import DemoAdapter
 from band_trio.bridge import (
     Bridge,
     BridgeConfig,

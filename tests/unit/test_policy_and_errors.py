@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 import band_trio
-from band_trio import PlatformPolicy, Policy, UpstreamPolicy, errors
+from band_trio import Policy, UpstreamPolicy, errors
 from band_trio.bridge import BridgePolicy
 from band_trio.link import error_for_status
+from band_trio.policy import PlatformPolicy
 
 
 def test_defaults_match_the_contract() -> None:

@@ -15,7 +15,8 @@ host on the other end.
   settle; each answer says what happened, non-2xx when the turn did not run;
   when the forward's request goes away, the turn is cancelled.
 
-See docs/how-to/bridge.md.
+A recording HTTP target to test a bridge against is `band_trio.testing`'s
+`open_recording_target`. See docs/how-to/bridge.md.
 """
 
 from __future__ import annotations
@@ -37,9 +38,6 @@ from ._host import HostApp as HostApp
 from ._host import serve_host as serve_host
 from ._identity import IdentityStatus as IdentityStatus
 from ._policy import BridgePolicy as BridgePolicy
-from ._recorder import Received as Received
-from ._recorder import RecordingTarget as RecordingTarget
-from ._recorder import open_recording_target as open_recording_target
 
 __all__ = [
     "FORWARDED_EVENTS",
@@ -54,12 +52,9 @@ __all__ = [
     "HttpTargetConfig",
     "IdentityConfig",
     "IdentityStatus",
-    "Received",
-    "RecordingTarget",
     "decode_envelope",
     "health_body",
     "load_config",
-    "open_recording_target",
     "parse_config",
     "serve_host",
 ]

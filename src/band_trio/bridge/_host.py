@@ -44,7 +44,7 @@ from .. import errors
 from ..contract import Adapter
 from ..link import RestClient
 from ..policy import BusyPolicy, Policy
-from ..runtime.parts import ActiveTurn, Changes, Journal, RemoteStopLog, RoomContext
+from ..runtime._parts import ActiveTurn, Changes, Journal, RemoteStopLog, RoomContext
 from ..server import BodyTooLarge, ClientGone, Listening, ServeSettings, read_body, serve
 from ..wire import MessageCreated
 from ._envelope import decode_envelope

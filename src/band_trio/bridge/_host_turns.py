@@ -34,7 +34,7 @@ from .. import errors
 from ..contract import LastAbort
 from ..link import RestClient
 from ..policy import Policy
-from ..runtime.parts import (
+from ..runtime._parts import (
     AbortKind,
     ActiveTurn,
     Ledger,

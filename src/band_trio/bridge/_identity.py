@@ -26,7 +26,7 @@ from .. import errors
 from ..link import RestClient, SocketStats
 from ..policy import Policy
 from ..runtime import RemoteStopStats
-from ..runtime.parts import (
+from ..runtime._parts import (
     Changes,
     ControlLane,
     Link,

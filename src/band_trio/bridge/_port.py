@@ -12,7 +12,7 @@ import trio
 from .. import errors
 from ..contract import Message, Participant, Turn
 from ..link import RestClient
-from ..runtime.parts import inbound
+from ..runtime._parts import inbound
 from ..wire import MentionRef
 from ._envelope import Envelope
 from ._shared import Forward

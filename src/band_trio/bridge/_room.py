@@ -39,7 +39,7 @@ import trio
 from .. import errors
 from ..contract import Message
 from ..link import Socket
-from ..runtime.parts import Inbound, Pages, inbound
+from ..runtime._parts import Inbound, Pages, inbound
 from ..wire import ChatMessage
 from ._envelope import Envelope, envelope_for
 from ._port import turn_for

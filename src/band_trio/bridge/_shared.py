@@ -17,7 +17,7 @@ import trio
 from ..contract import TurnControl
 from ..link import RestClient
 from ..policy import Policy
-from ..runtime.parts import Changes, RemoteStopLog
+from ..runtime._parts import Changes, RemoteStopLog
 from ._policy import BridgePolicy
 from ._targets import Target
 

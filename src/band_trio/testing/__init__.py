@@ -5,9 +5,10 @@ through a scripted room on the embedded platform and reports, probe by probe,
 whether it stops when the room's users say so (docs/reference/conformance.md).
 
 `RecordingAdapter` records every turn with timestamps and lets a test wait for
-what it expects; `TaskTracker` proves that work leaves no task behind; `run_chaos` drives an
-agent through a seeded storm of platform faults and signals and reports which
-promises (if any) broke.
+what it expects; `open_recording_target` serves a `RecordingTarget`, an HTTP
+target that records what a bridge forwards to it; `TaskTracker` proves that
+work leaves no task behind; `run_chaos` drives an agent through a seeded storm
+of platform faults and signals and reports which promises (if any) broke.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from ._probes import transcript_problems as transcript_problems
 from ._recorder import Behaviour as Behaviour
 from ._recorder import RecordingAdapter as RecordingAdapter
 from ._report import table as table
+from ._target import Received as Received
+from ._target import RecordingTarget as RecordingTarget
+from ._target import open_recording_target as open_recording_target
 from ._tasks import TaskTracker as TaskTracker
 from ._tasks import client_sockets as client_sockets
 
@@ -53,7 +57,9 @@ __all__ = [
     "Observed",
     "Probe",
     "ProbeResult",
+    "Received",
     "RecordingAdapter",
+    "RecordingTarget",
     "Subject",
     "TaskTracker",
     "TurnRecord",
@@ -65,6 +71,7 @@ __all__ = [
     "nothing_after_finish",
     "nothing_left",
     "open_kit",
+    "open_recording_target",
     "reason_reaches_next_turn",
     "remote_stop_once",
     "run_chaos",

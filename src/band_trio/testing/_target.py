@@ -1,5 +1,5 @@
-"""A real HTTP target that records what the bridge forwards: for the tests, the
-benchmark and the how-to's walkthrough.
+"""A real HTTP target that records what a bridge forwards: for tests of a bridge's
+configuration, band-trio's own tests and its benchmark.
 
     async with open_recording_target() as target:       # hypercorn, trio, loopback
         ...target.url...
@@ -16,17 +16,19 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from functools import partial
+from typing import Any
 
 import trio
 
-from ..runtime.parts import Changes
+from ..bridge import BridgePolicy, Envelope, decode_envelope
 from ..server import ClientGone, Listening, ServeSettings, read_body, serve
-from ._envelope import Envelope, decode_envelope
-from ._health import Receive, Scope, Send, answer
-from ._policy import BridgePolicy
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 __all__ = ["Received", "RecordingTarget", "open_recording_target"]
 
@@ -55,7 +57,7 @@ class RecordingTarget:
         self.hold = False
         """Keep each request open until `release_all()` (or the client goes away)."""
         self._failures: deque[int] = deque()
-        self.changes = Changes()
+        self._changed = trio.Event()
 
     def fail(self, status: int, count: int = 1) -> None:
         """Answer the next `count` requests with `status`."""
@@ -70,8 +72,14 @@ class RecordingTarget:
         return [r.envelope.message_id for r in self.received]
 
     async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once `predicate()` holds, looked at after each request's change (the
+        caller sets the deadline)."""
         while not predicate():
-            await self.changes.wait()
+            await self._changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -82,11 +90,11 @@ class RecordingTarget:
             return
         item = Received(decode_envelope(body), time.perf_counter())
         self.received.append(item)
-        self.changes.notify()
+        self._notify()
         if self._failures:
             item.status = self._failures.popleft()
-            await answer(send, item.status, b'{"error":"failed on purpose"}')
-            self.changes.notify()
+            await _answer(send, item.status, b'{"error":"failed on purpose"}')
+            self._notify()
             return
         if self.hold:
             async with trio.open_nursery() as nursery:
@@ -94,11 +102,18 @@ class RecordingTarget:
                 await item._release.wait()
                 nursery.cancel_scope.cancel()
             if item.closed.is_set():
-                self.changes.notify()
+                self._notify()
                 return
         item.status = 200
-        await answer(send, 200, b'{"ok":true}')
-        self.changes.notify()
+        await _answer(send, 200, b'{"ok":true}')
+        self._notify()
+
+
+async def _answer(send: Send, status: int, body: bytes) -> None:
+    length = str(len(body)).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", length)]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _watch_close(receive: Receive, item: Received, scope: trio.CancelScope) -> None:
@@ -113,6 +128,8 @@ async def _watch_close(receive: Receive, item: Received, scope: trio.CancelScope
 
 @asynccontextmanager
 async def open_recording_target(host: str = "127.0.0.1") -> AsyncIterator[RecordingTarget]:
+    """Serve a `RecordingTarget` on `host` (a free port) for the block; its `url` is
+    what a bridge's HTTP target points at."""
     target = RecordingTarget()
     stop = trio.Event()
     async with trio.open_nursery() as nursery:

@@ -1,7 +1,8 @@
 """The runtime's pieces another layer builds on — the bridge and its host.
 
-Not for agent authors (they use `Agent`): this is the seam where the bridge
-reuses the runtime instead of copying it.
+Internal, with no promise of compatibility: agent authors use `Agent`
+(`band_trio.runtime`). This is the seam where band-trio's bridge reuses the
+runtime instead of copying it, so it is private to the package.
 
 * The link supervisor (`Link`): the key check, one connection at a time with
   backoff, room joins with retries, the room list read page by page, the
