@@ -7,6 +7,7 @@ line goes to and the status; none may print a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -18,7 +19,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import msgspec
-import pytest
 import trio
 from test_cli_errors import one_line, run
 
@@ -28,6 +28,21 @@ from band_trio.cli._exits import EXIT_STATUSES
 from band_trio.platform import Platform
 
 DOCS = Path(__file__).parents[2] / "docs" / "reference" / "cli.md"
+
+
+async def run_all(*commands: list[str]) -> list[subprocess.CompletedProcess[bytes]]:
+    """Each `band-trio ARGS` in a process of its own, all at once; in order."""
+    done: dict[int, subprocess.CompletedProcess[bytes]] = {}
+
+    async def one(index: int, args: list[str]) -> None:
+        done[index] = await run(*args)
+
+    async with trio.open_nursery() as nursery:
+        for index, args in enumerate(commands):
+            nursery.start_soon(one, index, args)
+    return [done[index] for index in range(len(commands))]
+
+
 COMMANDS = ["platform", "agent", "demo", "ctl", "conformance", "bench", "runs-api"]
 COMMANDS += ["bridge", "host"]
 
@@ -114,54 +129,52 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.parametrize(
-    ("url", "code", "says"),
-    [
+async def test_ctl_a_bad_or_unreachable_admin_url() -> None:
+    cases = [
         ("notaurl", 2, "the admin API's URL must be http(s)://HOST[:PORT]/_admin"),
         ("ftp://127.0.0.1/_admin", 2, "the admin API's URL must be"),
-        ("http://127.0.0.1:{free}/_admin", 1, "cannot reach http://127.0.0.1:"),
-    ],
-)
-async def test_ctl_a_bad_or_unreachable_admin_url(url: str, code: int, says: str) -> None:
-    done = await run("ctl", "stop", "--agent", "a", "--admin-url", url.format(free=free_port()))
-    assert done.returncode == code
-    assert done.stdout == b""
-    assert says in one_line(done)
+        (f"http://127.0.0.1:{free_port()}/_admin", 1, "cannot reach http://127.0.0.1:"),
+    ]
+    results = await run_all(
+        *(["ctl", "stop", "--agent", "a", "--admin-url", u] for u, _, _ in cases)
+    )
+    for (url, code, says), done in zip(cases, results, strict=True):
+        assert done.returncode == code, url
+        assert done.stdout == b""
+        assert says in one_line(done), url
 
 
-@pytest.mark.parametrize(
-    ("status", "body", "says"),
-    [
+async def test_ctl_an_admin_url_answering_something_else_is_one_line_and_exit_1() -> None:
+    cases = [
         (200, b'{"ok": true}', "answered 200 with something other than the admin API's"),
         (200, b"[1, 2", "answered 200 with something other than the admin API's"),
         (500, b"<html>oops</html>", "answered 500: '<html>oops</html>'"),
         (503, b'{"error": {"code": "busy", "message": "later"}}', "503 busy: later"),
-    ],
-)
-async def test_ctl_an_admin_url_answering_something_else_is_one_line_and_exit_1(
-    status: int, body: bytes, says: str
-) -> None:
-    with answering(status, body) as url:
-        done = await run("ctl", "stop", "--agent", "a", "--admin-url", url)
-    assert done.returncode == 1
-    assert done.stdout == b""
-    assert says in one_line(done)
+    ]
+    with contextlib.ExitStack() as servers:
+        urls = [servers.enter_context(answering(status, body)) for status, body, _ in cases]
+        results = await run_all(*(["ctl", "stop", "--agent", "a", "--admin-url", u] for u in urls))
+    for (status, _, says), done in zip(cases, results, strict=True):
+        assert done.returncode == 1, status
+        assert done.stdout == b""
+        assert says in one_line(done), status
 
 
 async def test_ctl_an_unknown_agent_or_room_is_the_platform_s_words_and_exit_2(
     platform: Platform,
 ) -> None:
-    admin = platform.info.admin_url
-    done = await run("ctl", "stop", "--agent", "nobody", "--admin-url", admin)
-    assert done.returncode == 2 and done.stdout == b""
-    assert one_line(done) == "band-trio ctl: refused: no agent nobody (404 not_found)"
-    agent = platform.info.agent_id or ""
-    done = await run("ctl", "play", "--agent", agent, "--room", "nowhere", "--admin-url", admin)
-    assert done.returncode == 2
-    assert one_line(done) == "band-trio ctl: refused: no room nowhere (404 not_found)"
-    done = await run("ctl", "interrupt", "--agent", agent, "--admin-url", admin)
-    assert done.returncode == 0 and done.stderr == b""
-    assert done.stdout.startswith(f"interrupt sent to agent {agent}".encode())
+    admin, agent = platform.info.admin_url, platform.info.agent_id or ""
+    nobody, nowhere, signalled = await run_all(
+        ["ctl", "stop", "--agent", "nobody", "--admin-url", admin],
+        ["ctl", "play", "--agent", agent, "--room", "nowhere", "--admin-url", admin],
+        ["ctl", "interrupt", "--agent", agent, "--admin-url", admin],
+    )
+    assert nobody.returncode == 2 and nobody.stdout == b""
+    assert one_line(nobody) == "band-trio ctl: refused: no agent nobody (404 not_found)"
+    assert nowhere.returncode == 2
+    assert one_line(nowhere) == "band-trio ctl: refused: no room nowhere (404 not_found)"
+    assert signalled.returncode == 0 and signalled.stderr == b""
+    assert signalled.stdout.startswith(f"interrupt sent to agent {agent}".encode())
 
 
 # -- URLs and listening -------------------------------------------------------------
@@ -169,25 +182,21 @@ async def test_ctl_an_unknown_agent_or_room_is_the_platform_s_words_and_exit_2(
 AGENT = ["agent", "--agent-id", "a", "--api-key", "k"]
 
 
-@pytest.mark.parametrize(
-    ("args", "says"),
-    [
-        ([*AGENT, "--rest-url", "notaurl", "--ws-url", "ws://127.0.0.1:9/"], "not an http(s)"),
-        ([*AGENT, "--rest-url", "http://h:port", "--ws-url", "ws://127.0.0.1:9/"], "REST URL"),
-        ([*AGENT, "--rest-url", "http://127.0.0.1:9", "--ws-url", "notaurl"], "websocket URL"),
+async def test_a_bad_rest_or_websocket_url_is_exit_2() -> None:
+    ws, rest = "ws://127.0.0.1:9/", "http://127.0.0.1:9"
+    host = ["host", "--adapter", "band_trio.adapters:DemoAdapter", "--agent-id", "a"]
+    cases = [
+        ([*AGENT, "--rest-url", "notaurl", "--ws-url", ws], "not an http(s) REST URL: 'notaurl'"),
+        ([*AGENT, "--rest-url", "http://h:port", "--ws-url", ws], "not an http(s) REST URL"),
+        ([*AGENT, "--rest-url", rest, "--ws-url", "notaurl"], "not a websocket URL"),
         (
-            [
-                "host", "--adapter", "band_trio.adapters:DemoAdapter", "--agent-id", "a",
-                "--api-key", "k", "--rest-url", "notaurl", "--insecure-no-token",
-            ],
+            [*host, "--api-key", "k", "--rest-url", "notaurl", "--insecure-no-token"],
             "not an http(s) REST URL: 'notaurl'",
         ),
-    ],
-)  # fmt: skip
-async def test_a_bad_rest_or_websocket_url_is_exit_2(args: list[str], says: str) -> None:
-    done = await run(*args)
-    assert done.returncode == 2, done.stderr
-    assert says in one_line(done)
+    ]
+    for (args, says), done in zip(cases, await run_all(*(a for a, _ in cases)), strict=True):
+        assert done.returncode == 2, (args, done.stderr)
+        assert says in one_line(done), args
 
 
 def host_args(platform: Platform, *extra: str) -> list[str]:
@@ -245,16 +254,8 @@ async def test_a_listen_that_cannot_happen_reads_plainly(
             (["runs-api", "--api-key", "k" * 20, "--port", str(port)],
              f"cannot listen on 127.0.0.1:{port}: Address already in use"),
         ]  # fmt: skip
-        async with trio.open_nursery() as nursery:
-            results: dict[int, subprocess.CompletedProcess[bytes]] = {}
-
-            async def one(index: int, args: list[str]) -> None:
-                results[index] = await run(*args)
-
-            for index, (args, _) in enumerate(cases):
-                nursery.start_soon(one, index, args)
-    for index, (args, says) in enumerate(cases):
-        done = results[index]
+        results = await run_all(*(args for args, _ in cases))
+    for (args, says), done in zip(cases, results, strict=True):
         err = done.stderr.decode()
         assert done.returncode == 2, (args, err)
         assert "Traceback" not in err and "Trio nursery" not in err, err

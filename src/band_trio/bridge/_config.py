@@ -274,19 +274,18 @@ def _identity(
         raise ConfigurationError(f"{at}.api_key: must not be empty")
     rest_url = item.rest_url or bridge.rest_url
     ws_url = item.ws_url or bridge.ws_url
-    if not rest_url:
-        raise ConfigurationError(f"{at}.rest_url: an http(s) URL is required")
-    try:
-        check_rest_url(rest_url)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"{at}.rest_url: {exc}") from None
-    if not ws_url:
-        raise ConfigurationError(f"{at}.ws_url: a ws(s) URL is required")
-    try:
-        check_ws_url(ws_url)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"{at}.ws_url: {exc}") from None
+    for field_name, url, check, kind in (
+        ("rest_url", rest_url, check_rest_url, "an http(s)"),
+        ("ws_url", ws_url, check_ws_url, "a ws(s)"),
+    ):
+        if not url:
+            raise ConfigurationError(f"{at}.{field_name}: {kind} URL is required")
+        try:
+            check(url)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{at}.{field_name}: {exc}") from None
     target = _check_target(item.target, f"{at}.target", env, folder)
+    assert rest_url and ws_url  # checked above
     return IdentityConfig(
         name=item.name or item.agent_id,
         agent_id=item.agent_id,
