@@ -136,3 +136,21 @@ def test_the_upstream_policy_refuses_what_would_leave_a_wait_or_a_read_unbounded
     with pytest.raises(ValueError, match=r"Policy\.upstream"):
         Policy(upstream=3)  # type: ignore[arg-type]
     assert Policy().replace(upstream=UpstreamPolicy(attempts=2)).upstream.attempts == 2
+
+
+@pytest.mark.parametrize(
+    "url", ["notaurl", "ftp://h/", "http://", "http://h:port", "http://h:70000", "/api"]
+)
+def test_a_rest_url_no_call_could_reach_is_refused_when_the_agent_is_built(url: str) -> None:
+    """`Agent(...)` checks its REST URL at once, as it checks the websocket URL, and so
+    does a `RestClient` built on its own (each place a test of its own)."""
+    from band_trio import Agent
+    from band_trio.adapters import DemoAdapter
+    from band_trio.errors import ConfigurationError
+    from band_trio.link import RestClient
+
+    with pytest.raises(ConfigurationError, match="not an http"):
+        Agent(DemoAdapter(), agent_id="a", api_key="k", rest_url=url, ws_url="ws://h/")
+    with pytest.raises(ConfigurationError, match="not an http"):
+        RestClient(url, "k")
+    Agent(DemoAdapter(), agent_id="a", api_key="k", rest_url="http://h:1/x", ws_url="ws://h/")
