@@ -11,7 +11,7 @@ from band_trio.testing import run_chaos
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("seed", [11, 12, 13])
+@pytest.mark.seeds(11, 12, 13)
 async def test_chaos_loses_nothing(tmp_path: Path, seed: int) -> None:
     with trio.fail_after(60):
         report = await run_chaos(seed=seed, steps=600, rooms=20, db=tmp_path / "chaos.db")

@@ -129,9 +129,9 @@ class _Host:
                 try:
                     await self._restart.wait()
                 finally:
-                    self.upgrades += sum(
-                        1 for e in platform.log() if e.kind == "ws_open" and e.status == 101
-                    )
+                    # the counter, not the request log: the log is a ring that a long
+                    # run's requests can turn over, losing the early upgrades
+                    self.upgrades += platform.stats["connections_opened"]
                     self.reopened += platform.stats["reopened"]
                 self._restart = trio.Event()
             self.restarts += 1
