@@ -58,3 +58,32 @@ def test_a_failing_adapter_fails_the_authors_test_with_the_table(
     result.stdout.fnmatch_lines(
         ["*the adapter failed the conformance kit*", "*swallowed the cancellation*"]
     )
+
+
+AUTHORS_TEST = """
+async def test_demo_conforms(band_platform):
+    assert band_platform.info.room_id
+
+async def test_my_own_async_test_is_left_alone():
+    pass
+"""
+
+
+def test_a_test_using_the_fixtures_runs_without_trio_mode(pytester: pytest.Pytester) -> None:
+    """No `trio_mode`, no marker: the plugin marks the tests that ask for its fixtures
+    (docs/tutorial/writing-an-adapter.md, step 4, runs that way); the author's other
+    async tests are theirs to mark."""
+    pytester.makepyfile(test_mine=AUTHORS_TEST)
+    result = pytester.runpytest("-q", "-p", "trio")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_my_own_async_test_is_left_alone*"])
+    assert "test_demo_conforms" not in "\n".join(
+        line for line in result.stdout.lines if line.startswith("FAILED")
+    )
+
+
+def test_without_pytest_trio_the_fixtures_say_what_to_install(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_mine=AUTHORS_TEST)
+    result = pytester.runpytest("-q", "-p", "no:trio")
+    result.assert_outcomes(errors=1, failed=1)
+    result.stdout.fnmatch_lines(["*(band_platform) are trio fixtures and need pytest-trio*band-trio[[]pytest[]]*"])

@@ -3,7 +3,11 @@
     async def test_my_adapter_conforms(band_conformance):
         await band_conformance(MyAdapter, long_prompt="write a long essay")
 
-The fixtures are trio fixtures (the author's suite runs pytest-trio):
+The fixtures are trio fixtures, run by pytest-trio (`pip install "band-trio[pytest]"`).
+A test that asks for one of them is marked `@pytest.mark.trio` here, so the author's
+suite needs neither the marker nor `trio_mode` for it; their other async tests are
+theirs to mark. Without pytest-trio such a test fails at its set-up saying what to
+install, instead of pytest's "async def functions are not natively supported".
 
 * `band_platform` — the embedded platform on loopback, seeded with one agent,
   one user and one room;
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from inspect import iscoroutinefunction
 from typing import Any
 
 import pytest
@@ -31,9 +36,44 @@ from ._kit import Subject
 from ._probes import run_probes
 from ._report import table
 
-__all__ = ["band_agent", "band_conformance", "band_platform"]
+__all__ = [
+    "band_agent",
+    "band_conformance",
+    "band_platform",
+    "pytest_collection_modifyitems",
+    "pytest_runtest_setup",
+]
 
 Conformance = Callable[..., Awaitable[list[Any]]]
+FIXTURES = frozenset({"band_platform", "band_agent", "band_conformance"})
+"""The plugin's fixtures: a test asking for one of them runs under pytest-trio."""
+NEEDS_PYTEST_TRIO = (
+    "band-trio's fixtures ({names}) are trio fixtures and need pytest-trio, which is not"
+    ' installed (or disabled with -p no:trio): pip install "band-trio[pytest]"'
+)
+
+
+def _uses_fixtures(item: pytest.Item) -> frozenset[str]:
+    return FIXTURES.intersection(getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each async test that asks for a band fixture `trio` (pytest-trio runs it)."""
+    if not config.pluginmanager.hasplugin("trio"):
+        return  # `pytest_runtest_setup` says what to install
+    for item in items:
+        if not isinstance(item, pytest.Function) or not _uses_fixtures(item):
+            continue
+        test = getattr(getattr(item.obj, "hypothesis", None), "inner_test", item.obj)
+        if iscoroutinefunction(test) and item.get_closest_marker("trio") is None:
+            item.add_marker(pytest.mark.trio)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test asking for a band fixture without pytest-trio fails here, saying why."""
+    used = _uses_fixtures(item)
+    if used and not item.config.pluginmanager.hasplugin("trio"):
+        pytest.fail(NEEDS_PYTEST_TRIO.format(names=", ".join(sorted(used))), pytrace=False)
 
 
 @pytest.fixture
