@@ -1,0 +1,57 @@
+"""The tutorials' and how-tos' code blocks, run as a reader runs them (tests/docs/_docrun.py).
+
+Each page runs in a folder of its own, with `.venv` there standing for the
+environment these tests run in (the reader's `.venv`), `PATH` starting with its
+`bin`, and none of the caller's `BAND_*` settings: real `bash` shells, real
+processes on 127.0.0.1, each shell's process group ended by its id.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from ._docrun import parse, run_page
+
+ROOT = Path(__file__).parents[2]
+DOCS = ROOT / "docs"
+PAGES = [
+    "tutorial/getting-started.md",
+    "tutorial/writing-an-adapter.md",
+    "how-to/runs-api.md",
+]
+PAGE_DEADLINE = 150
+
+
+def reader_env(workdir: Path) -> dict[str, str]:
+    """A reader's shell: this environment's `bin` first, no BAND_* or pytest settings."""
+    venv_bin = Path(sys.prefix) / "bin"
+    assert (venv_bin / "band-trio").exists(), (
+        f"the pages' `.venv/bin/band-trio` stands for {venv_bin}/band-trio, which is missing:"
+        " run the tests from band-trio's venv (`python3 dev.py test`)"
+    )
+    for tool in ("bash", "curl"):
+        assert shutil.which(tool), f"the pages' commands need {tool} on PATH"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("BAND_", "PYTEST_", "VIRTUAL_ENV"))
+    }
+    env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '')}"
+    env["HOME"] = str(workdir)  # nothing of the caller's dotfiles
+    (workdir / ".venv").symlink_to(sys.prefix, target_is_directory=True)
+    return env
+
+
+@pytest.mark.timeout(PAGE_DEADLINE + 30)
+@pytest.mark.parametrize("name", PAGES)
+async def test_the_page_runs_as_written(name: str, tmp_path: Path) -> None:
+    page = parse(DOCS / name)
+    env = reader_env(tmp_path)
+    with trio.fail_after(PAGE_DEADLINE):
+        await run_page(page, tmp_path, ROOT, env)
