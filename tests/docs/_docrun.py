@@ -4,7 +4,7 @@ Every fenced block of a page that is run is preceded by an HTML comment telling 
 (invisible where the page is rendered):
 
     <!-- doc-run: shell=NAME [bg [ready=REGEX]] [expect=REGEX] [absent=REGEX] [until=REGEX]
-                  [exit=N] -->
+                  [exit=N] [pause=SECONDS] -->
     <!-- doc-run: file=PATH | append=PATH | patch=PATH from=TEXT [to=TEXT] -->
     <!-- doc-run: skip=WHY -->
 
@@ -12,6 +12,7 @@ and a comment with no block after it is a step of its own:
 
     <!-- doc-run: stop=NAME [exit=N] -->     Ctrl-C in that shell (SIGINT to its group)
     <!-- doc-run: restore=PATH -->           undo the last file= / append= / patch= of PATH
+    <!-- doc-run: watch=NAME until=REGEX --> look at that shell until its output shows it
     <!-- doc-run page: port=8642 path=/tmp/band.json -->
 
 A block without a comment fails the page: nothing is left out by accident. `shell=`
@@ -20,7 +21,9 @@ over, each the leader of its own process group, reading nothing from the termina
 `bg` leaves the block running (waiting for `ready` if given); the others wait for
 its end, need every command in them to succeed (or the last one to exit `exit`), and
 their output to match `expect` and not `absent`; `until` types the block again until
-its output matches (a read, as a reader repeats it). A page's fixed ports are
+its output matches (a read, as a reader repeats it); `pause` types it only after
+that long, as a reader would (a stop that must still find the work going when a
+person types it, not only at a test's speed). A page's fixed ports are
 replaced by free ones, and its paths under /tmp by the test's folder, so pages run
 side by side with anything else. At the end every shell still running gets Ctrl-C
 and must exit 0, and no process of any shell's group may be left; whatever is, is
@@ -76,7 +79,7 @@ def _options(body: str, line: int, page: Path) -> dict[str, str]:
         options[key] = value if sep else ""
     known = {
         "shell", "bg", "ready", "expect", "absent", "until", "exit", "file", "append", "patch",
-        "from", "to", "skip", "stop", "restore",
+        "from", "to", "skip", "stop", "restore", "watch", "pause",
     }  # fmt: skip
     unknown = set(options) - known
     assert not unknown, f"{page.name}:{line}: unknown doc-run options {sorted(unknown)}"
@@ -235,6 +238,10 @@ class Run:
             text = text.replace(old, new)
         return text
 
+    def pattern(self, regex: str) -> re.Pattern[str]:
+        """A page's regex (its ports and paths rewritten); `.` matches a newline too."""
+        return re.compile(self.rewrite(regex), re.DOTALL)
+
     async def shell(self, name: str) -> Shell:
         if name not in self.shells:
             process = await trio.lowlevel.open_process(
@@ -285,6 +292,9 @@ class Run:
             else:
                 path.write_text(before)
             return
+        if "watch" in options:
+            await self.wait_for(self.shells[options["watch"]], options["until"], 0, where)
+            return
         if "stop" in options:
             await self.stop(self.shells[options["stop"]], int(options.get("exit", "0")), where)
             return
@@ -297,18 +307,19 @@ class Run:
         shell = await self.shell(options["shell"])
         assert shell.running is None, f"{where}: shell {shell.name} still runs a command"
         self.transcript.append(f"--- {where} in shell {shell.name}:\n{text}")
+        if "pause" in options:
+            await trio.sleep(float(options["pause"]))  # a reader's pace, not a wait for an event
         if "bg" in options:
             shell.running = await shell.start(text)
             if "ready" in options:
-                with trio.fail_after(STEP_DEADLINE):
-                    await shell.wait_for(re.compile(self.rewrite(options["ready"])), shell.running)
+                await self.wait_for(shell, options["ready"], shell.running, where)
             self.check_running(where)
             return
         with trio.fail_after(STEP_DEADLINE):
             while True:
                 status, output = await shell.finish(await shell.start(text))
                 self.transcript.append(output)
-                if "until" not in options or re.search(self.rewrite(options["until"]), output):
+                if "until" not in options or self.pattern(options["until"]).search(output):
                     break
                 self.check_running(where)
                 await trio.sleep(0.2)  # a reader typing the same read again
@@ -317,11 +328,22 @@ class Run:
         assert status == want, f"{where}: status {status}, not {want}:\n{output}"
         assert want != 0 or not failed, f"{where}: a command failed: {failed}\n{output}"
         if "expect" in options:
-            pattern = self.rewrite(options["expect"])
-            assert re.search(pattern, output), f"{where}: no {pattern!r} in:\n{output}"
+            pattern = self.pattern(options["expect"])
+            assert pattern.search(output), f"{where}: no {pattern.pattern!r} in:\n{output}"
         if "absent" in options:
-            pattern = self.rewrite(options["absent"])
-            assert not re.search(pattern, output), f"{where}: {pattern!r} in:\n{output}"
+            pattern = self.pattern(options["absent"])
+            assert not pattern.search(output), f"{where}: {pattern.pattern!r} in:\n{output}"
+
+    async def wait_for(self, shell: Shell, regex: str, since: int, where: str) -> None:
+        """Until `shell`'s output from `since` on matches `regex`, within the deadline."""
+        pattern = self.pattern(regex)
+        with trio.move_on_after(STEP_DEADLINE):
+            await shell.wait_for(pattern, since)
+            return
+        raise AssertionError(
+            f"{where}: no {pattern.pattern!r} from shell {shell.name} within {STEP_DEADLINE} s:"
+            f"\n{shell.text(since)}"
+        )
 
     def check_running(self, where: str) -> None:
         """Every `bg` command still runs: one that ended fails the page at once."""
