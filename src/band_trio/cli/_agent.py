@@ -126,6 +126,7 @@ def _run(args: argparse.Namespace) -> int:
         name: flag or os.environ.get(env) or from_file
         for name, (flag, env, from_file) in settings.items()
     }
+    _check_given(chosen)
     agent = Agent(
         load_adapter(args.adapter),
         agent_id=chosen["agent_id"] or "",
@@ -168,6 +169,27 @@ def _run(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         raise
     return 0
+
+
+_SETTINGS = {
+    "agent_id": ("agent id", "--agent-id", "BAND_AGENT_ID"),
+    "api_key": ("API key", "--api-key", "BAND_API_KEY"),
+    "rest_url": ("REST URL", "--rest-url", "BAND_REST_URL"),
+    "ws_url": ("websocket URL", "--ws-url", "BAND_WS_URL"),
+}
+
+
+def _check_given(chosen: dict[str, str | None]) -> None:
+    """A missing setting is one line naming its flag, its variable and the ready file."""
+    missing = [_SETTINGS[name] for name, value in chosen.items() if not value]
+    if not missing:
+        return
+    what = ", ".join(label for label, _, _ in missing)
+    where = "; ".join(f"{flag} or {variable}" for _, flag, variable in missing)
+    raise errors.ConfigurationError(
+        f"agent: no {what}: give {where}, or --ready-file F for all of them"
+        " (the file `band-trio platform --ready-file F` writes)"
+    )
 
 
 def upstream_policy() -> UpstreamPolicy:
