@@ -4,8 +4,11 @@
     python3 dev.py demo     set up .venv if needed, then run `band-trio demo`
     python3 dev.py test     set up .venv if needed, then lint, type-check and run the tests
 
-Set-up creates `.venv` next to this file and installs the package with its test
-extras; it is skipped while `pyproject.toml` is unchanged since the last install.
+Set-up creates `.venv` next to this file and installs the package into it: for
+`demo` the package alone (its runtime dependencies: a few seconds), for `test` with its
+`test` extra as well (linters, type checker, test peers). It is skipped while
+`pyproject.toml` is unchanged since the last install and that install holds what the
+command needs (a `test` install serves `demo` too; a `demo` install is topped up).
 `test` also installs OpenCode (npm `opencode-ai`, a test peer) into `.tools/opencode`
 and the GitHub Copilot CLI (npm `@github/copilot`) into `.tools/copilot`, and passes
 their binaries to the tests as `BAND_TRIO_OPENCODE` and `BAND_TRIO_COPILOT`; that needs
@@ -31,6 +34,8 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".band-trio-installed"
+EXTRAS = {"demo": "", "test": "test"}
+"""What each command needs installed: `demo` the runtime only, `test` the `test` extra."""
 OPENCODE_VERSION = "1.18.33"
 OPENCODE_DIR = ROOT / ".tools" / "opencode"
 COPILOT_VERSION = "1.0.102"
@@ -42,17 +47,34 @@ def _run(*cmd: str | os.PathLike[str]) -> None:
     subprocess.run([str(c) for c in cmd], cwd=ROOT, check=True)
 
 
-def ensure_venv() -> None:
+def _installed(want: str) -> str | None:
+    """The extra the last install brought (`""`: the runtime only), if it was of this
+    `pyproject.toml` (`want`, its hash). A stamp of one line is an older dev.py's, which
+    always installed the `test` extra."""
+    if not (PY.exists() and STAMP.exists()):
+        return None
+    digest, newline, extra = STAMP.read_text().partition("\n")
+    if digest != want:
+        return None
+    return extra if newline else "test"
+
+
+def ensure_venv(extra: str) -> None:
+    """`.venv` with the package installed (editable), plus `extra` when it is not `""`."""
     if sys.version_info < (3, 11):  # noqa: UP036 - this file runs on any python3
         sys.exit("band-trio needs Python >= 3.11")
     want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if PY.exists() and STAMP.exists() and STAMP.read_text() == want:
+    have = _installed(want)
+    if have is not None and (have == extra or have == "test"):
         return
     if not PY.exists():
         venv.EnvBuilder(with_pip=True).create(VENV)
-    _run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    _run(PY, "-m", "pip", "install", "--quiet", "-e", ".[test]")
-    STAMP.write_text(want)
+    if extra:
+        # the test extra is installed with a current pip, as it always was; the
+        # runtime alone needs nothing newer than the venv's own (the demo's first run)
+        _run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    _run(PY, "-m", "pip", "install", "--quiet", "-e", f".[{extra}]" if extra else ".")
+    STAMP.write_text(f"{want}\n{extra}")
 
 
 def _opencode_candidates() -> list[Path]:
@@ -204,7 +226,7 @@ COMMANDS = {"demo": cmd_demo, "test": cmd_test}
 def main() -> None:
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
         sys.exit(f"usage: python3 dev.py {{{'|'.join(COMMANDS)}}} [args...]")
-    ensure_venv()
+    ensure_venv(EXTRAS[sys.argv[1]])
     try:
         COMMANDS[sys.argv[1]](sys.argv[2:])
     except subprocess.CalledProcessError as exc:

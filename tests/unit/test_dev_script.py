@@ -1,0 +1,98 @@
+"""dev.py installs what each command needs: the runtime for `demo`, the test extra for `test`.
+
+`python3 dev.py demo` installed the whole test extra on a fresh clone (103 packages,
+602 MB, 39 s here); the demo needs the package alone. The installs are recorded,
+not run (`_run` and the venv builder are replaced: a unit test of the plan); the
+demo itself running on the runtime alone is tests/cli/test_demo_runtime_only.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture
+def dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, list[str]]:
+    """dev.py, its venv in `tmp_path`, its commands recorded instead of run."""
+    spec = importlib.util.spec_from_file_location("band_trio_dev_script", ROOT / "dev.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    venv = tmp_path / ".venv"
+    monkeypatch.setattr(module, "ROOT", tmp_path)
+    monkeypatch.setattr(module, "VENV", venv)
+    monkeypatch.setattr(module, "PY", venv / "bin" / "python")
+    monkeypatch.setattr(module, "STAMP", venv / ".band-trio-installed")
+    ran: list[str] = []
+
+    class Builder:
+        def __init__(self, **_: object) -> None:
+            pass
+
+        def create(self, path: Path) -> None:
+            (path / "bin").mkdir(parents=True)
+            (path / "bin" / "python").touch()
+            ran.append("venv")
+
+    monkeypatch.setattr(module.venv, "EnvBuilder", Builder)
+    monkeypatch.setattr(module, "_run", lambda *cmd: ran.append(" ".join(map(str, cmd[1:]))))
+    return module, ran
+
+
+def test_demo_installs_the_runtime_only(dev: tuple[ModuleType, list[str]]) -> None:
+    module, ran = dev
+    module.ensure_venv(module.EXTRAS["demo"])
+    assert ran == ["venv", "-m pip install --quiet -e ."]
+
+
+def test_test_installs_the_test_extra_and_a_current_pip(dev: tuple[ModuleType, list[str]]) -> None:
+    module, ran = dev
+    module.ensure_venv(module.EXTRAS["test"])
+    assert ran == [
+        "venv",
+        "-m pip install --quiet --upgrade pip",
+        "-m pip install --quiet -e .[test]",
+    ]
+
+
+def test_a_demo_install_is_topped_up_for_test_and_a_test_one_serves_demo(
+    dev: tuple[ModuleType, list[str]],
+) -> None:
+    module, ran = dev
+    module.ensure_venv(module.EXTRAS["demo"])
+    module.ensure_venv(module.EXTRAS["demo"])  # nothing to do
+    assert ran == ["venv", "-m pip install --quiet -e ."]
+    ran.clear()
+    module.ensure_venv(module.EXTRAS["test"])
+    assert ran == ["-m pip install --quiet --upgrade pip", "-m pip install --quiet -e .[test]"]
+    ran.clear()
+    module.ensure_venv(module.EXTRAS["demo"])
+    module.ensure_venv(module.EXTRAS["test"])
+    assert ran == []
+
+
+def test_a_changed_pyproject_or_an_old_stamp(dev: tuple[ModuleType, list[str]]) -> None:
+    module, ran = dev
+    module.ensure_venv(module.EXTRAS["test"])
+    ran.clear()
+    digest = module.STAMP.read_text().partition("\n")[0]
+    module.STAMP.write_text(digest)  # an older dev.py's stamp: it always installed the extra
+    module.ensure_venv(module.EXTRAS["test"])
+    assert ran == []
+    (module.ROOT / "pyproject.toml").write_text("[project]\nname = 'y'\n")
+    module.ensure_venv(module.EXTRAS["demo"])
+    assert ran == ["-m pip install --quiet -e ."]
+
+
+def test_every_command_has_an_install(dev: tuple[ModuleType, list[str]]) -> None:
+    module, _ = dev
+    assert set(module.EXTRAS) == set(module.COMMANDS)
+    assert sys.version_info >= (3, 11)
