@@ -26,8 +26,8 @@ def _ms(value: float | None) -> str:
 def table(report: Report) -> str:
     """Every row, grouped by scenario and size, then the ratios band-sdk / band-trio."""
     head = (
-        "| runtime | scenario | rooms | metric | n | fail | p50 | p90 | p99 | max "
-        "| floor | own p50 | leaked |"
+        "| runtime | scenario | rooms | metric | n | fail | p50 ms | p90 ms | p99 ms | max ms "
+        "| floor p50 ms | own p50 ms | leaked tasks |"
     )
     lines = [head, "|" + "---|" * 4 + "---:|" * 9]
     rows = sorted(report.rows, key=lambda r: (_order(r.scenario), r.rooms, r.metric, r.runtime))
@@ -47,8 +47,8 @@ def table(report: Report) -> str:
     if compared:
         lines += [
             "",
-            "| scenario | rooms | metric | band-trio own | band-sdk own "
-            "| ratio (own) | ratio (total) |",
+            "| scenario | rooms | metric | band-trio own p50 ms | band-sdk own p50 ms "
+            "| ratio (own) band-sdk / band-trio | ratio (total) band-sdk / band-trio |",
         ]
         lines.append("|---|---:|---|---:|---:|---:|---:|")
         for c in compared:
@@ -56,6 +56,11 @@ def table(report: Report) -> str:
                 f"| {c['scenario']} | {c['rooms']} | {c['metric']} | {_ms(c['trio_own_ms'])} | "
                 f"{_ms(c['sdk_own_ms'])} | {_ratio(c['own_ratio'])} | {_ratio(c['total_ratio'])} |"
             )
+        lines += [
+            "",
+            "own = p50 - floor p50. A ratio is band-sdk's time over band-trio's: above 1: "
+            "band-trio took less time (2.0x: half as long).",
+        ]
     return "\n".join(lines)
 
 
