@@ -198,18 +198,46 @@ class Shell:
         found = await self.wait_for(mark, since)
         return int(found[1]), self.text(since)[: found.start()]
 
-    def group_alive(self) -> bool:
-        try:
-            os.killpg(self.process.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+    def members(self) -> list[int]:
+        """The live processes of this shell's group (zombies are gone)."""
+        return group_members(self.process.pid)
 
     def signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signum)
+
+    async def end_group(self) -> None:
+        """SIGKILL to the group, then wait for each member's exit (its pidfd)."""
+        self.signal_group(signal.SIGKILL)
+        if self.process.returncode is None:
+            self.process.kill()
+        with trio.move_on_after(STOP_DEADLINE):
+            await self.process.wait()
+            for pid in self.members():
+                try:
+                    pidfd = os.pidfd_open(pid)
+                except ProcessLookupError:
+                    continue
+                try:
+                    if pid in self.members():
+                        await trio.lowlevel.wait_readable(pidfd)
+                finally:
+                    os.close(pidfd)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes whose process group is `pgid`, read from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(entry))
+    return found
 
 
 @dataclass
@@ -381,15 +409,10 @@ class Run:
                 await shell.process.stdin.aclose()
                 with trio.move_on_after(STOP_DEADLINE):
                     await shell.process.wait()
-            if shell.group_alive():
-                problems.append(f"shell {shell.name} left a process in its group")
+            left = shell.members()
+            if left:
+                problems.append(f"shell {shell.name} left a process in its group: {left}")
         return problems
-
-    def kill_all(self) -> None:
-        for shell in self.shells.values():
-            shell.signal_group(signal.SIGKILL)
-            if shell.process.returncode is None:
-                shell.process.kill()
 
 
 async def run_page(page: Page, workdir: Path, repo: Path, env: dict[str, str]) -> list[str]:
@@ -401,12 +424,8 @@ async def run_page(page: Page, workdir: Path, repo: Path, env: dict[str, str]) -
                 await run.step(step)
             problems = await run.close()
             assert not problems, problems
-        except BaseException:
-            run.kill_all()
-            raise
         finally:
-            run.kill_all()
-            for shell in run.shells.values():
-                with trio.move_on_after(STOP_DEADLINE):
-                    await shell.process.wait()
+            with trio.CancelScope(shield=True):
+                for shell in run.shells.values():
+                    await shell.end_group()
     return run.transcript

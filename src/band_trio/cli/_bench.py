@@ -30,7 +30,10 @@ def add_parser(commands: Any) -> None:
         help="measure cancellation latency: band-trio (and band-sdk) on the embedded platform",
     )
     parser.add_argument(
-        "--quick", action="store_true", help="fewer trials, 1 and 100 rooms (<60 s)"
+        "--quick",
+        action="store_true",
+        help="8 trials, 1 and 100 rooms: about 30 s; about 3.5 min with --peer band-sdk "
+        "(2 cores, docs/benchmarks.md)",
     )
     parser.add_argument(
         "--peer",
