@@ -17,7 +17,8 @@ and a comment with no block after it is a step of its own:
 
 A block without a comment fails the page: nothing is left out by accident. `shell=`
 blocks are typed into a `bash` of that name (one per name, kept, so variables carry
-over, each the leader of its own process group, reading nothing from the terminal);
+over, each the leader of its own process group, reading nothing from the terminal;
+the shell `clone` in the repository's folder, the others in the page's own);
 `bg` leaves the block running (waiting for `ready` if given); the others wait for
 its end, need every command in them to succeed (or the last one to exit `exit`), and
 their output to match `expect` and not `absent`; `until` types the block again until

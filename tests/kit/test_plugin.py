@@ -86,4 +86,6 @@ def test_without_pytest_trio_the_fixtures_say_what_to_install(pytester: pytest.P
     pytester.makepyfile(test_mine=AUTHORS_TEST)
     result = pytester.runpytest("-q", "-p", "no:trio")
     result.assert_outcomes(errors=1, failed=1)
-    result.stdout.fnmatch_lines(["*(band_platform) are trio fixtures and need pytest-trio*band-trio[[]pytest[]]*"])
+    result.stdout.fnmatch_lines(
+        ["*(band_platform) are trio fixtures and need pytest-trio*band-trio[[]pytest[]]*"]
+    )
