@@ -44,6 +44,7 @@ from typing import Any, Generic, TypeVar
 
 import trio
 
+from .. import observe
 from ..policy import Policy, UpstreamPolicy
 
 __all__ = ["RemoteStop", "RemoteWork", "StopAnswer", "StopFn", "StopOutcome", "TurnControl"]
@@ -132,6 +133,8 @@ class TurnControl:
         self.aborted_at: float | None = None
         self.abort_kind: str | None = None
         self.abort_reason: str | None = None
+        self.abort_correlation: str | None = None
+        """The correlation id of the control signal that aborted the turn, if one did."""
         self.stops: list[RemoteStop] = []
         self.works: list[RemoteWork[Any]] = []
         """The remote works this turn registered, in order."""
@@ -165,6 +168,7 @@ class TurnControl:
         self.aborted_at = trio.current_time()
         self.abort_kind = kind
         self.abort_reason = reason
+        self.abort_correlation = observe.correlation_id()  # the signal being applied now
         for scope in self._starts:
             scope.deadline = min(scope.deadline, self.aborted_at + self.stop_grace)
 
@@ -181,6 +185,14 @@ class TurnControl:
     def _record(self, stop: RemoteStop) -> None:
         self.stops.append(stop)
         self._notify()
+        observe.remote_stop(
+            name=stop.name,
+            handle=stop.handle,
+            outcome=stop.outcome.value,
+            detail=stop.detail,
+            waited=stop.waited,
+            took=stop.took,
+        )
         level = logging.WARNING if stop.outcome is StopOutcome.UNCONFIRMED else logging.INFO
         log.log(
             level,

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 import trio
 
+from .. import observe
 from ._remote import StopAnswer, StopOutcome
 from ._turn import Turn
 
@@ -39,8 +40,13 @@ async def run_in_thread(
         await trio.to_thread.run_sync(unblock, abandon_on_cancel=True)
         return StopOutcome.REQUESTED, "unblocked; the thread's late result is discarded"
 
+    watch = observe.ThreadWatch()  # counts the thread while it outlives its turn
     async with turn.remote(stop=stop, name=name) as work:
         work.started(getattr(fn, "__qualname__", repr(fn)))
-        result = await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+        try:
+            result = await trio.to_thread.run_sync(watch.wrap(fn), *args, abandon_on_cancel=True)
+        except trio.Cancelled:
+            watch.abandoned()
+            raise
         work.finished()
     return result

@@ -25,7 +25,7 @@ import httpx2
 import msgspec
 import trio
 
-from .. import errors
+from .. import errors, observe
 from ..policy import Policy
 from ..retry import (
     PLATFORM_RETRY_STATUSES,
@@ -204,7 +204,7 @@ class RestClient:
             statuses=PLATFORM_RETRY_STATUSES,
             backoff=equal_jitter,  # a reply must outlast a platform restart (see equal_jitter)
         )
-        with map_transport_errors(what):
+        with observe.rest_call(method, path) as call, map_transport_errors(what):
             while True:
                 try:
                     with trio.fail_after(deadline or policy.request_deadline):
@@ -235,6 +235,7 @@ class RestClient:
                     raise error
                 log.info("%s answered %s; retry in %.2fs", what, error.status, decision.delay)
                 await trio.sleep(decision.delay)
+            call.set("http.response.status_code", response.status_code)
             if response.status_code == 204:
                 return None
             if lifecycle and response.status_code != 200:

@@ -22,7 +22,7 @@ from typing import Any
 
 import trio
 
-from .. import errors
+from .. import errors, observe
 from ..contract import Adapter
 from ..link import RestClient, SocketStats, check_rest_url, check_ws_url
 from ..policy import BusyPolicy, Policy, WhileBusy
@@ -165,6 +165,17 @@ class Agent:
         """Whether `run()` is in progress."""
         return self._run is not None
 
+    def _sample(self) -> observe.Sample:
+        rooms = self._rooms.current.values() if self._rooms is not None else ()
+        return observe.Sample(
+            "turn",
+            in_progress=sum(1 for room in rooms if room.turn is not None),
+            queued=sum(room.queued for room in rooms),
+            connected=int(self.connected),
+            rooms=len(rooms),
+            rooms_joined=sum(1 for room in rooms if room.joined_now),
+        )
+
     async def wait_until(self, predicate: Callable[[], bool]) -> None:
         """Return once `predicate()` holds, re-checked after every change of the agent's
         state: a turn starting or ending, a room joined, left, stopped or played, a
@@ -187,10 +198,12 @@ class Agent:
             raise RuntimeError("Agent.run() is already running")
         run = self._run = _Run()
         started = _Started(task_status)
+        tracked = observe.track(self._sample)  # the gauges of /metrics, while it runs
         try:
             async with self.adapter.lifespan():  # around everything the adapter is called for
                 end = await self._serve(run, started)
         finally:
+            observe.untrack(tracked)
             run.publish(StopResult(graceful=False))  # if nothing better was published
             assert run.result is not None
             self._last_result = run.result

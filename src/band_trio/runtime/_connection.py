@@ -65,6 +65,12 @@ class Connection:
         """False once the link has moved on: a late push from this socket is dropped."""
         self.terminal: errors.DisconnectReason | None = None
         """Set by a `supersede` that is not retryable."""
+        self.superseded = False
+        """A `supersede` came (retryable or not): why this connection ends."""
+        self.ready = False
+        """The link finished setting this connection up (its rooms joined)."""
+        self.joined = 0
+        """Rooms joined on this connection."""
         self._joins: dict[str, trio.Event] = {}
 
     # -- joins -----------------------------------------------------------------
@@ -111,6 +117,11 @@ class Connection:
                 log.warning("room %s: %s; retrying in %.1fs", room.id, exc, delay)
             else:
                 if self._rooms.get(room.id) is room:
+                    self.joined += 1
+                    # one line for the set-up's joins together (the link's), one for a later one
+                    log.log(
+                        logging.INFO if self.ready else logging.DEBUG, "room %s: joined", room.id
+                    )
                     room.joined(socket)
                 else:  # left while the join was in flight
                     with trio.move_on_after(policy.cleanup_grace, shield=True):
@@ -155,6 +166,7 @@ class Connection:
 
     def _on_supersede(self, payload: Supersede) -> None:
         log.warning("superseded by the platform: %s (%s)", payload.reason, payload.message)
+        self.superseded = True
         if not payload.retryable:
             self.terminal = errors.DisconnectReason(
                 reason=payload.reason,

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .. import observe
 from ..wire import AgentControl
 from ._context import Changes
 from ._hosting import LinkedRoom
@@ -51,19 +52,22 @@ class ControlLane:
         return SignalCounts(applied=self.applied, duplicates=self.duplicates)
 
     def apply(self, signal: AgentControl, rooms: Mapping[str, LinkedRoom]) -> None:
-        """Route and apply one signal to `rooms`, now."""
+        """Route and apply one signal to `rooms`, now. Its correlation id is bound while
+        it is applied: the turns it aborts and the lines it logs carry it."""
         try:
-            self._apply(signal, rooms)
+            with observe.bound(correlation=signal.correlation_id or None):
+                observe.signal_counted(signal.mode, self._apply(signal, rooms))
         finally:
             self._changes.notify()
 
-    def _apply(self, signal: AgentControl, rooms: Mapping[str, LinkedRoom]) -> None:
+    def _apply(self, signal: AgentControl, rooms: Mapping[str, LinkedRoom]) -> str:
+        """Apply the signal; what became of it (`applied`, `duplicate`, `no_room`)."""
         # A play is never a duplicate of a stop: the key includes the mode.
         key = (signal.correlation_id, signal.mode)
         if key in self._seen:
             self.duplicates += 1
             log.info("ignored duplicate %s (%s)", signal.mode, signal.correlation_id)
-            return
+            return "duplicate"
         if signal.room_id is not None:
             targets = [rooms[signal.room_id]] if signal.room_id in rooms else []
             if not targets:
@@ -74,7 +78,7 @@ class ControlLane:
             log.warning("%s with no room and scope=%s: ignored", signal.mode, signal.scope)
             targets = []
         if not targets:
-            return  # a signal that reached no room is not remembered
+            return "no_room"  # a signal that reached no room is not remembered
         if signal.correlation_id:  # an empty id can't be told apart: never remembered
             self._remember(key)
         self.applied += 1
@@ -86,6 +90,14 @@ class ControlLane:
                 room.stop(reason)
             else:
                 room.play()
+        log.info(
+            "%s applied to %s%s (%s)",
+            signal.mode,
+            f"room {signal.room_id}" if signal.room_id is not None else f"{len(targets)} room(s)",
+            f": {reason}" if reason else "",
+            signal.correlation_id or "no correlation id",
+        )
+        return "applied"
 
     def _remember(self, key: tuple[str, str]) -> None:
         self._seen[key] = None

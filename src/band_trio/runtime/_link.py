@@ -28,9 +28,9 @@ from typing import Any
 
 import trio
 
-from .. import errors
+from .. import errors, observe
 from ..contract import Adapter, AgentInfo
-from ..link import RestClient, Socket, SocketStats, run_socket
+from ..link import CLOSE_HEARTBEAT_DEAD, RestClient, Socket, SocketStats, run_socket
 from ..policy import Policy
 from ..wire import AgentProfile, RefCounter
 from ._connection import Connection
@@ -93,6 +93,8 @@ class Link:
         self._refs = refs
         self._changes = changes
         self._closing = trio.Event()
+        self._ended_by = "closed"
+        """Why the last connection ended, as the reconnect counts it."""
         self.socket: Socket | None = None
         """The open connection, if any (for observation)."""
         self.connects = 0
@@ -148,7 +150,10 @@ class Link:
                 return
             if self._closing.is_set():
                 return
-            await trio.sleep(backoff.delay(retry_after))
+            delay = backoff.delay(retry_after)
+            log.info("reconnecting in %.1fs: %s", delay, self._ended_by)
+            observe.reconnecting(self._ended_by)
+            await trio.sleep(delay)
 
     async def _adapter_started(self, profile: AgentProfile) -> errors.AdapterError | None:
         """`Adapter.on_started`, once per run before any room is served, under its deadline."""
@@ -184,6 +189,7 @@ class Link:
         )
         refused: errors.PlatformResponseError | None = None
         failed: BaseException | None = None
+        self._ended_by = "closed"
         try:
             async with trio.open_nursery() as nursery:
                 socket: Socket = await nursery.start(
@@ -201,6 +207,7 @@ class Link:
                 )
                 conn.socket = self.socket = socket
                 self.disconnect_reason = None  # a fresh connect clears it
+                log.info("connected to %s as %s", settings.ws_url, settings.agent_id)
                 self._changes.notify()
                 try:
                     await self._work(conn, socket, backoff, task_status, started)
@@ -224,12 +231,16 @@ class Link:
                     correlation_id=refused.request_id,
                 )
             log.warning("websocket upgrade refused (%s); retrying", refused)
+            self._ended_by = "upgrade_refused"
             return refused.retry_after, None
         if failed is not None:
             log.warning("connection failed: %s", failed)
+            self._ended_by = "connect_failed"
             return None, None
         backoff.disconnected(trio.current_time())
         log.info("websocket closed (code %s: %s)", socket.close_code, socket.close_reason)
+        if self._ended_by != "setup_failed":
+            self._ended_by = _why_closed(socket.close_code, conn.superseded)
         if conn.terminal is not None:
             return None, conn.terminal
         if socket.close_code in TERMINAL_CLOSE_CODES:
@@ -260,14 +271,27 @@ class Link:
                         joins.start_soon(conn.join_room, room, name=f"join {room.id}")
             except errors.PlatformError as exc:
                 log.warning("connection set-up failed (%s); closing it to start over", exc)
+                self._ended_by = "setup_failed"
                 await socket.aclose()
                 return
             self.connects += 1
             backoff.connected(trio.current_time())
+            conn.ready = True
+            observe.connected()
+            log.info("joined %d room(s) of %d", conn.joined, len(self._rooms.current))
             self._changes.notify()
             if not started:
                 task_status.started()
             await trio.sleep_forever()  # until the socket closes and `_end_with` ends this
+
+
+def _why_closed(code: int | None, superseded: bool) -> str:
+    """Why a socket closed, as `band_trio_reconnects_total` counts it."""
+    if superseded:
+        return "superseded"
+    if code == CLOSE_HEARTBEAT_DEAD:
+        return "heartbeat_timeout"
+    return "closed" if code in (1000, 1001) else "dropped"
 
 
 async def _end_with(socket: Socket, scope: trio.CancelScope) -> None:

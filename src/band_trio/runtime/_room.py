@@ -90,6 +90,16 @@ class Room:
     def stopped(self) -> bool:
         return self._stopped
 
+    @property
+    def queued(self) -> int:
+        """Pushed messages waiting for the room's next unit."""
+        return len(self._inbox)
+
+    @property
+    def joined_now(self) -> bool:
+        """Whether the room's topics are joined on a connection that is open."""
+        return self.socket is not None and not self.socket.closed.is_set()
+
     def joined(self, socket: Socket) -> None:
         """The link joined the room's topics on `socket`; catch up through `/next`."""
         self.socket = socket

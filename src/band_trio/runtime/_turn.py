@@ -23,7 +23,7 @@ import logging
 
 import trio
 
-from .. import errors
+from .. import errors, observe
 from ..contract import LastAbort, Turn
 from ._context import RoomContext
 from ._ledger import Ledger
@@ -39,12 +39,42 @@ log = logging.getLogger("band_trio.runtime.turn")
 async def run_turn(
     ctx: RoomContext, ledger: Ledger, turn: ActiveTurn, last_abort: LastAbort | None
 ) -> bool:
-    """Claim, run and settle `turn`; True if its message's platform state moved on."""
+    """Claim, run and settle `turn`; True if its message's platform state moved on.
+
+    Watched as one unit (`observe.Work`): its span, outcome, duration, and the
+    latency of an abort, read from the turn's control."""
+    message = turn.message
+    attributes = {"band.agent.id": ctx.agent_id, "band.sender.type": message.sender_type}
+    where = {"room_id": message.room_id, "message_id": message.id}
+    with observe.Work("turn", turn.control, **where, attributes=attributes, log=log) as watch:
+        try:
+            return await _turn(ctx, ledger, turn, last_abort)
+        finally:
+            watch.outcome, watch.failure = _seen(turn)
+
+
+def _seen(turn: ActiveTurn) -> tuple[str, str | None]:
+    """How the turn ended, as observed: its settled outcome, else (cancelled from
+    outside) what its adapter got to."""
+    if turn.outcome is not None:
+        outcome = turn.outcome
+    elif turn.finished and turn.abort_kind is None:
+        outcome = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
+    else:
+        outcome = Outcome.ABORTED
+    return outcome.value, turn.failure if outcome is Outcome.FAILED else None
+
+
+async def _turn(
+    ctx: RoomContext, ledger: Ledger, turn: ActiveTurn, last_abort: LastAbort | None
+) -> bool:
     message = turn.message
     ledger.charge(message.id)
     outcome = Outcome.ABORTED
     try:
-        claimed = await _claim(ctx, turn)
+        with observe.step("band_trio.claim") as claim:
+            claimed = await _claim(ctx, turn)
+            claim.set("band.claim.outcome", "claimed" if claimed is None else claimed.value)
         try:
             # The activity keep-alive runs beside the turn's scope, not in it: a signal
             # then wakes only the adapter, and the keep-alive is ended right after.
@@ -57,6 +87,7 @@ async def run_turn(
                             claimed if claimed is not None else await _run(ctx, turn, last_abort)
                         )
                 finally:
+                    observe.scope_exited()  # an abort's latency ends here
                     beside.cancel_scope.cancel()
         finally:
             ctx.stops.add(turn.control.stops)  # each one settled inside the scope
@@ -125,7 +156,8 @@ async def _run(ctx: RoomContext, turn: ActiveTurn, last_abort: LastAbort | None)
     port = PlatformPort(ctx.rest, turn, ctx.agent_id)
     view = Turn(message, port, control=turn.control, last_abort=last_abort)
     try:
-        await ctx.adapter.on_turn(view)
+        with observe.adapter_call(ctx.agent_id, ctx.adapter):
+            await ctx.adapter.on_turn(view)
         turn.finished = True  # no checkpoint since the return: the work is done
     except Exception as exc:
         turn.finished = True

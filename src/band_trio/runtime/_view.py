@@ -30,8 +30,7 @@ class RoomView:
     @property
     def joined(self) -> bool:
         """Whether the room's topics are joined on the connection that is open now."""
-        socket = self._room.socket
-        return socket is not None and not socket.closed.is_set()
+        return self._room.joined_now
 
     @property
     def stopped(self) -> bool:

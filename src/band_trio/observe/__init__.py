@@ -1,0 +1,92 @@
+"""What an operator sees of band-trio's work: metrics, traces, structured logs.
+
+One seam: the runtime, the link, the bridge and the runs API call the hooks
+here (`Work` around each turn, forward and run; `rest_call`, `remote_stop`,
+`adapter_call`, the signal and reconnect counters) and nothing else of
+observability. See docs/how-to/observe.md and docs/reference/observability.md.
+
+* **Metrics** (`REGISTRY`, rendered by `serve_metrics` as Prometheus text on
+  `/metrics`): counters and histograms updated as the work happens, gauges of
+  live state sampled from the running parts at each scrape (`track`). Label
+  values are declared up front: nothing that grows with rooms or messages.
+* **Traces** (OpenTelemetry, the optional `band-trio[otel]` extra): a span per
+  turn, forward and run, with children for the claim, the adapter call, each
+  remote stop and each REST call, and a `band.signal` event for an abort.
+  Off until a provider is given (`use_tracer_provider`, `start_tracing`) or
+  installed globally; while off, each hook costs one call and OpenTelemetry is
+  not imported.
+* **Logs** (`configure_logging`): the text format, or one JSON object a line
+  with the room, message id and correlation id where known.
+"""
+
+from __future__ import annotations
+
+from ._endpoint import MetricsApp as MetricsApp
+from ._endpoint import serve_metrics as serve_metrics
+from ._instruments import REGISTRY as REGISTRY
+from ._instruments import Sample as Sample
+from ._instruments import track as track
+from ._instruments import untrack as untrack
+from ._logs import JsonFormatter as JsonFormatter
+from ._logs import LogFormat as LogFormat
+from ._logs import bound as bound
+from ._logs import configure_logging as configure_logging
+from ._logs import correlation_id as correlation_id
+from ._metrics import Counter as Counter
+from ._metrics import Gauge as Gauge
+from ._metrics import Histogram as Histogram
+from ._metrics import Registry as Registry
+from ._policy import ObservePolicy as ObservePolicy
+from ._setup import EXPORTERS as EXPORTERS
+from ._setup import Exporter as Exporter
+from ._setup import Tracing as Tracing
+from ._setup import start_tracing as start_tracing
+from ._trace import step as step
+from ._trace import tracer as tracer
+from ._trace import use_tracer_provider as use_tracer_provider
+from ._work import Aborts as Aborts
+from ._work import ThreadWatch as ThreadWatch
+from ._work import Work as Work
+from ._work import adapter_call as adapter_call
+from ._work import connected as connected
+from ._work import reconnecting as reconnecting
+from ._work import remote_stop as remote_stop
+from ._work import rest_call as rest_call
+from ._work import scope_exited as scope_exited
+from ._work import signal_counted as signal_counted
+
+__all__ = [
+    "EXPORTERS",
+    "REGISTRY",
+    "Aborts",
+    "Counter",
+    "Exporter",
+    "Gauge",
+    "Histogram",
+    "JsonFormatter",
+    "LogFormat",
+    "MetricsApp",
+    "ObservePolicy",
+    "Registry",
+    "Sample",
+    "ThreadWatch",
+    "Tracing",
+    "Work",
+    "adapter_call",
+    "bound",
+    "configure_logging",
+    "connected",
+    "correlation_id",
+    "reconnecting",
+    "remote_stop",
+    "rest_call",
+    "scope_exited",
+    "serve_metrics",
+    "signal_counted",
+    "start_tracing",
+    "step",
+    "tracer",
+    "track",
+    "untrack",
+    "use_tracer_provider",
+]
