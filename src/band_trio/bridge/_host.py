@@ -40,7 +40,7 @@ from functools import partial
 import msgspec
 import trio
 
-from .. import errors
+from .. import errors, observe
 from ..contract import Adapter
 from ..link import RestClient
 from ..policy import BusyPolicy, Policy
@@ -115,6 +115,11 @@ class HostApp:
 
     def running(self, room_id: str) -> ActiveTurn | None:
         return self.rooms.running(room_id)
+
+    def sample(self) -> observe.Sample:
+        """What `/metrics` shows of the host now: its turns running, its rooms."""
+        rooms = self.rooms
+        return observe.Sample("turn", in_progress=rooms.running_count, rooms=len(rooms))
 
     def _authorized(self, scope: Scope) -> bool:
         """Exactly one `Authorization: Bearer TOKEN`, compared in constant time."""
@@ -252,8 +257,12 @@ async def serve_host(
                 f"the API key is {profile.id}'s, not the host's agent {app.agent_id}"
             )
         app.bind(rest)
-        async with app.adapter.lifespan(), trio.open_nursery() as nursery:
-            listening: Listening = await nursery.start(
-                partial(serve, app, host, port, settings, stop=stop)
-            )
-            task_status.started(listening.port)
+        tracked = observe.track(app.sample)  # the gauges of /metrics, while it serves
+        try:
+            async with app.adapter.lifespan(), trio.open_nursery() as nursery:
+                listening: Listening = await nursery.start(
+                    partial(serve, app, host, port, settings, stop=stop)
+                )
+                task_status.started(listening.port)
+        finally:
+            observe.untrack(tracked)

@@ -22,7 +22,7 @@ from typing import Any
 
 import trio
 
-from .. import errors
+from .. import errors, observe
 from ..link import RestClient, SocketStats
 from ..policy import Policy
 from ..runtime import RemoteStopStats
@@ -161,6 +161,7 @@ class Identity:
     async def run(self) -> LinkEnd:
         """Serve until closed or ended for good; the end says which."""
         config = self.config
+        tracked = observe.track(self._sample)  # the gauges of /metrics, while it runs
         try:
             async with AsyncExitStack() as stack:
                 rest = await stack.enter_async_context(
@@ -182,9 +183,21 @@ class Identity:
                 )
                 end = await self._serve(shared, rest)
         finally:
+            observe.untrack(tracked)
             self._changes.notify()
         self._record(end)
         return end
+
+    def _sample(self) -> observe.Sample:
+        rooms = self._rooms.current.values() if self._rooms is not None else ()
+        return observe.Sample(
+            "forward",
+            in_progress=self.counters.in_flight,
+            queued=sum(room.queued for room in rooms),
+            connected=int(self.connected),
+            rooms=len(rooms),
+            rooms_joined=sum(1 for room in rooms if room.joined_now),
+        )
 
     async def _serve(self, shared: Shared, rest: RestClient) -> LinkEnd:
         config = self.config

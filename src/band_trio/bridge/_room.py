@@ -36,7 +36,7 @@ from collections import deque
 
 import trio
 
-from .. import errors
+from .. import errors, observe
 from ..contract import Message
 from ..link import Socket
 from ..runtime._parts import Inbound, Pages, inbound
@@ -83,6 +83,7 @@ class ForwardRoom:
         benchmark compares it with the platform's stamp of the control frame)."""
         self.joins = 0
         """How many times the link joined the room's topics (connections)."""
+        self._socket: Socket | None = None
 
     # -- synchronous inputs (the link's reader, the control lane) --------------
 
@@ -108,8 +109,14 @@ class ForwardRoom:
         """The backoff the next failure would wait (`retry_first` after a success)."""
         return self._retry.delay
 
+    @property
+    def joined_now(self) -> bool:
+        """Whether the room's topics are joined on a connection that is open."""
+        return self._socket is not None and not self._socket.closed.is_set()
+
     def joined(self, socket: Socket) -> None:
         """Topics joined (first time, or after a reconnect): rehydrate via `/next`."""
+        self._socket = socket
         self.joins += 1
         self._shared.changes.notify()
         if not self._stopped:
@@ -306,6 +313,20 @@ class ForwardRoom:
         return False
 
     async def _attempt(self, envelope: Envelope, message: Message | None, forward: Forward) -> bool:
+        """One forward to the target, watched (`observe.Work`): its span, outcome and
+        duration, and the latency of the interrupt or stop that cuts it off."""
+        shared = self._shared
+        key = envelope.message_id or envelope.event_type
+        attributes = {"band.agent.id": shared.agent_id, "band.event.type": envelope.event_type}
+        where = {"room_id": self.id, "message_id": key}
+        with observe.Work(
+            "forward", forward.control, **where, attributes=attributes, log=log
+        ) as watch:
+            return await self._send(envelope, message, forward, watch)
+
+    async def _send(
+        self, envelope: Envelope, message: Message | None, forward: Forward, watch: observe.Work
+    ) -> bool:
         shared = self._shared
         counters = shared.counters
         async with shared.limiter:
@@ -318,10 +339,12 @@ class ForwardRoom:
                     )
             except errors.ForwardError as exc:
                 counters.failed += 1
+                watch.outcome = "failed"
                 log.warning("room %s: %s not forwarded: %s", self.id, envelope.event_type, exc)
                 return False
             except trio.TooSlowError:
                 counters.failed += 1
+                watch.outcome = "timed_out"
                 log.warning(
                     "room %s: %s not forwarded within %gs",
                     self.id,
@@ -331,6 +354,7 @@ class ForwardRoom:
                 return False
             except Exception as exc:  # a target's bug stays in this room (closing.md)
                 counters.failed += 1
+                watch.outcome = "failed"
                 log.warning(
                     "room %s: %s not forwarded: the target raised %s",
                     self.id,
@@ -345,4 +369,5 @@ class ForwardRoom:
         if message_id is not None:
             shared.forwarded.add(message_id)
         counters.delivered += 1
+        watch.outcome = "delivered"
         return True

@@ -14,7 +14,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from .. import __version__, errors
+from .. import __version__, errors, observe
 from . import _agent, _bench, _bridge, _conformance, _ctl, _demo, _host, _platform, _runs_api
 from ._exits import EXIT_CONFIG as EXIT_CONFIG
 from ._exits import EXIT_CRASH as EXIT_CRASH
@@ -59,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level", default="WARNING", type=_log_level, help="logging level (default: WARNING)"
     )
+    parser.add_argument(
+        "--log-format",
+        default="text",
+        choices=["text", "json"],
+        help="text (the default) or json: one object a line with time, level, logger, "
+        "message, and the room, message id and correlation id where known",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _platform.add_parser(commands)
     _agent.add_parser(commands)
@@ -83,10 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    observe.configure_logging(args.log_level, args.log_format)
     try:
         code: int = args.run(args)
     except BaseException as exc:  # the boundary: an error a user can act on is one line

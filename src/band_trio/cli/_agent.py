@@ -25,6 +25,8 @@ from ..contract import Adapter, upstream_from_env
 from ..policy import Policy, UpstreamPolicy, WhileBusy
 from ..runtime import Agent
 from ._exits import EXIT_CONFIG, EXIT_DISCONNECTED, EXIT_FAILED, single
+from ._observe import add_flags as add_observe_flags
+from ._observe import observing
 from ._ready import read_ready_file, unreachable_hint
 
 __all__ = ["add_parser", "load_adapter", "serve_until_signalled", "upstream_policy"]
@@ -67,6 +69,7 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="refuse to start if this agent is already connected (instead of superseding it)",
     )
+    add_observe_flags(parser)
     parser.set_defaults(run=_run)
 
 
@@ -115,6 +118,7 @@ def load_adapter(spec: str | None, *, what: str = "--adapter") -> Adapter:
 
 
 def _run(args: argparse.Namespace) -> int:
+    seen = observing(args, "agent")
     ready = read_ready_file(args.ready_file) if args.ready_file is not None else None
     settings = {
         "agent_id": (args.agent_id, "BAND_AGENT_ID", ready.agent_id if ready else None),
@@ -140,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
         reject_conflict=args.reject_conflict,
     )
     try:
-        trio.run(serve_until_signalled, agent)
+        trio.run(seen.wrap(serve_until_signalled), agent)
     except BaseException as exc:  # the boundary: decide the exit status, or re-raise
         error = single(exc)
         if isinstance(error, errors.AgentDisconnectedError):

@@ -21,6 +21,8 @@ import trio
 from ..policy import Policy
 from ._agent import upstream_policy
 from ._exits import EXIT_CRASH, EXIT_DISCONNECTED, EXIT_OK
+from ._observe import add_flags as add_observe_flags
+from ._observe import observing
 
 if TYPE_CHECKING:
     from ..bridge import Bridge, BridgeResult
@@ -33,15 +35,17 @@ def add_parser(commands: Any) -> None:
         "bridge", help="forward agent identities' room events to remote agents (HTTP, A2A, command)"
     )
     parser.add_argument("--config", type=Path, required=True, help="the bridge's TOML or JSON file")
+    add_observe_flags(parser)
     parser.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from ..bridge import Bridge, load_config  # loaded only for this command
 
+    seen = observing(args, "bridge")
     policy = Policy(upstream=upstream_policy())  # BAND_UPSTREAM_*: the targets' retries
     bridge = Bridge(load_config(args.config), policy=policy)
-    result = trio.run(_serve, bridge)
+    result = trio.run(seen.wrap(_serve), bridge)
     if result is None:
         return EXIT_OK  # stopped at once by a second signal
     if result.all_lost:

@@ -30,6 +30,8 @@ from ..policy import Policy
 from ..server import MIN_SECRET_LENGTH, check_bind, check_secret, is_loopback, parse_listen
 from ._agent import load_adapter, upstream_policy
 from ._exits import EXIT_DISCONNECTED, EXIT_OK, single
+from ._observe import add_flags as add_observe_flags
+from ._observe import observing
 from ._ready import read_ready_file
 
 if TYPE_CHECKING:
@@ -72,6 +74,7 @@ def add_parser(commands: Any) -> None:
         type=Path,
         help="take what is not given otherwise from a platform's ready file",
     )
+    add_observe_flags(parser)
     parser.set_defaults(run=_run)
 
 
@@ -102,6 +105,7 @@ def _token(args: argparse.Namespace, host: str) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    seen = observing(args, "host")
     ready = read_ready_file(args.ready_file) if args.ready_file is not None else None
     agent_id = args.agent_id or os.environ.get("BAND_AGENT_ID") or (ready and ready.agent_id)
     api_key = args.api_key or os.environ.get("BAND_API_KEY") or (ready and ready.api_key)
@@ -126,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
     adapter = load_adapter(args.adapter)
     app = HostApp(adapter, agent_id=str(agent_id), token=token, policy=policy)
     try:
-        trio.run(_serve, app, str(api_key), str(rest_url), host, port)
+        trio.run(seen.wrap(_serve), app, str(api_key), str(rest_url), host, port)
     except BaseException as exc:
         error = single(exc)
         if isinstance(error, errors.AuthenticationError):

@@ -23,6 +23,8 @@ import trio
 from .. import errors
 from ._agent import load_adapter
 from ._exits import EXIT_CRASH
+from ._observe import add_flags as add_observe_flags
+from ._observe import observing
 
 if TYPE_CHECKING:
     from ..runs import RunsPolicy, RunsServer
@@ -65,6 +67,7 @@ def add_parser(commands: Any) -> None:
         metavar="SECONDS",
         help="how long a finished run's status and events stay readable (default 3600)",
     )
+    add_observe_flags(parser)
     parser.set_defaults(run=_run)
 
 
@@ -102,6 +105,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..runs import check_api_key  # here: the other commands need not load hypercorn
     from ..server import check_bind
 
+    seen = observing(args, "runs-api")
     key = check_api_key(args.api_key or os.environ.get("BAND_RUNS_API_KEY"))
     check_bind(
         args.host, what="the runs API", allow_remote=args.allow_remote, opt_in="--allow-remote"
@@ -109,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     policy = _policy(args)
     adapter = load_adapter(args.adapter)
     serving = partial(_serve, adapter, key, args.host, args.port, policy, args.allow_remote)
-    return trio.run(serving)
+    return trio.run(seen.wrap(serving))
 
 
 async def _serve(

@@ -40,6 +40,7 @@ from ._policy import ObservePolicy as ObservePolicy
 from ._setup import EXPORTERS as EXPORTERS
 from ._setup import Exporter as Exporter
 from ._setup import Tracing as Tracing
+from ._setup import check_tracing as check_tracing
 from ._setup import start_tracing as start_tracing
 from ._trace import step as step
 from ._trace import tracer as tracer
@@ -74,6 +75,7 @@ __all__ = [
     "Work",
     "adapter_call",
     "bound",
+    "check_tracing",
     "configure_logging",
     "connected",
     "correlation_id",

@@ -14,6 +14,7 @@ get `ObservePolicy.trace_flush` to leave, then the command exits anyway.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import threading
 from typing import Any, Literal
@@ -22,7 +23,7 @@ from ..errors import ConfigurationError
 from ._policy import ObservePolicy
 from ._trace import use_tracer_provider
 
-__all__ = ["EXPORTERS", "Exporter", "Tracing", "start_tracing"]
+__all__ = ["EXPORTERS", "Exporter", "Tracing", "check_tracing", "start_tracing"]
 
 Exporter = Literal["console", "otlp"]
 EXPORTERS: tuple[Exporter, ...] = ("console", "otlp")
@@ -46,14 +47,30 @@ class Tracing:
         return not done.is_alive()
 
 
+def check_tracing(exporter: str) -> None:
+    """A `ConfigurationError` unless `start_tracing(exporter)` can work here (the
+    exporter is known, and the `band-trio[otel]` extra is installed)."""
+    if exporter not in EXPORTERS:
+        raise ConfigurationError(f"traces go to one of {', '.join(EXPORTERS)}, not {exporter!r}")
+    needed = ["opentelemetry.sdk.trace"]
+    if exporter == "otlp":
+        needed.append("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    for name in needed:
+        try:
+            found = importlib.util.find_spec(name)
+        except ImportError:  # a parent package is missing
+            found = None
+        if found is None:
+            raise ConfigurationError(NEEDS_EXTRA)
+
+
 def start_tracing(
     exporter: Exporter, *, service: str, policy: ObservePolicy | None = None
 ) -> Tracing:
     """Trace band-trio's work to `exporter` (see the module docstring); `service` is
     the default `service.name` (`OTEL_SERVICE_NAME` wins)."""
     policy = policy or ObservePolicy()
-    if exporter not in EXPORTERS:
-        raise ConfigurationError(f"traces go to one of {', '.join(EXPORTERS)}, not {exporter!r}")
+    check_tracing(exporter)
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider

@@ -27,6 +27,7 @@ from functools import partial
 
 import trio
 
+from .. import observe
 from ..contract import Adapter
 from ..server import (
     MIN_SECRET_LENGTH,
@@ -93,12 +94,14 @@ async def serve_runs_api(
     stop_http = trio.Event()
     async with trio.open_nursery() as nursery:
         await nursery.start(service.run)
+        tracked = observe.track(service.sample)  # the gauges of /metrics, while it serves
         try:
             listening: Listening = await nursery.start(
                 partial(serve, RunsApp(service, key), host, port, settings, stop=stop_http)
             )
         except BaseException:
             service.close()
+            observe.untrack(tracked)
             raise
         task_status.started(RunsServer(listening.url, service, listening))
         try:
@@ -109,6 +112,7 @@ async def serve_runs_api(
             with trio.move_on_after(policy.shutdown_grace, shield=True):
                 await service.wait_idle()
             stop_http.set()
+            observe.untrack(tracked)
 
 
 @asynccontextmanager

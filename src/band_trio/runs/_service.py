@@ -24,6 +24,7 @@ from typing import Any
 
 import trio
 
+from .. import observe
 from ..contract import Adapter, LastAbort, Turn
 from ..errors import BandTrioError
 from ._policy import RunsPolicy
@@ -108,6 +109,12 @@ class RunsService:
         """Return once no run is live (the caller's deadline bounds it)."""
         await self._idle.wait()
 
+    def sample(self) -> observe.Sample:
+        """What `/metrics` shows of the runs now: running, and queued behind their
+        session's previous run."""
+        running = sum(1 for run in self.active.values() if run.began)
+        return observe.Sample("run", in_progress=running, queued=len(self.active) - running)
+
     def _stop_all(self) -> None:
         for run in list(self.active.values()):
             run.stop(SHUTDOWN_REASON)
@@ -148,6 +155,17 @@ class RunsService:
         return run
 
     async def _drive(self, run: Run) -> None:
+        """The run, watched as one unit (`observe.Work`): its span, status, duration,
+        and the latency of its stop."""
+        watch = observe.Work("run", run.control, room_id=run.session.id, message_id=run.id, log=log)
+        with watch:
+            try:
+                await self._run(run)
+            finally:
+                watch.outcome = run.status.value
+                watch.failure = run.error
+
+    async def _run(self, run: Run) -> None:
         policy = self.policy
         try:
             with run.scope:
@@ -161,7 +179,8 @@ class RunsService:
                         run.message, port, control=run.control, last_abort=run.session.last_abort
                     )
                     try:
-                        await self.adapter.on_turn(turn)
+                        with observe.adapter_call(self.model, self.adapter):
+                            await self.adapter.on_turn(turn)
                         run.finished = True  # no checkpoint since the return
                     except Exception as exc:
                         run.finished = True
