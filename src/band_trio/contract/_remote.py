@@ -205,6 +205,7 @@ class TurnControl:
             f" ({stop.detail})" if stop.detail else "",
             stop.waited * 1000,
             stop.took * 1000,
+            extra={"correlation_id": self.abort_correlation},
         )
 
 

@@ -185,7 +185,7 @@ class Histogram(_Family):
 
     def lines(self) -> list[str]:
         out: list[str] = []
-        edges = [*(render_number(b) for b in self.buckets), "+Inf"]
+        edges = [*(repr(b) for b in self.buckets), "+Inf"]  # `1.0`, as OpenMetrics writes it
         for key, series in self._series.items():
             running = 0
             for edge, count in zip(edges, series.counts, strict=True):

@@ -155,7 +155,10 @@ class Work:
         if log is not None and log.isEnabledFor(logging.INFO):
             what = "turn for" if kind == "turn" else f"{kind} of"
             room, message = self._room, self._message
-            log.info("room %s: %s %s ended: %s in %.3fs", room, what, message, outcome, took)
+            correlation = self._control.abort_correlation  # the signal's, if one aborted it
+            extra = {"room": room, "message_id": message, "correlation_id": correlation}
+            line = "room %s: %s %s ended: %s in %.3fs"
+            log.info(line, room, what, message, outcome, took, extra=extra)
 
     def _abort_seen(self) -> None:
         control = self._control
