@@ -27,7 +27,7 @@ class Observed(Adapter):
             return
         async with turn.remote(stop=_confirm, name="hold") as work:
             work.started(f"held-{turn.message.id}")
-            log.info("holding")  # the test waits for this line: the remote work is started
+            log.info("holding %s", turn.message.id)  # the test waits for it: remote work started
             await trio.sleep_forever()
 
 

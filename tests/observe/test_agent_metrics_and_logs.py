@@ -35,7 +35,7 @@ def has(text: str) -> Callable[[str], bool]:
 
 def holding(message_id: str) -> Callable[[str], bool]:
     """The adapter's own line once its remote work is started (it carries the id)."""
-    return lambda line: '"holding"' in line and message_id in line
+    return lambda line: f"holding {message_id}" in line
 
 
 async def test_every_counter_moves_by_exactly_what_happened(platform: Platform) -> None:

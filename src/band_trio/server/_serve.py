@@ -160,8 +160,20 @@ def _sockets(config: Config, host: str, port: int) -> list[socket.socket]:
     try:
         return list(config.create_sockets().insecure_sockets)
     except OSError as exc:
+        _close_unbound(exc)
         why = exc.strerror or exc
         raise ConfigurationError(f"cannot listen on {host}:{port}: {why}") from None
+
+
+def _close_unbound(exc: BaseException) -> None:
+    """hypercorn 0.18.0 leaves the socket it failed to bind open (a port in use): close
+    it, found where it was made, rather than leave it to the garbage collector."""
+    frame = exc.__traceback__
+    while frame is not None:
+        for value in frame.tb_frame.f_locals.values():
+            if isinstance(value, socket.socket):
+                value.close()
+        frame = frame.tb_next
 
 
 async def serve(
