@@ -8,6 +8,7 @@ import gc
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 import httpx2
 import pytest
@@ -29,13 +30,9 @@ SETTINGS = {
 @asynccontextmanager
 async def endpoint(registry: observe.Registry) -> AsyncIterator[Listening]:
     stop = trio.Event()
+    serving = partial(observe.serve_metrics, "127.0.0.1", 0, registry=registry, stop=stop)
     async with trio.open_nursery() as nursery:
-        serving = observe.serve_metrics
-        listening: Listening = await nursery.start(
-            lambda task_status: serving(
-                "127.0.0.1", 0, registry=registry, stop=stop, task_status=task_status
-            )  # fmt: skip
-        )
+        listening: Listening = await nursery.start(serving)
         try:
             yield listening
         finally:
