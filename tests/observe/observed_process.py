@@ -51,28 +51,24 @@ class Lines:
 
 
 class Command:
-    """The process, its stderr lines, and its metrics URL (once it said it)."""
+    """The process, its stdout and stderr lines, and its metrics URL (once it said it)."""
 
     def __init__(self, proc: trio.Process) -> None:
         self.proc = proc
+        self.stdout = Lines()
         self.stderr = Lines()
         self.metrics_url: str | None = None
-        self.ended = trio.Event()
 
-    async def read(self) -> None:
-        assert self.proc.stderr is not None
+    async def read(self, stream: trio.abc.ReceiveStream, into: Lines) -> None:
         pending = b""
-        try:
-            while chunk := await self.proc.stderr.receive_some():
-                pending += chunk
-                *complete, pending = pending.split(b"\n")
-                for raw in complete:
-                    found = METRICS_LINE.search(raw)
-                    if found:
-                        self.metrics_url = found.group(1).decode()
-                    self.stderr.add(raw.decode(errors="replace"))
-        finally:
-            self.ended.set()
+        while chunk := await stream.receive_some():
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for raw in complete:
+                found = METRICS_LINE.search(raw)
+                if found:
+                    self.metrics_url = found.group(1).decode()
+                into.add(raw.decode(errors="replace"))
 
     async def metrics(self) -> dict[str, float]:
         """One scrape: every sample as `name{label="value",...}` → value."""
@@ -97,19 +93,21 @@ def samples(text: str) -> dict[str, float]:
 async def command(
     *args: str, env: dict[str, str] | None = None, metrics: bool = True
 ) -> AsyncIterator[Command]:
-    """Run `band-trio ARGS`, stderr read as it comes; on the way out SIGTERM (then
+    """Run `band-trio ARGS`, stdout and stderr read as they come; on the way out SIGTERM (then
     SIGKILL) by its own PID. With `metrics`, return once it says where they are."""
     path = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
     proc = await trio.lowlevel.open_process(
         [*BAND_TRIO, *args],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": path, **(env or {})},
     )
     running = Command(proc)
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(running.read)
+            assert proc.stdout is not None and proc.stderr is not None
+            nursery.start_soon(running.read, proc.stdout, running.stdout)
+            nursery.start_soon(running.read, proc.stderr, running.stderr)
             if metrics:
                 await running.stderr.wait_for(lambda line: "metrics on http" in line)
             try:

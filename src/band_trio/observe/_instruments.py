@@ -147,7 +147,7 @@ THREADS_ABANDONED = _gauge(
     sampled=False,
 )
 CONNECTED = _gauge("band_trio_connected", "Agent identities connected to the platform now.")
-ROOMS = _gauge("band_trio_rooms", "Rooms served now.")
+ROOMS = _gauge("band_trio_rooms", "Rooms the agent identities serve now.")
 ROOMS_JOINED = _gauge(
     "band_trio_rooms_joined", "Rooms whose topics are joined on the open connection now."
 )

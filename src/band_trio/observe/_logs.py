@@ -119,7 +119,14 @@ class JsonFormatter(logging.Formatter):
             line["exception"] = self.formatException(record.exc_info)
         elif record.stack_info:
             line["exception"] = self.formatStack(record.stack_info)
-        return msgspec.json.encode(line).decode()
+        text = msgspec.json.encode(line).decode()
+        # JSON allows these raw, but a reader that splits lines on them (Python's
+        # `splitlines`, some log shippers) would cut the record in two
+        return (
+            text.replace("\x85", "\\u0085")
+            .replace("\u2028", "\\u2028")
+            .replace("\u2029", "\\u2029")
+        )
 
 
 class _PerRequestToDebug(logging.Filter):
