@@ -70,16 +70,17 @@ async def test_a_task_started_inside_bound_work_carries_it(lines: io.StringIO) -
     log = logging.getLogger("band_trio.test_json")
     async with trio.open_nursery() as nursery:
         with observe.bound(room="R", message_id="M"):
-            nursery.start_soon(_log_in_task, log)
-        nursery.start_soon(_log_in_task, log)  # started outside: carries nothing
-    inside, outside = records(lines)
+            nursery.start_soon(_log_in_task, log, "inside")
+        nursery.start_soon(_log_in_task, log, "outside")  # started outside: carries nothing
+    found = {record["message"]: record for record in records(lines)}
+    inside, outside = found["inside"], found["outside"]
     assert (inside["room"], inside["message_id"]) == ("R", "M")
     assert "room" not in outside
 
 
-async def _log_in_task(log: logging.Logger) -> None:
+async def _log_in_task(log: logging.Logger, what: str) -> None:
     await trio.lowlevel.checkpoint()
-    log.info("from a task")
+    log.info(what)
 
 
 def test_odd_content_stays_one_line(lines: io.StringIO) -> None:

@@ -112,6 +112,11 @@ async def test_an_interrupted_turn_has_its_signal_its_cancelled_adapter_and_its_
     assert turn.start_time is not None and turn.end_time is not None
     assert turn.start_time < signal.timestamp < turn.end_time
 
+    consumed = one(children(found, turn), "POST chats/{room}/messages/{message}/processed")
+    assert consumed.start_time is not None
+    # the latency ends where the turn's scope exits, before its settling begins
+    assert signal.timestamp + latency * 1e9 < consumed.start_time
+
     names = sorted(span.name for span in children(found, turn))
     assert names == [
         "POST chats/{room}/activity",  # working: true (the keep-alive, beside the adapter)
@@ -205,14 +210,21 @@ async def test_a_failed_turn_is_an_error_span_with_the_adapters_exception(
     assert [event.name for event in adapter.events] == ["exception"]
 
 
-async def test_tracing_off_records_nothing_and_costs_no_import(platform: Platform) -> None:
+async def test_tracing_off_records_nothing_and_the_gauges_leave_with_the_agent(
+    platform: Platform,
+) -> None:
     """With no provider (band-trio's or a global SDK one), every hook is the shared
-    no-op: the same turn runs and no tracer is made."""
+    no-op: the same turn runs and no tracer is made. The agent's gauges are sampled
+    while it runs, and not after."""
     _, room, user = seeded(platform)
     assert observe.tracer() is None
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, Recorder(), policy=FAST):
             message = platform.post_message(room, user, "hello")
             await platform.wait_until(lambda: status(platform, message) == "processed")
+            during = observe.REGISTRY.render().decode()
+    after = observe.REGISTRY.render().decode()
     assert observe.tracer() is None
     assert observe.step("anything") is observe.step("anything else")
+    assert "\nband_trio_rooms 1\n" in during and "\nband_trio_connected 1\n" in during
+    assert "\nband_trio_rooms 0\n" in after and "\nband_trio_connected 0\n" in after

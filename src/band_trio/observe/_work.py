@@ -76,6 +76,7 @@ class Work:
     ends; `log`, if given, gets the INFO lines."""
 
     __slots__ = (
+        "_attributes",
         "_control",
         "_exited",
         "_kind",
@@ -109,14 +110,22 @@ class Work:
         self._start = 0.0
         self.outcome: str | None = None
         self.failure: str | None = None
-        attrs = {"band.room.id": room_id, f"band.{kind}.id": message_id, **(attributes or {})}
-        self._step: Step | Any = step(f"band_trio.{kind}", attrs)
+        self._attributes = attributes
+        self._step: Step | Any = NULL_STEP
         self._tokens: tuple[contextvars.Token[str | None], ...] = ()
         self._token: contextvars.Token[Work | None] | None = None
 
     def __enter__(self) -> Work:
         self._start = time.perf_counter()
         self._tokens = bind(self._room, self._message)
+        if tracer() is not None:  # the attributes are built only for a span
+            kind = self._kind
+            attributes: dict[str, str | bool | int | float] = {
+                "band.room.id": self._room,
+                f"band.{kind}.id": self._message,
+            }
+            attributes.update(self._attributes or {})
+            self._step = step(f"band_trio.{kind}", attributes)
         self._step.__enter__()
         self._token = _current.set(self)
         log = self._log
