@@ -166,3 +166,29 @@ def _message() -> typing.Any:
 
     return Message(id="message", room_id="room", content="x", sender_id="u",
                    sender_type="User", sender_name="U")  # fmt: skip
+
+
+def test_a_collector_that_never_answers_holds_the_exit_for_trace_flush_at_most() -> None:
+    """The spans still queued at exit get `trace_flush`, however the collector behaves
+    (here an exporter that hangs on every export); then tracing is off anyway."""
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    release = threading.Event()
+    exported = threading.Event()
+
+    class Hanging(SpanExporter):
+        def export(self, spans: typing.Any) -> SpanExportResult:
+            exported.set()
+            release.wait(30)
+            return SpanExportResult.FAILURE
+
+    policy = observe.ObservePolicy(trace_flush=0.2, trace_delay=0.01)
+    tracing = observe.trace_to(Hanging(), service="test", policy=policy)
+    try:
+        with observe.step("band_trio.test"):
+            pass
+        assert exported.wait(10)  # the export is under way, and hangs
+        assert tracing.close() is False  # given up after trace_flush
+        assert observe.tracer() is None
+    finally:
+        release.set()

@@ -42,6 +42,7 @@ from ._setup import Exporter as Exporter
 from ._setup import Tracing as Tracing
 from ._setup import check_tracing as check_tracing
 from ._setup import start_tracing as start_tracing
+from ._setup import trace_to as trace_to
 from ._trace import step as step
 from ._trace import tracer as tracer
 from ._trace import use_tracer_provider as use_tracer_provider
@@ -87,6 +88,7 @@ __all__ = [
     "signal_counted",
     "start_tracing",
     "step",
+    "trace_to",
     "tracer",
     "track",
     "untrack",

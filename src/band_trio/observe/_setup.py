@@ -23,7 +23,7 @@ from ..errors import ConfigurationError
 from ._policy import ObservePolicy
 from ._trace import use_tracer_provider
 
-__all__ = ["EXPORTERS", "Exporter", "Tracing", "check_tracing", "start_tracing"]
+__all__ = ["EXPORTERS", "Exporter", "Tracing", "check_tracing", "start_tracing", "trace_to"]
 
 Exporter = Literal["console", "otlp"]
 EXPORTERS: tuple[Exporter, ...] = ("console", "otlp")
@@ -72,9 +72,7 @@ def start_tracing(
     policy = policy or ObservePolicy()
     check_tracing(exporter)
     try:
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
     except ImportError:
         raise ConfigurationError(NEEDS_EXTRA) from None
     if exporter == "otlp":
@@ -85,6 +83,16 @@ def start_tracing(
         sink: Any = OTLPSpanExporter(timeout=policy.trace_export_timeout)
     else:
         sink = ConsoleSpanExporter(out=sys.stderr)
+    return trace_to(sink, service=service, policy=policy)
+
+
+def trace_to(sink: Any, *, service: str, policy: ObservePolicy) -> Tracing:
+    """Trace band-trio's work to the span exporter `sink`, in batches from a bounded
+    queue (`start_tracing` with an exporter of your own)."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
     resource = Resource.create()
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource.create({"service.name": service}))
