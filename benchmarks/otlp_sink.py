@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+from functools import partial
 from typing import Any
 
 import trio
@@ -58,7 +59,7 @@ async def main(port: int) -> None:
     done = trio.Event()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(serve, sink, config, None, done.wait)  # type: ignore[arg-type]
+            nursery.start_soon(partial(serve, sink, config, shutdown_trigger=done.wait))
 
             async for _ in signals:
                 done.set()
