@@ -218,12 +218,14 @@ async def test_tracing_off_records_nothing_and_the_gauges_leave_with_the_agent(
     while it runs, and not after."""
     _, room, user = seeded(platform)
     assert observe.tracer() is None
+    sampled = observe.REGISTRY.sources
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, Recorder(), policy=FAST):
             message = platform.post_message(room, user, "hello")
             await platform.wait_until(lambda: status(platform, message) == "processed")
             during = observe.REGISTRY.render().decode()
     after = observe.REGISTRY.render().decode()
+    assert observe.REGISTRY.sources == sampled  # the agent removed its own
     assert observe.tracer() is None
     assert observe.step("anything") is observe.step("anything else")
     assert "\nband_trio_rooms 1\n" in during and "\nband_trio_connected 1\n" in during

@@ -7,7 +7,7 @@ import httpx2
 import trio
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from band_trio import Turn
+from band_trio import Turn, observe
 from band_trio.bridge import open_recording_target
 from band_trio.platform import Platform
 from band_trio.runs import open_runs_api
@@ -23,6 +23,7 @@ async def test_an_interrupted_forward_is_a_cancelled_span_with_its_signal(
     platform: Platform, spans: InMemorySpanExporter
 ) -> None:
     agent_id, room_id, user_id = seeded(platform)
+    sampled = observe.REGISTRY.sources
     async with (
         open_recording_target() as target,
         running_bridge([identity(platform, target.url)]) as run,
@@ -41,6 +42,7 @@ async def test_an_interrupted_forward_is_a_cancelled_span_with_its_signal(
             after = platform.post_message(room_id, user_id, "after")
             await target.wait_until(lambda: after in target.message_ids())
             await run.bridge.wait_until(lambda: room.idle)
+    assert observe.REGISTRY.sources == sampled  # each identity removed its own
     forwards = {
         (span.attributes or {}).get("band.forward.id"): span
         for span in spans.get_finished_spans()
@@ -61,6 +63,7 @@ async def test_a_stopped_run_is_a_span_with_its_stop_and_its_adapter_call(
     spans: InMemorySpanExporter,
 ) -> None:
     entered = trio.Event()
+    sampled = observe.REGISTRY.sources
 
     async def held(turn: Turn) -> None:
         entered.set()
@@ -78,6 +81,7 @@ async def test_a_stopped_run_is_a_span_with_its_stop_and_its_adapter_call(
             await entered.wait()
             stopped = await client.post(f"/v1/runs/{run_id}/stop?wait=true", json={"reason": "x"})
             assert stopped.json()["status"] == "cancelled"
+    assert observe.REGISTRY.sources == sampled  # the runs API removed its own
     found = spans.get_finished_spans()
     (run,) = [span for span in found if span.name == "band_trio.run"]
     assert (run.attributes or {})["band.run.id"] == run_id

@@ -291,6 +291,11 @@ class Registry:
     def remove_source(self, handle: int) -> None:
         self._sources.pop(handle, None)
 
+    @property
+    def sources(self) -> int:
+        """How many running parts are sampled now (each owner removes its own)."""
+        return len(self._sources)
+
     def sample(self) -> None:
         for gauge in self._sampled:
             gauge.reset()
