@@ -28,6 +28,7 @@ import trio
 
 from band_trio import observe
 from band_trio.contract import TurnControl
+from band_trio.observe import _hooks as hooks
 
 
 class _Dropped:
@@ -46,23 +47,23 @@ class _Dropped:
 
 
 def one_turn(control: TurnControl, aborted: bool) -> None:
-    with observe.Work("turn", control, room_id="room-1", message_id="message-1",
+    with hooks.Work("turn", control, room_id="room-1", message_id="message-1",
                       attributes={"band.sender.type": "User"}) as watch:  # fmt: skip
-        with observe.step("band_trio.claim") as claim:
-            with observe.rest_call("POST", "chats/room-1/messages/message-1/processing"):
+        with hooks.step("band_trio.claim") as claim:
+            with hooks.rest_call("POST", "chats/room-1/messages/message-1/processing"):
                 pass
             claim.set("band.claim.outcome", "claimed")
-        with observe.rest_call("POST", "chats/room-1/activity"):
+        with hooks.rest_call("POST", "chats/room-1/activity"):
             pass
         if aborted:
-            with observe.bound(correlation="ctl-1"):
-                observe.signal_counted("interrupt", "applied")
-        with observe.adapter_call("agent-1", watch):
+            with hooks.bound(correlation="ctl-1"):
+                hooks.signal_counted("interrupt", "applied")
+        with hooks.adapter_call("agent-1", watch):
             pass
-        observe.scope_exited()
-        with observe.rest_call("POST", "chats/room-1/messages/message-1/processed"):
+        hooks.scope_exited()
+        with hooks.rest_call("POST", "chats/room-1/messages/message-1/processed"):
             pass
-        with observe.rest_call("POST", "chats/room-1/activity"):
+        with hooks.rest_call("POST", "chats/room-1/activity"):
             pass
         watch.outcome = "aborted" if aborted else "succeeded"
 

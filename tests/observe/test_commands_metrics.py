@@ -12,8 +12,8 @@ import trio
 from observed_process import Command, command, delta
 from test_agent_metrics_and_logs import agent_env
 
-from band_trio.bridge import open_recording_target
 from band_trio.platform import Platform
+from band_trio.testing import open_recording_target
 from support import seeded, status
 
 DEADLINE = 30

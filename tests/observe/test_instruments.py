@@ -11,8 +11,9 @@ import pytest
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-from band_trio import Turn, observe, run_in_thread
-from band_trio.contract import StopOutcome, TurnControl
+from band_trio import Turn, observe
+from band_trio.contract import StopOutcome, TurnControl, run_in_thread
+from band_trio.observe import _hooks as hooks
 from band_trio.observe import _instruments as m
 from band_trio.runs._run import RunStatus
 from band_trio.runtime import AbortKind
@@ -185,10 +186,10 @@ def test_a_collector_that_never_answers_holds_the_exit_for_trace_flush_at_most()
     policy = observe.ObservePolicy(trace_flush=0.2, trace_delay=0.01)
     tracing = observe.trace_to(Hanging(), service="test", policy=policy)
     try:
-        with observe.step("band_trio.test"):
+        with hooks.step("band_trio.test"):
             pass
         assert exported.wait(10)  # the export is under way, and hangs
         assert tracing.close() is False  # given up after trace_flush
-        assert observe.tracer() is None
+        assert hooks.tracer() is None
     finally:
         release.set()

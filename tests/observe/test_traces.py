@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from band_trio import Policy, StopOutcome, Turn, observe
+from band_trio.observe import _hooks as hooks
 from band_trio.platform import Platform
 from support import Recorder, running_agent, seeded, status
 
@@ -217,7 +218,7 @@ async def test_tracing_off_records_nothing_and_the_gauges_leave_with_the_agent(
     no-op: the same turn runs and no tracer is made. The agent's gauges are sampled
     while it runs, and not after."""
     _, room, user = seeded(platform)
-    assert observe.tracer() is None
+    assert hooks.tracer() is None
     sampled = observe.REGISTRY.sources
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, Recorder(), policy=FAST):
@@ -226,7 +227,7 @@ async def test_tracing_off_records_nothing_and_the_gauges_leave_with_the_agent(
             during = observe.REGISTRY.render().decode()
     after = observe.REGISTRY.render().decode()
     assert observe.REGISTRY.sources == sampled  # the agent removed its own
-    assert observe.tracer() is None
-    assert observe.step("anything") is observe.step("anything else")
+    assert hooks.tracer() is None
+    assert hooks.step("anything") is hooks.step("anything else")
     assert "\nband_trio_rooms 1\n" in during and "\nband_trio_connected 1\n" in during
     assert "\nband_trio_rooms 0\n" in after and "\nband_trio_connected 0\n" in after

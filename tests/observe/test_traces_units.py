@@ -8,10 +8,9 @@ import trio
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from band_trio import Turn, observe
-from band_trio.bridge import open_recording_target
 from band_trio.platform import Platform
 from band_trio.runs import open_runs_api
-from band_trio.testing import RecordingAdapter
+from band_trio.testing import RecordingAdapter, open_recording_target
 from bridge._helpers import identity, running_bridge
 from support import seeded
 

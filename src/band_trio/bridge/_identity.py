@@ -22,8 +22,9 @@ from typing import Any
 
 import trio
 
-from .. import errors, observe
+from .. import errors
 from ..link import RestClient, SocketStats
+from ..observe import _hooks as observe
 from ..policy import Policy
 from ..runtime import RemoteStopStats
 from ..runtime._parts import (

@@ -36,9 +36,10 @@ from collections import deque
 
 import trio
 
-from .. import errors, observe
+from .. import errors
 from ..contract import Message
 from ..link import Socket
+from ..observe import _hooks as observe
 from ..runtime._parts import Inbound, Pages, inbound
 from ..wire import ChatMessage
 from ._envelope import Envelope, envelope_for

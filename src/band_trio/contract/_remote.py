@@ -44,7 +44,7 @@ from typing import Any, Generic, TypeVar
 
 import trio
 
-from .. import observe
+from ..observe import _hooks as observe
 from ..policy import Policy, UpstreamPolicy
 
 __all__ = ["RemoteStop", "RemoteWork", "StopAnswer", "StopFn", "StopOutcome", "TurnControl"]

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import trio
 
-from .. import observe
+from ..observe import _hooks as observe
 from ._remote import StopAnswer, StopOutcome
 from ._turn import Turn
 

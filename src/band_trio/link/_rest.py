@@ -25,7 +25,8 @@ import httpx2
 import msgspec
 import trio
 
-from .. import errors, observe
+from .. import errors
+from ..observe import _hooks as observe
 from ..policy import Policy
 from ..retry import (
     PLATFORM_RETRY_STATUSES,

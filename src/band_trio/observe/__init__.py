@@ -1,9 +1,10 @@
 """What an operator sees of band-trio's work: metrics, traces, structured logs.
 
-One seam: the runtime, the link, the bridge and the runs API call the hooks
-here (`Work` around each turn, forward and run; `rest_call`, `remote_stop`,
-`adapter_call`, the signal and reconnect counters) and nothing else of
-observability. See docs/how-to/observe.md and docs/reference/observability.md.
+One seam: the runtime, the link, the bridge and the runs API call its hooks
+(`_hooks`: a `Work` watch around each turn, forward and run; the REST, claim,
+adapter and remote-stop spans; the signal and reconnect counters) and nothing
+else of observability. What a user needs is exported here. See
+docs/how-to/observe.md and docs/reference/observability.md.
 
 * **Metrics** (`REGISTRY`, rendered by `serve_metrics` as Prometheus text on
   `/metrics`): counters and histograms updated as the work happens, gauges of
@@ -31,7 +32,6 @@ from ._logs import JsonFormatter as JsonFormatter
 from ._logs import LogFormat as LogFormat
 from ._logs import bound as bound
 from ._logs import configure_logging as configure_logging
-from ._logs import correlation_id as correlation_id
 from ._metrics import Counter as Counter
 from ._metrics import Gauge as Gauge
 from ._metrics import Histogram as Histogram
@@ -43,24 +43,11 @@ from ._setup import Tracing as Tracing
 from ._setup import check_tracing as check_tracing
 from ._setup import start_tracing as start_tracing
 from ._setup import trace_to as trace_to
-from ._trace import step as step
-from ._trace import tracer as tracer
 from ._trace import use_tracer_provider as use_tracer_provider
-from ._work import Aborts as Aborts
-from ._work import ThreadWatch as ThreadWatch
-from ._work import Work as Work
-from ._work import adapter_call as adapter_call
-from ._work import connected as connected
-from ._work import reconnecting as reconnecting
-from ._work import remote_stop as remote_stop
-from ._work import rest_call as rest_call
-from ._work import scope_exited as scope_exited
-from ._work import signal_counted as signal_counted
 
 __all__ = [
     "EXPORTERS",
     "REGISTRY",
-    "Aborts",
     "Counter",
     "Exporter",
     "Gauge",
@@ -71,25 +58,13 @@ __all__ = [
     "ObservePolicy",
     "Registry",
     "Sample",
-    "ThreadWatch",
     "Tracing",
-    "Work",
-    "adapter_call",
     "bound",
     "check_tracing",
     "configure_logging",
-    "connected",
-    "correlation_id",
-    "reconnecting",
-    "remote_stop",
-    "rest_call",
-    "scope_exited",
     "serve_metrics",
-    "signal_counted",
     "start_tracing",
-    "step",
     "trace_to",
-    "tracer",
     "track",
     "untrack",
     "use_tracer_provider",

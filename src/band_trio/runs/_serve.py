@@ -27,8 +27,8 @@ from functools import partial
 
 import trio
 
-from .. import observe
 from ..contract import Adapter
+from ..observe import _hooks as observe
 from ..server import (
     MIN_SECRET_LENGTH,
     Listening,

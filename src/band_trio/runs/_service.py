@@ -24,9 +24,9 @@ from typing import Any
 
 import trio
 
-from .. import observe
 from ..contract import Adapter, LastAbort, Turn
 from ..errors import BandTrioError
+from ..observe import _hooks as observe
 from ._policy import RunsPolicy
 from ._request import RunRequest
 from ._run import USAGE, Run, RunStatus

@@ -22,9 +22,10 @@ from typing import Any
 
 import trio
 
-from .. import errors, observe
+from .. import errors
 from ..contract import Adapter
 from ..link import RestClient, SocketStats, check_rest_url, check_ws_url
+from ..observe import _hooks as observe
 from ..policy import BusyPolicy, Policy, WhileBusy
 from ..wire import RefCounter
 from ._context import Changes, Journal, RoomContext

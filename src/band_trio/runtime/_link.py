@@ -28,9 +28,10 @@ from typing import Any
 
 import trio
 
-from .. import errors, observe
+from .. import errors
 from ..contract import Adapter, AgentInfo
 from ..link import CLOSE_HEARTBEAT_DEAD, RestClient, Socket, SocketStats, run_socket
+from ..observe import _hooks as observe
 from ..policy import Policy
 from ..wire import AgentProfile, RefCounter
 from ._connection import Connection

@@ -23,8 +23,9 @@ import logging
 
 import trio
 
-from .. import errors, observe
+from .. import errors
 from ..contract import LastAbort, Turn
+from ..observe import _hooks as observe
 from ._context import RoomContext
 from ._ledger import Ledger
 from ._port import PlatformPort
