@@ -24,9 +24,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 
 class Sink:
-    def __init__(self) -> None:
+    """The ASGI app: counts every export (and, with `keep`, keeps it decoded, which
+    tests/observe/test_traces_process.py reads)."""
+
+    def __init__(self, *, keep: bool = False) -> None:
         self.requests = 0
         self.spans = 0
+        self.kept: list[ExportTraceServiceRequest] | None = [] if keep else None
+        self.changed = trio.Event()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -46,6 +51,10 @@ class Sink:
             self.spans += sum(
                 len(scoped.spans) for rs in request.resource_spans for scoped in rs.scope_spans
             )
+            if self.kept is not None:
+                self.kept.append(request)
+            self.changed.set()
+            self.changed = trio.Event()
         headers = [(b"content-type", b"application/x-protobuf"), (b"content-length", b"0")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b""})

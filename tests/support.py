@@ -34,6 +34,18 @@ def agent_for(platform: Platform, adapter: Adapter, **kwargs: Any) -> Agent:
     return Agent(adapter, **{**settings, **kwargs})
 
 
+def agent_env(platform: Platform) -> dict[str, str]:
+    """The seeded agent's settings, as `band-trio agent` reads them from the environment."""
+    info = platform.info
+    assert info.agent_id and info.api_key
+    return {
+        "BAND_REST_URL": info.rest_url,
+        "BAND_WS_URL": info.ws_url,
+        "BAND_AGENT_ID": info.agent_id,
+        "BAND_API_KEY": info.api_key,
+    }
+
+
 class Running:
     """The handle `running_agent` yields: the agent, its task tracker, its stop result."""
 

@@ -16,7 +16,7 @@ import trio
 
 from band_trio import Turn
 from band_trio.platform import Platform
-from support import Recorder, running_agent, status
+from support import Recorder, agent_env, running_agent, status
 
 BAND_TRIO = [sys.executable, "-m", "band_trio"]
 
@@ -40,18 +40,6 @@ async def process(*args: str, env: dict[str, str] | None = None) -> AsyncIterato
             if waited.cancelled_caught:
                 proc.kill()
                 await proc.wait()
-
-
-def agent_env(platform: Platform) -> dict[str, str]:
-    """The seeded agent's settings, as `band-trio agent` reads them from the environment."""
-    info = platform.info
-    assert info.agent_id and info.api_key
-    return {
-        "BAND_REST_URL": info.rest_url,
-        "BAND_WS_URL": info.ws_url,
-        "BAND_AGENT_ID": info.agent_id,
-        "BAND_API_KEY": info.api_key,
-    }
 
 
 async def read_until(stream: trio.abc.ReceiveStream, marker: bytes) -> bytes:

@@ -12,21 +12,10 @@ import trio
 from observed_process import command, delta
 
 from band_trio.platform import Platform
-from support import status
+from support import agent_env, status
 
 DEADLINE = 30
 ADAPTER = ["--adapter", "observed_adapter:make"]
-
-
-def agent_env(platform: Platform) -> dict[str, str]:
-    info = platform.info
-    assert info.agent_id and info.api_key
-    return {
-        "BAND_REST_URL": info.rest_url,
-        "BAND_WS_URL": info.ws_url,
-        "BAND_AGENT_ID": info.agent_id,
-        "BAND_API_KEY": info.api_key,
-    }
 
 
 def has(text: str) -> Callable[[str], bool]:

@@ -10,11 +10,10 @@ from pathlib import Path
 import httpx2
 import trio
 from observed_process import Command, command, delta
-from test_agent_metrics_and_logs import agent_env
 
 from band_trio.platform import Platform
 from band_trio.testing import open_recording_target
-from support import seeded, status
+from support import agent_env, seeded, status
 
 DEADLINE = 30
 TOKEN = "metrics-token-0123456789"

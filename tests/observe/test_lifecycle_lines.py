@@ -10,10 +10,10 @@ import re
 
 import trio
 from observed_process import command
-from test_agent_metrics_and_logs import agent_env, holding
+from test_agent_metrics_and_logs import holding
 
 from band_trio.platform import Platform
-from support import status
+from support import agent_env, status
 
 DEADLINE = 30
 LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?P<level>[A-Z]+) (?P<logger>\S+): ")

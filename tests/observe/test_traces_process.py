@@ -4,24 +4,23 @@ as before, while asking for traces is one line and exit 2."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from observed_process import command, stop
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from test_agent_metrics_and_logs import agent_env
 
 from band_trio.platform import Platform
-from support import seeded, status
+from support import agent_env, seeded, status
 
 DEADLINE = 30
 WITHOUT_OTEL = (
@@ -30,38 +29,27 @@ WITHOUT_OTEL = (
 )
 
 
-@dataclass
+def _sink_module() -> Any:
+    """benchmarks/otlp_sink.py, the benchmark's collector stand-in, tested here too."""
+    path = Path(__file__).parents[2] / "benchmarks" / "otlp_sink.py"
+    spec = importlib.util.spec_from_file_location("otlp_sink", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class Receiver:
     """An OTLP/HTTP trace receiver on loopback: what it was sent, decoded."""
 
-    url: str = ""
-    requests: list[ExportTraceServiceRequest] = field(default_factory=list)
-    changed: trio.Event = field(default_factory=trio.Event)
-
-    async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (message := await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        if scope["path"] == "/v1/traces":
-            self.requests.append(ExportTraceServiceRequest.FromString(body))
-            self.changed.set()
-            self.changed = trio.Event()
-        headers = [(b"content-type", b"application/x-protobuf"), (b"content-length", b"0")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b""})
+    def __init__(self) -> None:
+        self.url = ""
+        self.app = _sink_module().Sink(keep=True)
 
     def spans(self) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
         """(name, attributes, resource attributes) of every span received."""
         found = []
-        for request in self.requests:
+        for request in self.app.kept:
             for resource_spans in request.resource_spans:
                 resource = _attributes(resource_spans.resource.attributes)
                 for scope_spans in resource_spans.scope_spans:
