@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -44,6 +45,17 @@ def agent_env(platform: Platform) -> dict[str, str]:
         "BAND_AGENT_ID": info.agent_id,
         "BAND_API_KEY": info.api_key,
     }
+
+
+async def stop_process(proc: trio.Process, grace: float = 10) -> None:
+    """Stop a child process by its own PID: SIGTERM, then SIGKILL after `grace`."""
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        with trio.move_on_after(grace) as waited:
+            await proc.wait()
+        if waited.cancelled_caught:
+            proc.kill()
+            await proc.wait()
 
 
 class Running:

@@ -16,7 +16,7 @@ import trio
 
 from band_trio import Turn
 from band_trio.platform import Platform
-from support import Recorder, agent_env, running_agent, status
+from support import Recorder, agent_env, running_agent, status, stop_process
 
 BAND_TRIO = [sys.executable, "-m", "band_trio"]
 
@@ -33,13 +33,7 @@ async def process(*args: str, env: dict[str, str] | None = None) -> AsyncIterato
     try:
         yield proc
     finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            with trio.move_on_after(10) as waited:
-                await proc.wait()
-            if waited.cancelled_caught:
-                proc.kill()
-                await proc.wait()
+        await stop_process(proc)
 
 
 async def read_until(stream: trio.abc.ReceiveStream, marker: bytes) -> bytes:

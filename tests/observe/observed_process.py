@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -18,6 +17,8 @@ from typing import Any
 import httpx2
 import trio
 from prometheus_client.parser import text_string_to_metric_families
+
+from support import stop_process
 
 HERE = Path(__file__).parent
 BAND_TRIO = [sys.executable, "-m", "band_trio"]
@@ -120,14 +121,7 @@ async def command(
             await proc.wait()
 
 
-async def stop(proc: trio.Process) -> None:
-    if proc.returncode is None:
-        proc.send_signal(signal.SIGTERM)
-        with trio.move_on_after(10) as waited:
-            await proc.wait()
-        if waited.cancelled_caught:
-            proc.kill()
-            await proc.wait()
+stop = stop_process
 
 
 def delta(before: dict[str, float], after: dict[str, float], prefix: str) -> dict[str, float]:

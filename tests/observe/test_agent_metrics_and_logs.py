@@ -48,8 +48,15 @@ async def test_every_counter_moves_by_exactly_what_happened(platform: Platform) 
             correlation = platform.send_control(agent_id, "interrupt", room_id=room)
             await platform.wait_until(lambda: status(platform, interrupted) == "processed")
 
+            # the platform's stop reaches a turn two ways: the signal, and the answer to its
+            # next `working: true`; so the stop goes out once this turn's first one was
+            # answered (after the last turn's `working: false`), or it may come as the
+            # answer (`platform_stop`) before the signal does
+            working = lambda: platform.working.get((agent_id, room), False)  # noqa: E731
+            await platform.wait_until(lambda: not working())
             stopped = platform.post_message(room, user, "hold")
             await lines.wait_for(holding(stopped))
+            await platform.wait_until(working)
             platform.send_control(agent_id, "stop", room_id=room, reason="wait")
             await lines.wait_for(has(f"turn for {stopped} ended: aborted"))
             platform.send_control(agent_id, "play", room_id=room)

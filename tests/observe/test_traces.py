@@ -163,6 +163,8 @@ async def test_a_stopped_turn_leaves_its_message_and_a_play_runs_it_in_a_new_tra
         async with running_agent(platform, remote_work(peer), policy=FAST) as running:
             message = platform.post_message(room, user, "work")
             await peer.started.wait()
+            # the keep-alive's first answer first, or the stop may reach the turn as it
+            await platform.wait_until(lambda: platform.working.get((agent_id, room), False))
             platform.send_control(agent_id, "stop", room_id=room, reason="hold on")
             await running.agent.wait_until(lambda: running.agent.remote_stops.sent == 1)
             await running.agent.wait_until(lambda: not running.agent.rooms[room].running)
