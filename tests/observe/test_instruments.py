@@ -193,3 +193,18 @@ def test_a_collector_that_never_answers_holds_the_exit_for_trace_flush_at_most()
         assert hooks.tracer() is None
     finally:
         release.set()
+
+
+def test_a_long_attribute_is_cut_to_the_policy() -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    policy = observe.ObservePolicy(trace_attribute_chars=32, trace_delay=0.01)
+    tracing = observe.trace_to(exporter, service="test", policy=policy)
+    try:
+        with hooks.step("band_trio.test") as step:
+            step.set("band.signal.reason", "x" * 10_000)  # a reason a 16 MiB frame can hold
+    finally:
+        assert tracing.close()
+    (span,) = exporter.get_finished_spans()
+    assert (span.attributes or {})["band.signal.reason"] == "x" * 32

@@ -28,6 +28,9 @@ class ObservePolicy:
     """Buffered spans are exported at least this often."""
     trace_export_timeout: float = 10.0
     """Deadline of one export to the collector (the exporter's own timeout)."""
+    trace_attribute_chars: int = 4096
+    """A span attribute's text is cut to this many characters (a signal's reason, a
+    remote stop's detail: a platform frame may hold megabytes)."""
     trace_flush: float = 5.0
     """At exit, how long the spans still buffered may take to leave; then they are
     dropped and the command exits anyway."""
@@ -40,7 +43,7 @@ class ObservePolicy:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise ValueError(f"ObservePolicy.{name} must be seconds > 0, got {value!r}")
-        for name in ("trace_queue", "trace_batch"):
+        for name in ("trace_queue", "trace_batch", "trace_attribute_chars"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ObservePolicy.{name} must be >= 1")
         if self.trace_batch > self.trace_queue:

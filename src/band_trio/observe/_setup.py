@@ -90,13 +90,14 @@ def trace_to(sink: Any, *, service: str, policy: ObservePolicy) -> Tracing:
     """Trace band-trio's work to the span exporter `sink`, in batches from a bounded
     queue (`start_tracing` with an exporter of your own)."""
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace import SpanLimits, TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     resource = Resource.create()
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource.create({"service.name": service}))
-    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    limits = SpanLimits(max_attribute_length=policy.trace_attribute_chars)
+    provider = TracerProvider(resource=resource, span_limits=limits, shutdown_on_exit=False)
     provider.add_span_processor(
         BatchSpanProcessor(
             sink,
