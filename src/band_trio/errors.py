@@ -17,7 +17,8 @@
     │   │   └── RateLimitedError            429 that outlived our retries
     │   └── JoinError                   the platform refused or ignored a channel join
     ├── AgentDisconnectedError      the platform ended the agent's session for good
-    └── ForwardError                a bridge's target did not take a forward (status, exit, I/O)
+    ├── ForwardError                a bridge's target did not take a forward (status, exit, I/O)
+    └── StartCutError               a remote start was cut by its deadline before its handle
 
 Every failure of the link is a `PlatformError`, so a caller that means "the
 platform did not do it" catches one class. Lower layers (httpx2,
@@ -178,3 +179,20 @@ class ForwardError(BandTrioError):
     """A bridge target did not take a forward: an HTTP status other than 2xx, the
     connection failing, a command exiting nonzero. The forward is not remembered as
     delivered, so the event is forwarded again when it is redelivered."""
+
+
+class StartCutError(BandTrioError):
+    """The call that starts a turn's remote work (`RemoteWork.starting()`) was cut by
+    its deadline before it finished: the turn was aborted and the start got its
+    `backend_stop_grace`, or the turn's own deadline passed. Whatever the call
+    started, if anything, is unknown, and no handle may be used after it.
+
+    `starting()` raises it as its block ends, so code after the block never runs
+    on a start that did not finish. The runtime counts it as part of the abort
+    (the turn's message is consumed or left by the abort's kind), not as the
+    adapter failing."""
+
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(f"the start of {name} was cut off: {detail}")
+        self.name = name
+        self.detail = detail

@@ -1,5 +1,6 @@
 """Real local test peers (a2a-sdk 1.3.0, stubllm 0.1.5) run as subprocesses, plus trio helpers,
-and the project's own fault-injecting proxy to put in front of them.
+the project's own fault-injecting proxy to put in front of them, and a peer that accepts
+a request and never answers (`silent_peer`, in the test's own run).
 
 Import from tests as ``from peers import a2a_peer, stubllm_peer`` (``tests/`` is on sys.path).
 """
@@ -17,6 +18,7 @@ from .fixtures import (
     plan,
     stubllm_peer,
 )
+from .silent import SilentPeer, silent_peer
 
 __all__ = [
     "A2A_SCRIPT",
@@ -26,8 +28,10 @@ __all__ = [
     "Event",
     "Peer",
     "PeerError",
+    "SilentPeer",
     "a2a_peer",
     "fault_proxy",
     "plan",
+    "silent_peer",
     "stubllm_peer",
 ]

@@ -25,7 +25,8 @@ The rules (docs/reference/adapters.md, "Remote work"), all held here:
 * the start call runs shielded (`starting()`): a cancel that lands while it is
   in flight lets it finish — bounded by the stop grace from the abort on — so
   the stop goes out as soon as the handle is revealed and a started remote
-  turn is never orphaned;
+  turn is never orphaned; a start cut by that bound raises `StartCutError`
+  as its block ends, so no code after it uses a handle that never came;
 * every stop ends `confirmed`, `requested` or `unconfirmed`, is logged with
   room and message, and is kept on the turn (`Turn.remote_stops`) and in the
   agent's stats (`Agent.remote_stops`).
@@ -44,6 +45,7 @@ from typing import Any, Generic, TypeVar
 
 import trio
 
+from ..errors import StartCutError
 from ..observe import _hooks as observe
 from ..policy import Policy, UpstreamPolicy
 
@@ -265,6 +267,10 @@ class RemoteWork(Generic[H]):
         what it started); from the abort on, the call gets `backend_stop_grace` to
         finish, and the turn's own deadline plus that grace at most. Call
         `started(handle)` inside the block.
+
+        A call cut by that deadline raises `StartCutError` as the block ends, so
+        the code after it never runs on a start that did not finish (a stream
+        never opened, a process never spawned).
         """
         control = self._control
         deadline = control.deadline + control.stop_grace
@@ -281,6 +287,11 @@ class RemoteWork(Generic[H]):
             control._leave()
         if scope.cancelled_caught:  # cut by its deadline: whatever it started is unknown
             self._start_cut = True
+            if control.aborted_at is not None:
+                detail = f"no answer within {control.stop_grace:g}s of the turn's abort"
+            else:
+                detail = "the turn's deadline passed"
+            raise StartCutError(self.name, detail)
 
     def started(self, handle: H, *, label: str | None = None) -> None:
         """The remote work exists and `handle` names it: from now on an abort stops it.
