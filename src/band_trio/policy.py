@@ -160,6 +160,13 @@ class Policy:
     shutdown_grace: float = 30.0
     """`Agent.stop()` lets running turns finish (mark included) this long, then
     cancels them; their messages are left `processing`."""
+    hard_stop_grace: float = 0.5
+    """A hard stop (`Agent.hard_stop()`, a second SIGINT/SIGTERM) cuts every shielded
+    wait of the rooms — remote starts and stops, marks, leaves — to this."""
+    hard_stop_deadline: float = 1.0
+    """The commands (`agent`, `bridge`, `host`) exit this long after a second signal
+    whatever is still running (exit 1, naming it): an adapter that ignores the cancel
+    cannot hold the process."""
 
     # -- REST ---------------------------------------------------------------
     request_deadline: float = 60.0

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from ..policy import UpstreamPolicy as UpstreamPolicy
 from ._adapter import Adapter as Adapter
+from ._cutoff import Cutoff as Cutoff
 from ._env import UPSTREAM_SETTINGS as UPSTREAM_SETTINGS
 from ._env import upstream_from_env as upstream_from_env
 from ._http import MAX_EVENT_BYTES as MAX_EVENT_BYTES
@@ -68,6 +69,7 @@ __all__ = [
     "Adapter",
     "AgentInfo",
     "CommandResult",
+    "Cutoff",
     "LastAbort",
     "Message",
     "Participant",

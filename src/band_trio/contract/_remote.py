@@ -48,6 +48,7 @@ import trio
 from ..errors import StartCutError
 from ..observe import _hooks as observe
 from ..policy import Policy, UpstreamPolicy
+from ._cutoff import Cutoff
 
 __all__ = ["RemoteStop", "RemoteWork", "StopAnswer", "StopFn", "StopOutcome", "TurnControl"]
 
@@ -117,6 +118,7 @@ class TurnControl:
         kill_grace: float = _DEFAULT.subprocess_kill_grace,
         deadline: float = math.inf,
         upstream: UpstreamPolicy | None = None,
+        cutoff: Cutoff | None = None,
     ) -> None:
         self.room_id = room_id
         self.message_id = message_id
@@ -132,6 +134,9 @@ class TurnControl:
         self.posted = 0
         """Messages and events the turn posted to the room so far (`Turn.reply`,
         `Turn.send_event`): a retry never follows a post made during its attempt."""
+        self.cutoff = cutoff if cutoff is not None else Cutoff()
+        """The owner's (the room host's): every shielded wait of the turn — its starts,
+        its stops, its marks — ends by it too; a hard stop lowers it."""
         self.aborted_at: float | None = None
         self.abort_kind: str | None = None
         self.abort_reason: str | None = None
@@ -276,18 +281,21 @@ class RemoteWork(Generic[H]):
         deadline = control.deadline + control.stop_grace
         if control.aborted_at is not None:
             deadline = min(deadline, control.aborted_at + control.stop_grace)
-        scope = trio.CancelScope(shield=True, deadline=deadline)
-        control._starts.add(scope)
         control._enter()
         try:
-            with scope:
-                yield
+            with control.cutoff.shielded(deadline) as scope:
+                control._starts.add(scope)
+                try:
+                    yield
+                finally:
+                    control._starts.discard(scope)
         finally:
-            control._starts.discard(scope)
             control._leave()
         if scope.cancelled_caught:  # cut by its deadline: whatever it started is unknown
             self._start_cut = True
-            if control.aborted_at is not None:
+            if control.cutoff.at < deadline:
+                detail = "the agent was stopped at once"
+            elif control.aborted_at is not None:
                 detail = f"no answer within {control.stop_grace:g}s of the turn's abort"
             else:
                 detail = "the turn's deadline passed"
@@ -345,7 +353,7 @@ class RemoteWork(Generic[H]):
         detail = ""
         control._enter()
         try:
-            with trio.CancelScope(shield=True, deadline=sent + self.grace) as scope:
+            with control.cutoff.shielded(sent + self.grace) as scope:
                 try:
                     result = await self._stop(self._handle)  # type: ignore[arg-type]
                 except Exception as error:  # the peer refused, or could not be reached
@@ -357,6 +365,8 @@ class RemoteWork(Generic[H]):
             if scope.cancelled_caught:
                 outcome = StopOutcome.UNCONFIRMED
                 detail = f"no answer within {self.grace:.1f}s"
+                if control.cutoff.at < sent + self.grace:
+                    detail = "cut off: the agent was stopped at once"
         finally:
             control._leave()
         self._note(outcome, detail, waited, trio.current_time() - sent)

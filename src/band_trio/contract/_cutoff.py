@@ -1,0 +1,66 @@
+"""`Cutoff`: the latest moment any shielded wait under one owner may last to.
+
+A shielded scope cannot be reached by its owner's cancel: that is its point (a
+mark that must land, a start that must not be orphaned). So each one has a
+deadline of its own from the policy — and one more bound, shared: the owner's
+cutoff. A room host hands its `Cutoff` down to every turn it runs; the turn's
+remote starts and stops, its marks and the room's leave are all shielded
+through it. A hard stop lowers it once (`cut`), and every such wait, open now or
+opened later, ends by then.
+
+    cutoff = Cutoff()
+    with cutoff.shield(policy.cleanup_grace):      # shielded, and bounded twice
+        await rest.mark_processed(...)
+    ...
+    cutoff.cut(trio.current_time() + policy.hard_stop_grace)   # the second signal
+
+Nothing waits here: `cut` only lowers deadlines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+import trio
+
+__all__ = ["Cutoff"]
+
+
+class Cutoff:
+    """A shared deadline for shielded waits; `at` is `inf` until a hard stop cuts it."""
+
+    __slots__ = ("_scopes", "at")
+
+    def __init__(self) -> None:
+        self.at = math.inf
+        """The trio clock time every shielded wait under this cutoff ends by."""
+        self._scopes: set[trio.CancelScope] = set()
+
+    @property
+    def cut_off(self) -> bool:
+        """Whether a hard stop lowered it."""
+        return self.at != math.inf
+
+    @contextmanager
+    def shielded(self, deadline: float) -> Iterator[trio.CancelScope]:
+        """A shielded scope that ends at `deadline`, or at the cutoff if that is sooner
+        (also when the cutoff is lowered while it is open)."""
+        scope = trio.CancelScope(shield=True, deadline=min(deadline, self.at))
+        self._scopes.add(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            self._scopes.discard(scope)
+
+    def shield(self, grace: float) -> AbstractContextManager[trio.CancelScope]:
+        """`shielded(now + grace)`: the usual bounded, shielded cleanup."""
+        return self.shielded(trio.current_time() + grace)
+
+    def cut(self, at: float) -> None:
+        """Every shielded wait under this cutoff ends by `at`, open ones included."""
+        self.at = min(self.at, at)
+        for scope in self._scopes:
+            scope.deadline = min(scope.deadline, self.at)
