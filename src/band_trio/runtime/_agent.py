@@ -23,7 +23,7 @@ from typing import Any
 import trio
 
 from .. import errors
-from ..contract import Adapter
+from ..contract import Adapter, Cutoff
 from ..link import RestClient, SocketStats, check_rest_url, check_ws_url
 from ..observe import _hooks as observe
 from ..policy import BusyPolicy, Policy, WhileBusy
@@ -46,6 +46,8 @@ class _Run:
 
     def __init__(self) -> None:
         self.stop_requested = trio.Event()
+        self.hard_reason: str | None = None
+        """Set by `hard_stop`: the stop skips the grace, its shielded waits cut short."""
         self.result: StopResult | None = None
         self.published = trio.Event()
 
@@ -234,8 +236,11 @@ class Agent:
                 changes=self._changes,
                 journal=journal,
                 stops=self._stops,
+                cutoff=Cutoff(),
             )
             rooms = self._rooms = Rooms(context, self._ledgers)
+            if run.hard_reason is not None:  # a hard stop before the rooms existed
+                rooms.hard_stop(run.hard_reason)
             link = self._link = Link(
                 self._settings,
                 rest=rest,
@@ -255,7 +260,7 @@ class Agent:
                 if rooms.settled.is_set():  # the link ended because the stop asked it to
                     run.publish(self._result(journal))
                 else:  # ended for good, or at start-up: what still runs is cancelled now
-                    journal.cancelled.extend(rooms.running_turns())
+                    journal.cancelled.extend(rooms.running())
                     rooms.end_all(AbortKind.SHUTDOWN, "the session ended for good")
                 root.cancel_scope.cancel(reason="agent stopped")
             run.publish(self._result(journal))
@@ -292,6 +297,24 @@ class Agent:
         await run.published.wait()
         assert run.result is not None
         return run.result
+
+    def hard_stop(self, reason: str = "stopped at once") -> None:
+        """Stop now, without the shutdown grace (what a second Ctrl-C asks for).
+
+        Every running turn is aborted (its message left `processing`, as by a
+        shutdown) and every shielded wait of the rooms — a remote start still in
+        flight, a remote stop, a mark, a leave — ends within
+        `Policy.hard_stop_grace`; `run()` returns once the link has closed. Only
+        asks: an adapter that ignores the cancel keeps `run()` waiting (the CLI exits
+        without it after `Policy.hard_stop_deadline`). A no-op when not running."""
+        run = self._run
+        if run is None:
+            return
+        if run.hard_reason is None:
+            run.hard_reason = reason
+        if self._rooms is not None:
+            self._rooms.hard_stop(reason)
+        run.stop_requested.set()
 
 
 async def _stop_when_asked(run: _Run, rooms: Rooms, link: Link) -> None:

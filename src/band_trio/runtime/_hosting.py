@@ -1,10 +1,12 @@
-"""What the link supervisor needs of the rooms it hands connections to.
+"""What the link supervisor and the rooms host need of the rooms they drive.
 
 The link (`_link`, `_connection`) and the control lane (`_control`) drive
-rooms only through these two protocols, so the same link — key check,
-connections, joins, reconnects, terminal disconnects, signal dedup — serves
-the agent's own rooms (`_rooms.Rooms`, `_room.Room`) and the bridge's
-forwarding rooms alike. Both are satisfied structurally; nothing subclasses them.
+rooms only through `LinkedRooms`/`LinkedRoom`, and the rooms host (`_rooms`)
+runs any `HostedRoom`, so the same link — key check, connections, joins,
+reconnects, terminal disconnects, signal dedup — and the same host — one task
+per room, the leave, the shutdown, the hard stop — serve the agent's own rooms
+(`_room.Room`) and the bridge's forwarding rooms alike. All are satisfied
+structurally; nothing subclasses them.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+import trio
+
+from ..contract import TurnControl
 from ..link import Socket
 from ._inbound import Inbound
+from ._turn_state import AbortKind
 
-__all__ = ["LinkedRoom", "LinkedRooms"]
+__all__ = ["HostedRoom", "InFlight", "LinkedRoom", "LinkedRooms"]
 
 
 class LinkedRoom(Protocol):
@@ -57,3 +63,56 @@ class LinkedRooms(Protocol):
 
     def reconcile(self, wanted: Iterable[str]) -> None:
         """Match the room list: leave the rooms not in `wanted`, add the new ones."""
+
+
+class InFlight(Protocol):
+    """The unit of work a hosted room is doing now: a turn, or a forward."""
+
+    @property
+    def control(self) -> TurnControl:
+        """Its remote-work bookkeeping: `control.message_id` names the unit."""
+        ...
+
+    @property
+    def finished(self) -> bool:
+        """The adapter (or target) returned or raised: an abort now aborts nothing."""
+        ...
+
+    @property
+    def done(self) -> trio.Event:
+        """Set once its scope has exited."""
+        ...
+
+    async def wait_settled(self, grace: float) -> bool:
+        """Wait (`grace`, plus any remote start or stop in progress) for `done`."""
+        ...
+
+
+class HostedRoom(LinkedRoom, Protocol):
+    """A room as the rooms host (`_rooms.RoomHost`) runs it: one task, cancelled to leave.
+
+    The host calls `ending` before every cancel it makes — a leave, the shutdown after
+    its grace, a hard stop — so the unit in flight has its abort recorded first: its
+    remote starts are then bounded by the stop grace, and its message is left, never
+    taken for a success or a failure."""
+
+    async def run(self) -> None:
+        """The room's loop; returns once drained (`drain`)."""
+
+    def drain(self) -> None:
+        """Finish the work in hand (mark included), then return from `run`."""
+
+    def ending(self, kind: AbortKind, reason: str) -> None:
+        """The host is about to cancel the room: record why on the unit in flight."""
+
+    def request_resync(self) -> None:
+        """Catch up through `/next` (the host restarted a crashed loop)."""
+
+    @property
+    def in_flight(self) -> InFlight | None:
+        """The unit of work running now, if any."""
+        ...
+
+    async def close(self) -> None:
+        """After the room's task ended: leave its topics, tell the adapter (or target)
+        that the room is gone. Each part is bounded; the host shields the whole."""

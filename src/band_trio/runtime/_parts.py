@@ -9,8 +9,11 @@ runtime instead of copying it, so it is private to the package.
   terminal-disconnect reasons, and the control lane's routing and dedup. It
   drives any rooms that satisfy `LinkedRooms`/`LinkedRoom`, and shows every
   push to an optional tap.
+* The rooms host (`RoomHost`): one task per room, the leave, the shutdown and
+  the hard stop, each recording the abort before it cancels; any `HostedRoom`.
 * One turn's claim → run → settle (`run_turn`), for a host that receives a
-  message some other way than the socket.
+  message some other way than the socket; the port its posts go through
+  (`PlatformPort`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from ._context import Changes as Changes
 from ._context import Journal as Journal
 from ._context import RoomContext as RoomContext
 from ._control import ControlLane as ControlLane
+from ._hosting import HostedRoom as HostedRoom
+from ._hosting import InFlight as InFlight
 from ._hosting import LinkedRoom as LinkedRoom
 from ._hosting import LinkedRooms as LinkedRooms
 from ._inbound import Inbound as Inbound
@@ -29,20 +34,26 @@ from ._link import Link as Link
 from ._link import LinkEnd as LinkEnd
 from ._link import LinkSettings as LinkSettings
 from ._pages import Pages as Pages
+from ._port import PlatformPort as PlatformPort
 from ._room import chat_topic as chat_topic
+from ._room import leave_topics as leave_topics
 from ._room import participants_topic as participants_topic
+from ._rooms import RoomHost as RoomHost
 from ._settle import Outcome as Outcome
 from ._settle import settle as settle
 from ._stops import RemoteStopLog as RemoteStopLog
 from ._turn import run_turn as run_turn
 from ._turn_state import AbortKind as AbortKind
 from ._turn_state import ActiveTurn as ActiveTurn
+from ._turn_state import wait_settled as wait_settled
 
 __all__ = [
     "AbortKind",
     "ActiveTurn",
     "Changes",
     "ControlLane",
+    "HostedRoom",
+    "InFlight",
     "Inbound",
     "Journal",
     "Ledger",
@@ -53,12 +64,16 @@ __all__ = [
     "LinkedRooms",
     "Outcome",
     "Pages",
+    "PlatformPort",
     "RemoteStopLog",
     "RoomContext",
+    "RoomHost",
     "Standing",
     "chat_topic",
     "inbound",
+    "leave_topics",
     "participants_topic",
     "run_turn",
     "settle",
+    "wait_settled",
 ]

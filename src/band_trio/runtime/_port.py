@@ -1,47 +1,59 @@
-"""The `contract.TurnPort` of one turn: what the adapter's `Turn` posts go through."""
+"""The `contract.TurnPort` of one unit of work: what a `Turn`'s posts go through.
+
+One port for the agent's turns and the bridge's forwards (a target that speaks in
+the room, like the A2A target posting its agent's answer, posts as the identity)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
 from .. import errors
-from ..contract import Message, Participant
+from ..contract import Message, Participant, TurnControl
 from ..link import RestClient
 from ..wire import MentionRef
 from ._inbound import inbound
-from ._turn_state import AbortKind, ActiveTurn
+from ._turn_state import AbortKind
 
-__all__ = ["PlatformPort"]
+__all__ = ["Abortable", "PlatformPort"]
 
 log = logging.getLogger("band_trio.runtime.turn")
 
 
-class PlatformPort:
-    """The `contract.TurnPort` of one turn: posts on the room's behalf.
+class Abortable(Protocol):
+    """The unit a port posts for: an `ActiveTurn`, or a bridge's forward."""
 
-    A post refused by the stopped gate (`ExecutionStoppedError`) aborts the turn
+    @property
+    def control(self) -> TurnControl: ...
+
+    def abort(self, kind: AbortKind, reason: str | None = None) -> bool: ...
+
+
+class PlatformPort:
+    """The `contract.TurnPort` of one unit: posts on its room's behalf.
+
+    A post refused by the stopped gate (`ExecutionStoppedError`) aborts the unit
     as a platform stop: the adapter sees `Cancelled`, and the message is left
     for replay.
     """
 
-    __slots__ = ("_agent_id", "_rest", "_turn")
+    __slots__ = ("_agent_id", "_rest", "_room_id", "_unit")
 
-    def __init__(self, rest: RestClient, turn: ActiveTurn, agent_id: str) -> None:
+    def __init__(self, rest: RestClient, unit: Abortable, agent_id: str) -> None:
         self._rest = rest
-        self._turn = turn
+        self._unit = unit
+        self._room_id = unit.control.room_id
         self._agent_id = agent_id
 
     async def history(self) -> list[Message]:
-        room_id = self._turn.message.room_id
-        listed = await self._rest.history(room_id)
-        return [inbound(room_id, self._agent_id, wire).message for wire in listed]
+        listed = await self._rest.history(self._room_id)
+        return [inbound(self._room_id, self._agent_id, wire).message for wire in listed]
 
     async def participants(self) -> list[Participant]:
-        listed = await self._rest.participants(self._turn.message.room_id)
+        listed = await self._rest.participants(self._room_id)
         return [
             Participant(id=p.id, type=p.type, role=p.role, name=p.name, handle=p.handle)
             for p in listed
@@ -50,7 +62,7 @@ class PlatformPort:
     async def post_message(self, content: str, mentions: Sequence[str]) -> str:
         refs = [MentionRef(id=target) for target in mentions]
         try:
-            posted = await self._rest.post_message(self._turn.message.room_id, content, refs)
+            posted = await self._rest.post_message(self._room_id, content, refs)
         except errors.ExecutionStoppedError as exc:
             await self._aborted_by_platform(exc)
             raise
@@ -59,9 +71,8 @@ class PlatformPort:
     async def post_event(
         self, content: str, message_type: str, metadata: dict[str, Any] | None
     ) -> str:
-        room_id = self._turn.message.room_id
         try:
-            created = await self._rest.post_event(room_id, content, message_type, metadata)
+            created = await self._rest.post_event(self._room_id, content, message_type, metadata)
         except errors.ExecutionStoppedError as exc:
             await self._aborted_by_platform(exc)
             raise
@@ -70,7 +81,7 @@ class PlatformPort:
     async def _aborted_by_platform(self, exc: errors.ExecutionStoppedError) -> None:
         log.info(
             "room %s: platform refused a post as stopped; aborting the turn",
-            self._turn.message.room_id,
+            self._room_id,
         )
-        self._turn.abort(AbortKind.PLATFORM_STOP, exc.message)
+        self._unit.abort(AbortKind.PLATFORM_STOP, exc.message)
         await trio.lowlevel.checkpoint()  # raises Cancelled: we are inside the turn's scope

@@ -31,7 +31,7 @@ import trio
 from .. import errors
 from ..contract import LastAbort, Message
 from ..link import Socket
-from ..policy import WhileBusy
+from ..policy import Policy, WhileBusy
 from ..wire import MentionRef
 from ._context import RoomContext
 from ._inbound import Inbound
@@ -42,7 +42,7 @@ from ._settle import Outcome, settle
 from ._turn import run_turn
 from ._turn_state import AbortKind, ActiveTurn
 
-__all__ = ["Room", "chat_topic", "participants_topic"]
+__all__ = ["Room", "chat_topic", "leave_topics", "participants_topic"]
 
 log = logging.getLogger("band_trio.runtime.room")
 
@@ -53,6 +53,15 @@ def chat_topic(room_id: str) -> str:
 
 def participants_topic(room_id: str) -> str:
     return f"room_participants:{room_id}"
+
+
+async def leave_topics(socket: Socket | None, room_id: str, policy: Policy) -> None:
+    """Leave a room's topics on the connection they were joined on, if it is still
+    open, under the cleanup grace (a left room, after its task ended)."""
+    if socket is not None and not socket.closed.is_set():
+        with trio.move_on_after(policy.cleanup_grace):
+            await socket.leave(chat_topic(room_id))
+            await socket.leave(participants_topic(room_id))
 
 
 class Room:
@@ -99,6 +108,10 @@ class Room:
     def joined_now(self) -> bool:
         """Whether the room's topics are joined on a connection that is open."""
         return self.socket is not None and not self.socket.closed.is_set()
+
+    @property
+    def in_flight(self) -> ActiveTurn | None:
+        return self.turn
 
     def joined(self, socket: Socket) -> None:
         """The link joined the room's topics on `socket`; catch up through `/next`."""
@@ -292,7 +305,7 @@ class Room:
         standing = self.ledger.standing(message.id)
         if standing is Standing.ACK_PENDING:  # retry the final mark only
             # the claim stays unknown: the mark re-claims first
-            turn = ActiveTurn(message, self._ctx.policy)
+            turn = ActiveTurn(message, self._ctx.policy, cutoff=self._ctx.cutoff)
             turn.failure = self.ledger.pending_failure(message.id)
             outcome = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
             ctx = self._ctx
@@ -302,7 +315,7 @@ class Room:
                 ctx.changes.notify()  # the standing may have moved on
         if standing is not Standing.RUNNABLE:
             return False
-        turn = self.turn = ActiveTurn(message, self._ctx.policy)
+        turn = self.turn = ActiveTurn(message, self._ctx.policy, cutoff=self._ctx.cutoff)
         self._ctx.changes.notify()
         watch = trio.CancelScope()
         if self._nursery is not None:
@@ -349,11 +362,7 @@ class Room:
         still open; under the cleanup grace), then tell the adapter (under the hook
         deadline). The owner shields this."""
         policy = self._ctx.policy
-        socket = self.socket
-        if socket is not None and not socket.closed.is_set():
-            with trio.move_on_after(policy.cleanup_grace):
-                await socket.leave(chat_topic(self.id))
-                await socket.leave(participants_topic(self.id))
+        await leave_topics(self.socket, self.id, policy)
         with trio.move_on_after(policy.hook_deadline) as bounded:
             try:
                 await self._ctx.adapter.on_room_left(self.id)

@@ -1,21 +1,40 @@
 """The rooms host: one task per room, in a nursery it owns, across connections.
 
-    Rooms.run (nursery)
-    └── room <id>               one task per room: the room loop, restarted with
-                                backoff if it crashes; then its topics are left
+    RoomHost.run (nursery)
+    └── room <id>               one task per room: the room's loop, restarted with
+                                backoff if it crashes; then the room is closed
+                                (its topics left, the adapter or target told)
 
-Rooms outlive connections (a room keeps working over REST while the socket is
-down); the link only tells each room which connection its topics are joined
-on. Leaving a room (a `room_removed` push, a refused join, a room gone from
-the list) is the host cancelling that room's task.
+One host serves the agent's rooms (`Rooms`: a turn per message) and each
+bridged identity's (`bridge.ForwardRooms`: a forward per event). Rooms outlive
+connections (a room keeps working over REST while the socket is down); the
+link only tells each room which connection its topics are joined on.
 
-Shutdown is the host's own, in order, when the agent asks for it (`close`):
-every room drains (finishes the unit in hand, mark included, then ends its
-loop) for up to the shutdown grace; then the rooms still running are
-cancelled — their turns are shutdown-cancelled, messages left `processing` —
-and get their bounded cleanup. `settled` is set once every room has ended,
-except rooms whose adapter ignores the cancel: those are reported as overrun
-and still owned (the agent's `run()` returns only once they end).
+Every cancel of a room is the host's, and each one records why on the unit in
+flight *before* it cancels (`HostedRoom.ending`), in this one place:
+
+* leaving (`remove`: a `room_removed` push, a refused join, a room gone from
+  the list) — `LEFT`;
+* the shutdown, once its grace is over (`close`) — `SHUTDOWN`;
+* ending everything at once (`end_all`: the session ended for good);
+* the hard stop (`hard_stop`: a second signal) — `SHUTDOWN`, after lowering the
+  host's `Cutoff`, so every shielded wait of every room (remote starts and
+  stops, marks, leaves) ends within `Policy.hard_stop_grace`;
+* a cancel from outside (the owner's scope, a caller's deadline): the host's
+  own task sees it with its rooms', and aborts every unit as `SHUTDOWN` as it
+  unwinds.
+
+So a remote start in flight is bounded by the stop grace whoever cancels, and
+the message is left `processing`, never taken for the adapter's success or
+failure.
+
+Shutdown is the host's own, in order, when its owner asks (`close`): every
+room drains (finishes the unit in hand, mark included, then ends its loop) for
+up to the shutdown grace; then the rooms still running are cancelled — their
+units shutdown-aborted, messages left `processing` — and get their bounded
+cleanup. `settled` is set once every room has ended, except rooms whose adapter
+ignores the cancel: those are reported as overrun and still owned (the owner's
+task returns only once they end).
 """
 
 from __future__ import annotations
@@ -23,71 +42,97 @@ from __future__ import annotations
 import logging
 import types
 from collections.abc import Callable, Iterable, Mapping
+from typing import Generic, TypeVar
 
 import trio
 
-from ._context import RoomContext
+from ..contract import Cutoff
+from ..policy import Policy
+from ._context import Changes, Journal, RoomContext
+from ._hosting import HostedRoom
 from ._ledger import Ledger
 from ._results import Overrun
 from ._room import Room
 from ._turn_state import AbortKind
 
-__all__ = ["Rooms"]
+__all__ = ["RoomHost", "Rooms"]
 
 log = logging.getLogger("band_trio.runtime.rooms")
 
+R = TypeVar("R", bound=HostedRoom)
 
-class Rooms:
-    """Every room the agent is in, each running as a task of the host's nursery."""
 
-    def __init__(self, context: RoomContext, ledgers: dict[str, Ledger]) -> None:
-        self._ctx = context
-        self._ledgers = ledgers
-        """Per room id, kept by the agent across rooms and runs: the adapter never runs
-        twice for a message in one process, even if the room is left and rejoined."""
-        self._rooms: dict[str, Room] = {}
-        self.current: Mapping[str, Room] = types.MappingProxyType(self._rooms)
+class RoomHost(Generic[R]):
+    """Every room of one agent (or bridged identity), each a task of the host's nursery.
+
+    `make(room_id)` builds a room; `shutdown_grace` is how long `close` lets the
+    rooms finish what they are doing; `cutoff` is handed down to every unit the
+    rooms run (the host lowers it for a hard stop)."""
+
+    def __init__(
+        self,
+        make: Callable[[str], R],
+        *,
+        policy: Policy,
+        changes: Changes,
+        journal: Journal,
+        cutoff: Cutoff,
+        shutdown_grace: float,
+        what: str = "room",
+    ) -> None:
+        self._make = make
+        self._policy = policy
+        self._changes = changes
+        self._journal = journal
+        self.cutoff = cutoff
+        self._shutdown_grace = shutdown_grace
+        self._what = what
+        self._rooms: dict[str, R] = {}
+        self.current: Mapping[str, R] = types.MappingProxyType(self._rooms)
         """The rooms by id, read-only (a room leaves it as soon as it is left)."""
-        self._live: dict[Room, trio.CancelScope] = {}
+        self._live: dict[R, trio.CancelScope] = {}
         """Room tasks still running, with the scope that ends each."""
         self._nursery: trio.Nursery | None = None
         self._ended = trio.Event()
         self._closing = trio.Event()
+        self._hard = False
         self.settled = trio.Event()
         """Set once a requested shutdown is over (see the module docstring)."""
 
-    # -- synchronous: the link (pushes, the room list) and the agent ----------
+    # -- synchronous: the link (pushes, the room list) and the owner -----------
 
-    def get(self, room_id: str) -> Room | None:
+    def get(self, room_id: str) -> R | None:
         return self._rooms.get(room_id)
 
-    def add(self, room_id: str) -> Room | None:
+    def add(self, room_id: str) -> R | None:
         """Start serving `room_id`; None if it is served already or the host is closing."""
         if room_id in self._rooms or self._nursery is None:
             return None
-        ledger = self._ledgers.get(room_id)
-        if ledger is None:
-            policy = self._ctx.policy
-            ledger = self._ledgers[room_id] = Ledger(
-                max_attempts=policy.max_attempts, memory=policy.completed_memory
-            )
-        room = Room(room_id, self._ctx, ledger)
-        scope = trio.CancelScope()
+        room = self._make(room_id)
         self._rooms[room_id] = room
-        self._live[room] = scope
-        self._nursery.start_soon(self._host, room, scope, name=f"room {room_id}")
-        self._ctx.changes.notify()
+        self._start(room, f"{self._what} {room_id}")
         return room
 
+    def adopt(self, room: R, name: str) -> None:
+        """Run `room` as a task of the host without serving its id (a room's last
+        event after it was left); it is cancelled and closed like any other."""
+        if self._nursery is not None:
+            self._start(room, name)
+
+    def _start(self, room: R, name: str) -> None:
+        assert self._nursery is not None
+        scope = self._live[room] = trio.CancelScope()
+        self._nursery.start_soon(self._host, room, scope, name=name)
+        self._changes.notify()
+
     def remove(self, room_id: str, why: str) -> None:
-        """Leave `room_id`: its running turn is cancelled (not an interrupt)."""
+        """Leave `room_id`: its unit in flight is aborted as `LEFT` (not an interrupt)."""
         room = self._rooms.pop(room_id, None)
         if room is None:
             return
         log.info("left room %s: %s", room_id, why)
-        room.ending(AbortKind.LEFT, why)
-        self._live[room].cancel(reason=why)
-        self._ctx.changes.notify()
+        self._cancel(room, AbortKind.LEFT, why)
+        self._changes.notify()
 
     def reconcile(self, wanted: Iterable[str]) -> None:
         """Make the rooms match the platform's room list: leave the gone, add the new."""
@@ -102,18 +147,36 @@ class Rooms:
         self._closing.set()
 
     def end_all(self, kind: AbortKind, reason: str) -> None:
-        """Cancel every room task now (its running turn aborted with `kind`)."""
-        for room, scope in self._live.items():
-            room.ending(kind, reason)
-            scope.cancel(reason=reason)
+        """Cancel every room task now (its unit in flight aborted with `kind` first)."""
+        for room in list(self._live):
+            self._cancel(room, kind, reason)
 
-    def running_turns(self) -> list[tuple[str, str]]:
-        """(room, message) of every turn whose adapter is still at work."""
+    def hard_stop(self, reason: str) -> None:
+        """End everything at once: every shielded wait of every room ends within
+        `Policy.hard_stop_grace` (the cutoff), every unit is aborted as `SHUTDOWN`,
+        and the shutdown (asked for now, if it was not) skips its grace."""
+        self.cutoff.cut(trio.current_time() + self._policy.hard_stop_grace)
+        self._hard = True
+        self.end_all(AbortKind.SHUTDOWN, reason)
+        self._closing.set()
+        self._pulse()
+
+    def _cancel(self, room: R, kind: AbortKind, reason: str) -> None:
+        room.ending(kind, reason)  # first: a start in flight is bounded, the message left
+        self._live[room].cancel(reason=reason)
+
+    def running(self) -> list[tuple[str, str]]:
+        """(room, message) of every unit whose adapter (or target) is still at work."""
         return [
-            (room.id, room.turn.message.id)
+            (room.id, unit.control.message_id)
             for room in self._live
-            if room.turn is not None and not room.turn.finished
+            if (unit := room.in_flight) is not None and not unit.finished
         ]
+
+    @property
+    def hosted(self) -> tuple[R, ...]:
+        """Every room whose task still runs (left rooms still ending included)."""
+        return tuple(self._live)
 
     # -- the host's task -------------------------------------------------------
 
@@ -121,57 +184,71 @@ class Rooms:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
-            await self._closing.wait()
-            self._nursery = None  # no new rooms from here on
-            await self._shut_down()
-            nursery.cancel_scope.cancel(reason="agent stopped")
+            try:
+                await self._closing.wait()
+                self._nursery = None  # no new rooms from here on
+                await self._shut_down()
+            except BaseException:
+                # Cancelled from outside (the owner's scope, a caller's deadline): the
+                # rooms are cancelled with this task, so record it on every unit first —
+                # a shielded remote start then gets the stop grace, not forever.
+                self._nursery = None
+                self.end_all(AbortKind.SHUTDOWN, "cancelled from outside")
+                raise
+            nursery.cancel_scope.cancel(reason="the rooms host closed")
 
     async def _shut_down(self) -> None:
-        policy = self._ctx.policy
+        grace = 0.0 if self._hard else self._shutdown_grace
         for room in self._live:
             room.drain()
-        with trio.move_on_after(policy.shutdown_grace):
-            await self._until(lambda: not self._live)
+        with trio.move_on_after(grace):
+            await self._until(lambda: not self._live or self._hard)
         running = [
-            (room, room.turn)
+            (room, unit)
             for room in self._live
-            if room.turn is not None and not room.turn.finished
+            if (unit := room.in_flight) is not None and not unit.finished
         ]
-        journal = self._ctx.journal
-        journal.cancelled.extend((room.id, turn.message.id) for room, turn in running)
-        if self._live:
+        journal = self._journal
+        journal.cancelled.extend((room.id, unit.control.message_id) for room, unit in running)
+        if self._live and not self._hard:
             log.warning(
-                "stopping with %d room(s) still busy after %.1fs (%d turn(s) running): "
-                "cancelling them",
+                "stopping with %d room(s) still busy after %.1fs (%d running): cancelling them",
                 len(self._live),
-                policy.shutdown_grace,
+                grace,
                 len(running),
             )
-        self.end_all(AbortKind.SHUTDOWN, "agent stopping: the shutdown grace is over")
+        self.end_all(AbortKind.SHUTDOWN, "stopping: the shutdown grace is over")
+        cleanup = min(self._policy.cleanup_grace, self.cutoff.at - trio.current_time())
         async with trio.open_nursery() as nursery:
-            for _, turn in running:
-                nursery.start_soon(turn.wait_settled, policy.cleanup_grace)
-        stubborn = [room for room, turn in running if not turn.done.is_set()]
-        for room, turn in running:
-            if not turn.done.is_set():
-                journal.overran.append(Overrun(room.id, turn.message.id, "ignored the shutdown"))
+            for _, unit in running:
+                nursery.start_soon(unit.wait_settled, max(0.0, cleanup))
+        stubborn = [room for room, unit in running if not unit.done.is_set()]
+        for room, unit in running:
+            if not unit.done.is_set():
+                journal.overran.append(
+                    Overrun(room.id, unit.control.message_id, "ignored the shutdown")
+                )
                 log.error(
-                    "room %s: the turn for %s ignored the shutdown for more than %.1fs",
+                    "room %s: %s ignored the shutdown for more than %.1fs",
                     room.id,
-                    turn.message.id,
-                    policy.cleanup_grace,
+                    unit.control.message_id,
+                    cleanup,
                 )
         # the rest end within their own shielded, bounded cleanup
         await self._until(lambda: all(room in stubborn for room in self._live))
         self.settled.set()
+
+    def _pulse(self) -> None:
+        self._ended.set()
+        self._ended = trio.Event()
 
     async def _until(self, predicate: Callable[[], bool]) -> None:
         """Wait until `predicate()` holds, re-checked each time a room task ends."""
         while not predicate():
             await self._ended.wait()
 
-    async def _host(self, room: Room, scope: trio.CancelScope) -> None:
-        policy = self._ctx.policy
+    async def _host(self, room: R, scope: trio.CancelScope) -> None:
+        policy = self._policy
         try:
             with scope:
                 delay = policy.room_restart_base
@@ -191,11 +268,37 @@ class Rooms:
         finally:
             if self._rooms.get(room.id) is room:
                 del self._rooms[room.id]
-                self._ctx.changes.notify()
+                self._changes.notify()
             if room.id not in self._rooms:  # a newer room of the same id keeps the topics
-                with trio.CancelScope(shield=True):  # each part bounded inside
+                # each part bounded inside; all of it by the cutoff (a hard stop)
+                with self.cutoff.shield(policy.cleanup_grace + policy.hook_deadline):
                     await room.close()
             del self._live[room]
-            self._ended.set()
-            self._ended = trio.Event()
-            self._ctx.changes.notify()
+            self._pulse()
+            self._changes.notify()
+
+
+class Rooms(RoomHost[Room]):
+    """The agent's rooms: a `Room` per id, each with the ledger the agent keeps for it."""
+
+    def __init__(self, context: RoomContext, ledgers: dict[str, Ledger]) -> None:
+        def make(room_id: str) -> Room:
+            ledger = ledgers.get(room_id)
+            if ledger is None:
+                policy = context.policy
+                ledger = ledgers[room_id] = Ledger(
+                    max_attempts=policy.max_attempts, memory=policy.completed_memory
+                )
+            return Room(room_id, context, ledger)
+
+        super().__init__(
+            make,
+            policy=context.policy,
+            changes=context.changes,
+            journal=context.journal,
+            cutoff=context.cutoff,
+            shutdown_grace=context.policy.shutdown_grace,
+        )
+        self._ledgers = ledgers
+        """Per room id, kept by the agent across rooms and runs: the adapter never runs
+        twice for a message in one process, even if the room is left and rejoined."""

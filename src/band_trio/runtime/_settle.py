@@ -176,7 +176,7 @@ async def settle(
     else:
         grace = policy.settle_grace
     moved = False
-    with trio.move_on_after(grace, shield=True) as bounded:
+    with turn.control.cutoff.shield(grace) as bounded:  # and by a hard stop's cutoff
         async with trio.open_nursery() as nursery:
             # The mark goes first: building a request costs the client ~0.2 ms, so
             # `working: false` started beside it would put the mark second on the wire.

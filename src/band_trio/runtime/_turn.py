@@ -108,7 +108,7 @@ async def _turn(
         else:
             ledger.refund(message.id)
             if turn.working:
-                with trio.move_on_after(ctx.policy.cleanup_grace, shield=True):
+                with turn.control.cutoff.shield(ctx.policy.cleanup_grace):
                     await report_idle(ctx.rest, message.room_id)
         raise
     turn.done.set()
@@ -165,9 +165,11 @@ async def _run(ctx: RoomContext, turn: ActiveTurn, last_abort: LastAbort | None)
         turn.failure = f"{type(exc).__name__}: {exc}"[:200]
         if isinstance(exc, errors.UpstreamError):  # its message is written for the room
             turn.explained = " ".join(str(exc).split())[:500]
-        # one line for the operator; the traceback (often a long chain) only at DEBUG
-        log.warning("room %s: adapter failed on %s: %s", message.room_id, message.id, turn.failure)
-        log.debug("room %s: adapter failed on %s", message.room_id, message.id, exc_info=exc)
+        if turn.abort_kind is not None:  # its abort ended it: how it unwound is no failure
+            log.info("room %s: the aborted turn for %s ended with %s", *_where(turn), turn.failure)
+        else:  # one line for the operator; the traceback (often a long chain) only at DEBUG
+            log.warning("room %s: adapter failed on %s: %s", *_where(turn), turn.failure)
+            log.debug("room %s: adapter failed on %s", *_where(turn), exc_info=exc)
         return Outcome.FAILED
     return Outcome.SUCCEEDED
 
@@ -186,3 +188,7 @@ async def _keep_working(ctx: RoomContext, turn: ActiveTurn) -> None:
                 turn.abort(AbortKind.PLATFORM_STOP, "the platform reports the room stopped")
                 return
         await trio.sleep(ctx.policy.working_keep_alive)
+
+
+def _where(turn: ActiveTurn) -> tuple[str, str]:
+    return turn.message.room_id, turn.message.id

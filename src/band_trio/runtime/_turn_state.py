@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ..contract import LastAbort, Message, TurnControl
+from ..contract import Cutoff, LastAbort, Message, TurnControl
 from ..policy import Policy
 
 if TYPE_CHECKING:
     from ._settle import Outcome
 
-__all__ = ["AbortKind", "ActiveTurn"]
+__all__ = ["AbortKind", "ActiveTurn", "wait_settled"]
 
 
 class AbortKind(enum.Enum):
@@ -73,7 +73,7 @@ class ActiveTurn:
         "working",
     )
 
-    def __init__(self, message: Message, policy: Policy) -> None:
+    def __init__(self, message: Message, policy: Policy, *, cutoff: Cutoff | None = None) -> None:
         self.message = message
         self.scope = trio.CancelScope()
         self.control = TurnControl(
@@ -82,6 +82,7 @@ class ActiveTurn:
             stop_grace=policy.backend_stop_grace,
             kill_grace=policy.subprocess_kill_grace,
             upstream=policy.upstream,
+            cutoff=cutoff,
         )
         """The turn's remote work reads the abort from here (`contract.Turn.remote`)."""
         self.done = trio.Event()
@@ -121,12 +122,19 @@ class ActiveTurn:
         """Wait for the aborted turn's scope to exit: `grace` for its cleanup, plus
         whatever its remote starts and stops take (each bounded by its own grace).
         False if it overran."""
+        return await wait_settled(self.done, self.control, grace)
+
+
+async def wait_settled(done: trio.Event, control: TurnControl, grace: float) -> bool:
+    """Wait for `done` (an aborted unit's scope exited): `grace` for its cleanup, plus
+    whatever its remote starts and stops take (each bounded by its own grace, and by
+    the cutoff). False if it overran."""
+    deadline = trio.current_time() + grace
+    while True:
+        with trio.move_on_at(deadline):
+            await done.wait()
+            return True
+        if not control.busy:
+            return False
+        await control.wait_quiet()
         deadline = trio.current_time() + grace
-        while True:
-            with trio.move_on_at(deadline):
-                await self.done.wait()
-                return True
-            if not self.control.busy:
-                return False
-            await self.control.wait_quiet()
-            deadline = trio.current_time() + grace
