@@ -108,6 +108,13 @@ class Bridge:
         for identity in self.identities.values():
             identity.close()
 
+    def hard_stop(self, reason: str = "stopped at once") -> None:
+        """Stop now (a second signal): every forward is aborted, its message left
+        `processing`, and every shielded wait ends within `Policy.hard_stop_grace`."""
+        self._closing.set()
+        for identity in self.identities.values():
+            identity.hard_stop(reason)
+
     async def wait_until(self, predicate: Callable[[], bool]) -> None:
         """Return once `predicate()` holds, re-checked at every change (a connect, a
         room, a forward starting or ending, a signal). The caller sets the deadline."""

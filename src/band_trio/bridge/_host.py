@@ -122,6 +122,16 @@ class HostApp:
         rooms = self.rooms
         return observe.Sample("turn", in_progress=rooms.running_count, rooms=len(rooms))
 
+    def running_turns(self) -> list[tuple[str, str]]:
+        """(room, message) of every turn running now."""
+        return self.rooms.running_turns()
+
+    def hard_stop(self, reason: str = "stopped at once") -> None:
+        """Stop now (a second signal): every open turn is aborted, its message left
+        `processing`, and every shielded wait of the turns ends within
+        `Policy.hard_stop_grace`."""
+        self.rooms.hard_stop(reason)
+
     def _authorized(self, scope: Scope) -> bool:
         """Exactly one `Authorization: Bearer TOKEN`, compared in constant time."""
         if self._token is None:
@@ -217,19 +227,28 @@ class HostApp:
         assert ctx is not None, "HostApp.bind(rest) first"
         lifeline = Lifeline()
         outcome = None
+        listening = trio.CancelScope()
         async with trio.open_nursery() as nursery:
             # the lifeline: the request going away aborts the turn, in any phase
-            nursery.start_soon(_until_gone, receive, lifeline)
+            nursery.start_soon(_listen, receive, lifeline, listening)
             with lifeline.scope:
                 outcome = await self.rooms.turn(ctx, room_id, wire, lifeline)
-            nursery.cancel_scope.cancel(reason="the turn is over")
+            listening.cancel(reason="the turn is over")
         return None if lifeline.gone else outcome
 
 
-async def _until_gone(receive: Receive, lifeline: Lifeline) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    lifeline.went_away()
+async def _listen(receive: Receive, lifeline: Lifeline, listening: trio.CancelScope) -> None:
+    """The request's lifeline (ended by `listening` once the turn is over). A cancel of
+    the request from outside (the server closing past its grace, a hard stop) reaches
+    this task with the turn's: `Lifeline.cancelled` records the abort first."""
+    try:
+        with listening:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            lifeline.went_away()
+    except BaseException:
+        lifeline.cancelled()
+        raise
 
 
 async def serve_host(

@@ -31,7 +31,7 @@ from collections import OrderedDict
 import trio
 
 from .. import errors
-from ..contract import LastAbort
+from ..contract import Cutoff, LastAbort
 from ..link import RestClient
 from ..policy import Policy
 from ..runtime._parts import (
@@ -145,6 +145,13 @@ class Lifeline:
     def attach(self, turn: ActiveTurn) -> None:
         self.turn = turn
 
+    def cancelled(self) -> None:
+        """The request was cancelled from outside (the server closing past its grace, a
+        hard stop): the turn's abort is recorded before the cancel reaches its shielded
+        waits, so a remote start gets the stop grace, not forever."""
+        if self.turn is not None:
+            self.turn.abort(AbortKind.SHUTDOWN, "the host is stopping")
+
     def went_away(self) -> None:
         self.gone = True
         if self.turn is None:
@@ -187,6 +194,8 @@ class HostRooms:
         """Turns started (the adapter called or about to be)."""
         self.dropped = 0
         """Idle rooms forgotten to stay within `host_rooms`."""
+        self._cutoff = Cutoff()
+        """Every shielded wait of the host's turns ends by it (`hard_stop` lowers it)."""
 
     def __len__(self) -> int:
         return len(self._rooms)
@@ -198,6 +207,22 @@ class HostRooms:
     @property
     def running_count(self) -> int:
         return sum(1 for room in self._rooms.values() if room.turn is not None)
+
+    def running_turns(self) -> list[tuple[str, str]]:
+        """(room, message) of every turn running now."""
+        return [
+            (room_id, room.turn.message.id)
+            for room_id, room in self._rooms.items()
+            if room.turn is not None
+        ]
+
+    def hard_stop(self, reason: str) -> None:
+        """Every open turn aborted (its message left `processing`), and every shielded
+        wait of the turns ended within `Policy.hard_stop_grace`."""
+        self._cutoff.cut(trio.current_time() + self._policy.hard_stop_grace)
+        for room in self._rooms.values():
+            if room.turn is not None:
+                room.turn.abort(AbortKind.SHUTDOWN, reason)
 
     def _room(self, room_id: str) -> _Room:
         room = self._rooms.get(room_id)
@@ -242,7 +267,7 @@ class HostRooms:
             return HostOutcome.EXHAUSTED
         if standing is Standing.ACK_PENDING:
             item = inbound(room_id, ctx.agent_id, wire)
-            turn = ActiveTurn(item.message, self._policy)
+            turn = ActiveTurn(item.message, self._policy, cutoff=self._cutoff)
             lifeline.attach(turn)
             turn.failure = room.ledger.pending_failure(wire.id)
             done = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
@@ -270,7 +295,7 @@ class HostRooms:
         item = inbound(room_id, ctx.agent_id, found)
         if item.message.sender_id == ctx.agent_id:
             return HostOutcome.SKIPPED
-        turn = ActiveTurn(item.message, self._policy)
+        turn = ActiveTurn(item.message, self._policy, cutoff=self._cutoff)
         lifeline.attach(turn)
         return await self._run(ctx, room, turn)
 

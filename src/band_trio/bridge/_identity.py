@@ -23,13 +23,16 @@ from typing import Any
 import trio
 
 from .. import errors
+from ..contract import Cutoff
 from ..link import RestClient, SocketStats
 from ..observe import _hooks as observe
 from ..policy import Policy
 from ..runtime import RemoteStopStats
 from ..runtime._parts import (
+    AbortKind,
     Changes,
     ControlLane,
+    Journal,
     Link,
     LinkEnd,
     LinkSettings,
@@ -87,6 +90,9 @@ class Identity:
         self._limiter = limiter
         self._changes = changes
         self._closing = trio.Event()
+        self._hard: str | None = None
+        self._cutoff = Cutoff()
+        """Every shielded wait of this identity's forwards ends by it (a hard stop)."""
         self._link: Link | None = None
         self._rooms: ForwardRooms | None = None
         self._shared: Shared | None = None
@@ -94,6 +100,8 @@ class Identity:
         self._given_up = Forwarded(bridge_policy.forwarded_memory)
         self._stops = RemoteStopLog()
         self.disconnect_reason: errors.DisconnectReason | None = None
+        self.journal = Journal()
+        """What the shutdowns cancelled after their grace, and what overran its cleanup."""
         self.ended: str | None = None
         self.stats = SocketStats()
 
@@ -157,6 +165,15 @@ class Identity:
         """Stop gracefully: the link closes, forwards in flight get the shutdown grace."""
         self._closing.set()
 
+    def hard_stop(self, reason: str) -> None:
+        """Stop at once: every forward is aborted (its message left), every shielded
+        wait of the rooms ends within `Policy.hard_stop_grace`, and the link closes."""
+        self._hard = reason
+        self._cutoff.cut(trio.current_time() + self._policy.hard_stop_grace)
+        if self._rooms is not None:
+            self._rooms.hard_stop(reason)
+        self._closing.set()
+
     # -- the runner ------------------------------------------------------------
 
     async def run(self) -> LinkEnd:
@@ -181,6 +198,7 @@ class Identity:
                     given_up=self._given_up,
                     settles=config.target.settle == "bridge",
                     stops=self._stops,
+                    cutoff=self._cutoff,
                 )
                 end = await self._serve(shared, rest)
         finally:
@@ -202,7 +220,9 @@ class Identity:
 
     async def _serve(self, shared: Shared, rest: RestClient) -> LinkEnd:
         config = self.config
-        rooms = self._rooms = ForwardRooms(shared)
+        rooms = self._rooms = ForwardRooms(shared, self.journal)
+        if self._hard is not None:  # a hard stop before the rooms existed
+            rooms.hard_stop(self._hard)
         link = self._link = Link(
             LinkSettings(config.agent_id, config.api_key, config.ws_url),
             rest=rest,
@@ -220,16 +240,14 @@ class Identity:
             await nursery.start(rooms.run)
             nursery.start_soon(self._close_when_asked, link)
             end = await link.run()
-            if end.terminal is None and end.error is None:  # asked to stop: let them finish
-                with trio.move_on_after(self._bridge_policy.shutdown_grace) as grace:
-                    await rooms.until(lambda: rooms.idle)
-                if grace.cancelled_caught:
-                    log.warning(
-                        "identity %s: %d forward(s) still in flight after %gs: cancelling them",
-                        config.name,
-                        rooms.in_flight,
-                        self._bridge_policy.shutdown_grace,
-                    )
+            if end.terminal is None and end.error is None:
+                # asked to stop: the rooms forward what they hold within the shutdown
+                # grace; then the host aborts what still runs (its message left) and
+                # waits for it, each remote start bounded by the stop grace
+                rooms.close()
+                await rooms.settled.wait()
+            else:  # ended for good: what still runs is aborted now, then cancelled
+                rooms.end_all(AbortKind.SHUTDOWN, "the session ended for good")
             nursery.cancel_scope.cancel(reason="identity ended")
         self.disconnect_reason = link.disconnect_reason
         return end

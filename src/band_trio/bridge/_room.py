@@ -1,6 +1,7 @@
 """One room of one identity: a serial queue of forwards, each in its own cancel scope.
 
-    ForwardRoom.run                 the room's task (its owner cancels it to leave)
+    ForwardRoom.run                 the room's task, run by the runtime's rooms host
+                                    (`RoomHost`), which cancels it to leave
     └── one unit at a time, in arrival order, each in a cancel scope:
         ├── a forward               an event to the target, under the global cap;
         │                           a message claimed first and marked after, when
@@ -26,6 +27,12 @@ joined: rehydrate through a catch-up), and the control lane's `interrupt`,
   the room's loop waits for its wake event with that deadline. interrupt and
   stop clear it with the queue; with the bridge settling, a message that failed
   `forward_attempts` times in a row is marked `failed` and left behind.
+* An aborted forward is decided by the abort's kind, never by what the target
+  raised: interrupt consumes the message, every other abort leaves it (a target
+  that fails as it unwinds — a start cut by its grace — is not a failed forward,
+  so nothing is retried and an interrupted message is never forwarded again).
+* The host's cancels (a leave, the shutdown after its grace, a hard stop) come
+  through `ending`, which aborts the forward in flight first and drops the queue.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from typing import NoReturn
 
 import trio
 
@@ -40,7 +48,7 @@ from .. import errors
 from ..contract import Message
 from ..link import Socket
 from ..observe import _hooks as observe
-from ..runtime._parts import Inbound, Pages, inbound
+from ..runtime._parts import AbortKind, Inbound, Pages, inbound, leave_topics
 from ..wire import ChatMessage
 from ._envelope import Envelope, envelope_for
 from ._port import turn_for
@@ -66,11 +74,17 @@ class _Unit:
 
 
 class ForwardRoom:
-    """A room of a bridged identity; its owner runs `run` and cancels it to leave."""
+    """A room of a bridged identity; its owner runs `run` and cancels it to leave.
 
-    def __init__(self, room_id: str, shared: Shared) -> None:
+    `once`: a departed room's last event (`run` returns once the queue is empty)."""
+
+    def __init__(self, room_id: str, shared: Shared, *, once: bool = False) -> None:
         self.id = room_id
         self._shared = shared
+        self._once = once
+        self._draining = False
+        self.socket: Socket | None = None
+        """The connection the room's topics were last joined on (handed down by the link)."""
         self._queue: deque[_Unit] = deque()
         self._queued: set[str] = set()
         """Message ids queued or in flight here (a copy arriving meanwhile is dropped)."""
@@ -84,7 +98,6 @@ class ForwardRoom:
         benchmark compares it with the platform's stamp of the control frame)."""
         self.joins = 0
         """How many times the link joined the room's topics (connections)."""
-        self._socket: Socket | None = None
 
     # -- synchronous inputs (the link's reader, the control lane) --------------
 
@@ -95,6 +108,10 @@ class ForwardRoom:
     @property
     def idle(self) -> bool:
         return self.running is None and not self._queue
+
+    @property
+    def in_flight(self) -> Forward | None:
+        return self.running
 
     @property
     def queued(self) -> int:
@@ -113,12 +130,12 @@ class ForwardRoom:
     @property
     def joined_now(self) -> bool:
         """Whether the room's topics are joined on a connection that is open."""
-        return self._socket is not None and not self._socket.closed.is_set()
+        return self.socket is not None and not self.socket.closed.is_set()
 
     def joined(self, socket: Socket) -> None:
         """Topics joined (first time, or after a reconnect): rehydrate via `/next`."""
-        self._socket = socket
         self.joins += 1
+        self.socket = socket
         self._shared.changes.notify()
         if not self._stopped:
             self._catch_up("rehydrate")
@@ -137,15 +154,32 @@ class ForwardRoom:
         self._wake.set()
 
     def interrupt(self, reason: str | None) -> bool:
-        return self._cancel("interrupt", reason)
+        return self._cancel(AbortKind.INTERRUPT, reason)
 
     def stop(self, reason: str | None) -> None:
         self._stopped = True
-        self._cancel("stop", reason)
+        self._cancel(AbortKind.STOP, reason)
 
     def play(self) -> None:
         self._stopped = False
         self._catch_up("play")
+
+    def request_resync(self) -> None:
+        """The host restarted a crashed loop: catch up on what it may have skipped."""
+        if not self._stopped:
+            self._catch_up("restart")
+
+    def drain(self) -> None:
+        """The identity is stopping: forward what is queued, then end the loop."""
+        self._draining = True
+        self._wake.set()
+
+    def ending(self, kind: AbortKind, reason: str) -> None:
+        """The host is about to cancel the room (a leave, the shutdown after its grace,
+        a hard stop): abort the forward in flight first — a remote start of its target
+        is then bounded by the stop grace, and its message is left — and drop the
+        queue."""
+        self._cancel(kind, reason)
 
     def _catch_up(self, why: str) -> None:
         if not self._catch_up_queued:
@@ -153,7 +187,7 @@ class ForwardRoom:
             self._queue.append(_Unit(None, why=why))
             self._wake.set()
 
-    def _cancel(self, kind: str, reason: str | None) -> bool:
+    def _cancel(self, kind: AbortKind, reason: str | None) -> bool:
         """Cancel the unit in flight and clear the queue behind it; True if it hit any."""
         self.signalled_at = time.perf_counter()
         counters = self._shared.counters
@@ -164,29 +198,47 @@ class ForwardRoom:
         self._retry.clear()  # stop: play's catch-up resumes it; interrupt: the next failure
         running = self.running
         self._queued.clear()
-        hit = running is not None and running.cancel(kind, reason)
+        hit = running is not None and running.abort(kind, reason)
         if hit:
             counters.cancelled += 1
         if hit or dropped:
             log.info(
                 "room %s: %s cancelled %d forward(s) in flight and %d queued",
                 self.id,
-                kind,
+                kind.value,
                 int(hit),
                 dropped,
             )
         self._shared.changes.notify()
         return hit or dropped > 0
 
+    async def close(self) -> None:
+        """After the room's task ended (the host shields this): leave its topics, then
+        tell the target the room is gone (it drops what it kept for it: the A2A
+        target's context), under the hook deadline."""
+        policy = self._shared.policy
+        await leave_topics(self.socket, self.id, policy)
+        with trio.move_on_after(policy.hook_deadline) as bounded:
+            try:
+                await self._shared.target.room_left(self.id)
+            except Exception as exc:
+                log.warning("room %s: the target's room_left failed: %r", self.id, exc)
+        if bounded.cancelled_caught:
+            log.warning(
+                "room %s: the target's room_left ran past its %gs deadline",
+                self.id,
+                policy.hook_deadline,
+            )
+
     # -- the room's task -------------------------------------------------------
 
-    async def run(self, *, until_empty: bool = False) -> None:
-        """Forward the queue, one unit at a time, until cancelled by the owner (or,
-        `until_empty`, until the queue is empty: a departed room's last event)."""
+    async def run(self) -> None:
+        """Forward the queue, one unit at a time, until cancelled by the owner (or, once
+        draining or for a departed room's last event, until the queue is empty)."""
         shared = self._shared
         while True:
             while not self._queue:
-                if until_empty:
+                if self._once or self._draining:
                     return
                 if self._retry.take_due() and not self._stopped:
                     self._catch_up("retry")
@@ -197,15 +249,21 @@ class ForwardRoom:
                     self._wake = trio.Event()
             unit = self._queue.popleft()
             key = unit.envelope.message_id if unit.envelope is not None else None
-            forward = self.running = Forward(self.id, key or unit.why or "event", shared.policy)
+            forward = self.running = Forward(
+                self.id, key or unit.why or "event", shared.policy, shared.cutoff
+            )
             shared.changes.notify()
             try:
-                with forward.scope:
-                    if unit.envelope is None:
-                        await self._catch_up_pass(forward, unit.why)
-                    else:
-                        await self._deliver(unit.envelope, unit.message, forward)
-                if forward.kind == "interrupt" and forward.delivering is not None:
+                try:
+                    with forward.scope:
+                        if unit.envelope is None:
+                            await self._catch_up_pass(forward, unit.why)
+                        else:
+                            await self._deliver(unit.envelope, unit.message, forward)
+                finally:
+                    forward.finished = True
+                    forward.done.set()
+                if forward.kind is AbortKind.INTERRUPT and forward.delivering is not None:
                     await consume(shared, self.id, forward.delivering, forward.claimed)
             finally:
                 self.running = None
@@ -285,7 +343,7 @@ class ForwardRoom:
         forward.delivering = message_id
         forward.claimed = False
         if settles and message_id is not None:
-            forward.claiming = True  # a cancel waits for the answer (`Forward.cancel`)
+            forward.claiming = True  # an abort waits for the answer (`Forward.abort`)
             try:
                 claimed = await claim(shared, self.id, message_id)
             finally:
@@ -328,47 +386,53 @@ class ForwardRoom:
     async def _send(
         self, envelope: Envelope, message: Message | None, forward: Forward, watch: observe.Work
     ) -> bool:
+        """One call of the target under the global cap and the forward's deadline: True
+        once it took the envelope, False if it did not. A forward aborted meanwhile
+        unwinds as its cancel does, whatever the target answered or raised: the abort's
+        kind decides (interrupt consumes, anything else leaves the message), so an
+        interrupted message is never forwarded again."""
         shared = self._shared
         counters = shared.counters
+        within = shared.bridge_policy.forward_deadline
+        failure: str | None = None
+        raised: Exception | None = None
         async with shared.limiter:
             counters.in_flight += 1
             shared.changes.notify()
             try:
-                with trio.fail_after(shared.bridge_policy.forward_deadline):
-                    await shared.target.forward(
-                        envelope, turn_for(envelope, message, forward, shared.rest)
-                    )
-            except errors.ForwardError as exc:
-                counters.failed += 1
-                watch.outcome = "failed"
-                log.warning("room %s: %s not forwarded: %s", self.id, envelope.event_type, exc)
-                return False
-            except trio.TooSlowError:
-                counters.failed += 1
-                watch.outcome = "timed_out"
-                log.warning(
-                    "room %s: %s not forwarded within %gs",
-                    self.id,
-                    envelope.event_type,
-                    shared.bridge_policy.forward_deadline,
-                )
-                return False
-            except Exception as exc:  # a target's bug stays in this room (closing.md)
-                counters.failed += 1
-                watch.outcome = "failed"
-                log.warning(
-                    "room %s: %s not forwarded: the target raised %s",
-                    self.id,
-                    envelope.event_type,
-                    type(exc).__name__,
-                    exc_info=exc,
-                )
-                return False
+                deadline = trio.current_time() + within
+                forward.control.deadline = deadline  # a remote start gets the grace beyond it
+                with trio.move_on_at(deadline) as timed:
+                    try:
+                        await shared.target.forward(
+                            envelope, turn_for(envelope, message, forward, shared.rest)
+                        )
+                    except errors.ForwardError as exc:
+                        failure = f"not forwarded: {exc}"
+                    except Exception as exc:  # a target's bug stays in this room (closing.md)
+                        failure = f"not forwarded: the target raised {type(exc).__name__}"
+                        raised = exc
+                if timed.cancelled_caught:
+                    failure = f"not forwarded within {within:g}s"
             finally:
                 counters.in_flight -= 1
+        if forward.kind is not None:  # aborted: not the target's success, nor its failure
+            await _unwind(forward)
+        if failure is not None:
+            watch.outcome = "timed_out" if timed.cancelled_caught else "failed"
+            counters.failed += 1
+            log.warning("room %s: %s %s", self.id, envelope.event_type, failure, exc_info=raised)
+            return False
         message_id = envelope.message_id
         if message_id is not None:
             shared.forwarded.add(message_id)
         counters.delivered += 1
         watch.outcome = "delivered"
         return True
+
+
+async def _unwind(forward: Forward) -> NoReturn:
+    """An aborted forward's scope is cancelled: its next checkpoint raises `Cancelled`,
+    which the room's loop catches as the unit's end (and consumes, for an interrupt)."""
+    await trio.lowlevel.checkpoint()
+    raise AssertionError(f"the aborted forward {forward.control.message_id} was not cancelled")

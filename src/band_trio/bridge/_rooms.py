@@ -1,107 +1,57 @@
-"""The rooms of one bridged identity: one task per room, in a nursery this host owns.
+"""The rooms of one bridged identity: the runtime's rooms host, running `ForwardRoom`s.
 
 The runtime's link keeps this set in step with the platform (`LinkedRooms`):
 the room list read page by page at each connect, `room_added` and
-`room_removed` pushes, refused joins. Leaving a room cancels its task, which
-cancels the forward in flight there and drops its queue. A `room_removed`
-itself is forwarded after the room has gone, as tracked work of this nursery.
+`room_removed` pushes, refused joins. The host is the runtime's own
+(`RoomHost`): leaving a room, the shutdown after its grace and the hard stop
+each record the abort on the forward in flight before they cancel it, so a
+target's remote start is bounded whoever cancels. A `room_removed` itself is
+forwarded after the room has gone, as a room task of its own (`depart`).
 """
 
 from __future__ import annotations
 
-import logging
-import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 
-import trio
-
+from ..runtime._parts import Journal, RoomHost
 from ._envelope import Envelope
 from ._room import ForwardRoom
 from ._shared import Shared
 
 __all__ = ["ForwardRooms"]
 
-log = logging.getLogger("band_trio.bridge.rooms")
 
+class ForwardRooms(RoomHost[ForwardRoom]):
+    """Every room one identity is in, each a task of the host's nursery."""
 
-class ForwardRooms:
-    """Every room one identity is in, each a task of this host's nursery."""
-
-    def __init__(self, shared: Shared) -> None:
+    def __init__(self, shared: Shared, journal: Journal) -> None:
+        super().__init__(
+            lambda room_id: ForwardRoom(room_id, shared),
+            policy=shared.policy,
+            changes=shared.changes,
+            journal=journal,
+            cutoff=shared.cutoff,
+            shutdown_grace=shared.bridge_policy.shutdown_grace,
+            what="bridge room",
+        )
         self._shared = shared
-        self._rooms: dict[str, ForwardRoom] = {}
-        self.current: Mapping[str, ForwardRoom] = types.MappingProxyType(self._rooms)
-        self._scopes: dict[ForwardRoom, trio.CancelScope] = {}
-        self._nursery: trio.Nursery | None = None
-
-    # -- synchronous: the link -------------------------------------------------
-
-    def get(self, room_id: str) -> ForwardRoom | None:
-        return self._rooms.get(room_id)
-
-    def add(self, room_id: str) -> ForwardRoom | None:
-        if room_id in self._rooms or self._nursery is None:
-            return None
-        room = self._rooms[room_id] = ForwardRoom(room_id, self._shared)
-        scope = self._scopes[room] = trio.CancelScope()
-        self._nursery.start_soon(self._host, room, scope, name=f"bridge room {room_id}")
-        self._shared.changes.notify()
-        return room
-
-    def remove(self, room_id: str, why: str) -> None:
-        room = self._rooms.pop(room_id, None)
-        if room is None:
-            return
-        log.info("left room %s: %s", room_id, why)
-        self._scopes[room].cancel(reason=why)
-        self._shared.changes.notify()
-
-    def reconcile(self, wanted: Iterable[str]) -> None:
-        wanted = list(wanted)
-        for gone in set(self._rooms) - set(wanted):
-            self.remove(gone, "no longer in the room list")
-        for room_id in wanted:
-            self.add(room_id)
 
     def depart(self, envelope: Envelope) -> None:
         """Forward the event of a room already left (`room_removed`, `room_deleted`)."""
-        if self._nursery is not None:
-            room = ForwardRoom(envelope.room_id or "", self._shared)
-            room.offer(envelope)
-            scope = self._scopes[room] = trio.CancelScope()
-            self._nursery.start_soon(self._host, room, scope, True, name="bridge departure")
+        room = ForwardRoom(envelope.room_id or "", self._shared, once=True)
+        room.offer(envelope)
+        self.adopt(room, "bridge departure")
 
     # -- observation -----------------------------------------------------------
 
     @property
     def idle(self) -> bool:
-        return all(room.idle for room in self._scopes)
+        return all(room.idle for room in self.hosted)
 
     @property
     def in_flight(self) -> int:
-        return sum(1 for room in self._scopes if room.running is not None)
+        return sum(1 for room in self.hosted if room.running is not None)
 
     async def until(self, predicate: Callable[[], bool]) -> None:
         while not predicate():
             await self._shared.changes.wait()
-
-    # -- the host's task -------------------------------------------------------
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            task_status.started()
-            try:
-                await trio.sleep_forever()
-            finally:
-                self._nursery = None
-
-    async def _host(self, room: ForwardRoom, scope: trio.CancelScope, once: bool = False) -> None:
-        try:
-            with scope:
-                await room.run(until_empty=once)
-        finally:
-            if self._rooms.get(room.id) is room:
-                del self._rooms[room.id]
-            del self._scopes[room]
-            self._shared.changes.notify()

@@ -132,7 +132,7 @@ async def mark_processed(shared: Shared, room_id: str, message_id: str) -> None:
     stop landing now must not leave the message to be forwarded again — and bounded
     by the cleanup grace, as the runtime settles. A mark that does not land leaves it
     `processing`: remembered as forwarded here, forwarded again after a restart."""
-    with trio.move_on_after(shared.policy.cleanup_grace, shield=True) as bounded:
+    with shared.cutoff.shield(shared.policy.cleanup_grace) as bounded:
         try:
             marked = await shared.rest.mark_processed(room_id, message_id)
         except errors.PlatformResponseError as exc:
@@ -183,7 +183,7 @@ async def gave_up(shared: Shared, retry: Retry, room_id: str, message_id: str) -
         return False
     label = f"the bridge's target did not take it in {attempts} forwards"
     log.warning("room %s: %s: %s; marking it failed", room_id, message_id, label)
-    with trio.move_on_after(shared.policy.cleanup_grace, shield=True):
+    with shared.cutoff.shield(shared.policy.cleanup_grace):
         try:
             await shared.rest.mark_failed(room_id, message_id, label)
         except errors.PlatformError as exc:
@@ -225,7 +225,7 @@ async def consume(shared: Shared, room_id: str, message_id: str, claimed: bool) 
         log.info("room %s: interrupted %s was never claimed: nothing to consume", room_id,
                  message_id)  # fmt: skip
         return
-    with trio.move_on_after(shared.policy.cleanup_grace, shield=True):
+    with shared.cutoff.shield(shared.policy.cleanup_grace):
         try:
             marked = await shared.rest.mark_processed(room_id, message_id)
         except errors.PlatformError as exc:

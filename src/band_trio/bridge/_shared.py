@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ..contract import TurnControl
+from ..contract import Cutoff, TurnControl
 from ..link import RestClient
 from ..policy import Policy
-from ..runtime._parts import Changes, RemoteStopLog
+from ..runtime._parts import AbortKind, Changes, RemoteStopLog, wait_settled
 from ._policy import BridgePolicy
 from ._targets import Target
 
@@ -78,15 +78,28 @@ class Shared:
     """The INFO line saying a self-settling target wants `settle = "target"` was logged."""
     stops: RemoteStopLog = field(default_factory=RemoteStopLog)
     counters: Counters = field(default_factory=Counters)
+    cutoff: Cutoff = field(default_factory=Cutoff)
+    """The identity's rooms host's: every shielded wait of a forward (the target's
+    remote start and stop, the claim's marks) ends by it; a hard stop lowers it."""
 
 
 class Forward:
     """One unit of a room's queue in flight: its cancel scope, and the turn control
     that bounds and records the remote stops of its target (A2A, command)."""
 
-    __slots__ = ("_reason", "claimed", "claiming", "control", "delivering", "kind", "scope")
+    __slots__ = (
+        "_reason",
+        "claimed",
+        "claiming",
+        "control",
+        "delivering",
+        "done",
+        "finished",
+        "kind",
+        "scope",
+    )
 
-    def __init__(self, room_id: str, key: str, policy: Policy) -> None:
+    def __init__(self, room_id: str, key: str, policy: Policy, cutoff: Cutoff) -> None:
         self.scope = trio.CancelScope()
         self.control = TurnControl(
             room_id,
@@ -94,8 +107,11 @@ class Forward:
             stop_grace=policy.backend_stop_grace,
             kill_grace=policy.subprocess_kill_grace,
             upstream=policy.upstream,
+            cutoff=cutoff,
         )
-        self.kind: str | None = None
+        self.kind: AbortKind | None = None
+        """Why it was aborted, if it was: what decides consume or leave, never what the
+        target raised."""
         self.delivering: str | None = None
         """The message being forwarded now, if it is one (what an interrupt consumes)."""
         self.claimed = False
@@ -103,28 +119,37 @@ class Forward:
         self.claiming = False
         """A claim is in flight: a cancel now waits for its answer (`claim_answered`)."""
         self._reason: str | None = None
+        self.finished = False
+        """The unit's work is over (its scope is being left): an abort now aborts nothing."""
+        self.done = trio.Event()
+        """Set once its scope has exited."""
 
-    def cancel(self, kind: str, reason: str | None) -> bool:
-        """Cancel it for `kind` (interrupt, stop); the first cancel wins.
+    def abort(self, kind: AbortKind, reason: str | None = None) -> bool:
+        """Abort it for `kind`; the first abort wins. The control is told before the
+        cancel, so a remote start in flight is bounded by the stop grace.
 
         A claim in flight is not cut off: its outcome must be known, or it could
         land after an interrupt's consuming mark and re-open the message (a claim
         after `processed` opens a new attempt). The scope is cancelled once the
         claim is answered; nothing is forwarded meanwhile."""
-        if self.kind is not None:
+        if self.kind is not None or self.finished:
             return False
         self.kind, self._reason = kind, reason
-        self.control.aborted(kind, reason)  # before the cancel: a remote start gets bounded
+        self.control.aborted(kind.value, reason)
         if not self.claiming:
             self._cancel_scope()
         return True
 
     def claim_answered(self) -> None:
-        """The claim in flight has its answer: a cancel that came meanwhile applies now."""
+        """The claim in flight has its answer: an abort that came meanwhile applies now."""
         self.claiming = False
         if self.kind is not None:
             self._cancel_scope()
 
     def _cancel_scope(self) -> None:
-        kind, reason = self.kind, self._reason
+        kind = self.kind.value if self.kind is not None else "cancel"
+        reason = self._reason
         self.scope.cancel(reason=f"{kind}: {reason}" if reason else kind)
+
+    async def wait_settled(self, grace: float) -> bool:
+        return await wait_settled(self.done, self.control, grace)

@@ -45,9 +45,12 @@ log = logging.getLogger("band_trio.bridge.target")
 
 
 class Target(Protocol):
-    """One identity's target. `forward` raises `ForwardError` if it was not taken."""
+    """One identity's target. `forward` raises `ForwardError` if it was not taken;
+    `room_left` is told when the identity left a room (after its last forward)."""
 
     async def forward(self, envelope: Envelope, turn: Turn) -> None: ...
+
+    async def room_left(self, room_id: str) -> None: ...
 
 
 class HttpTarget:
@@ -87,6 +90,9 @@ class HttpTarget:
 
         await call_upstream(turn, attempt, peer=f"the target {self._url}", error=ForwardError)
 
+    async def room_left(self, room_id: str) -> None:
+        """Nothing is kept per room."""
+
 
 class CommandTarget:
     """Run the command with the envelope on stdin; exit 0 is a delivered forward."""
@@ -106,6 +112,9 @@ class CommandTarget:
             tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
             why = f": {tail[0][:200]}" if tail else ""
             raise ForwardError(f"{config.argv[0]} exited {result.returncode}{why}")
+
+    async def room_left(self, room_id: str) -> None:
+        """Nothing is kept per room."""
 
 
 class A2ATarget:
