@@ -1,7 +1,8 @@
 """`band-trio agent`: run an agent against any Band platform.
 
 SIGINT or SIGTERM stops it gracefully (running turns get the shutdown grace);
-a second signal stops it at once.
+a second signal stops it at once (`Agent.hard_stop`: within `Policy.hard_stop_grace`,
+and the process exits 1 after `Policy.hard_stop_deadline` whatever still runs).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import importlib
 import logging
 import math
 import os
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +28,7 @@ from ._exits import EXIT_CONFIG, EXIT_DISCONNECTED, EXIT_FAILED, single
 from ._observe import add_flags as add_observe_flags
 from ._observe import observing
 from ._ready import read_ready_file, unreachable_hint
+from ._signals import serve_until_signalled as signalled
 
 __all__ = ["add_parser", "load_adapter", "serve_until_signalled", "upstream_policy"]
 
@@ -231,35 +232,25 @@ def _while_busy(flag: str | None) -> WhileBusy:
 
 async def serve_until_signalled(agent: Agent) -> None:
     """Run `agent`; the first SIGINT/SIGTERM stops it gracefully, a second at once."""
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_on_signals, agent, signals, nursery.cancel_scope)
-            await agent.run()
-            nursery.cancel_scope.cancel(reason="agent finished")
 
-
-async def _on_signals(agent: Agent, signals: Any, hard_stop: trio.CancelScope) -> None:
-    async for signum in signals:
-        print(
-            f"band-trio agent: {signal.Signals(signum).name}: stopping (again to force)",
-            file=sys.stderr,
-            flush=True,
-        )
-        break
-    else:
-        return
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_second_signal, signals, hard_stop)
-        result = await agent.stop()
-        if not result.graceful:
+    async def work() -> None:
+        await agent.run()
+        result = await agent.stop()  # the run's own result, now that it has returned
+        if not result.graceful and result.cancelled:
             print(
                 f"band-trio agent: cancelled {len(result.cancelled)} running turn(s)",
                 file=sys.stderr,
             )
-        nursery.cancel_scope.cancel()
 
+    def running() -> str:
+        turns = [f"{room}: {view.running}" for room, view in agent.rooms.items() if view.running]
+        return "turns " + ", ".join(turns) if turns else ""
 
-async def _second_signal(signals: Any, hard_stop: trio.CancelScope) -> None:
-    async for _ in signals:
-        hard_stop.cancel(reason="second signal")
-        return
+    await signalled(
+        "agent",
+        work,
+        graceful=agent.stop,
+        hard=lambda: agent.hard_stop("a second signal"),
+        policy=agent.policy,
+        still_running=running,
+    )

@@ -5,13 +5,13 @@ the platform (terminal disconnects, refused keys; each reason is logged as it
 happens); 1 when every identity ended and some only because the platform could
 not be reached at start-up; 2 for a bad config file (one line). The first
 SIGINT/SIGTERM stops gracefully (forwards in flight get
-`BridgePolicy.shutdown_grace`), a second at once.
+`BridgePolicy.shutdown_grace`), a second at once (`Bridge.hard_stop`; the process
+exits 1 after `Policy.hard_stop_deadline` whatever still runs).
 """
 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from ._agent import upstream_policy
 from ._exits import EXIT_CRASH, EXIT_DISCONNECTED, EXIT_OK
 from ._observe import add_flags as add_observe_flags
 from ._observe import observing
+from ._signals import serve_until_signalled
 
 if TYPE_CHECKING:
     from ..bridge import Bridge, BridgeResult
@@ -46,8 +47,6 @@ def _run(args: argparse.Namespace) -> int:
     policy = Policy(upstream=upstream_policy())  # BAND_UPSTREAM_*: the targets' retries
     bridge = Bridge(load_config(args.config), policy=policy)
     result = trio.run(seen.wrap(_serve), bridge)
-    if result is None:
-        return EXIT_OK  # stopped at once by a second signal
     if result.all_lost:
         print(
             f"band-trio bridge: every identity ended for good ({', '.join(result.lost)})",
@@ -57,20 +56,36 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _serve(bridge: Bridge) -> BridgeResult | None:
-    """Run `bridge` until it ends (None if a second signal cut it short)."""
-    ended: list[BridgeResult] = []
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+async def _serve(bridge: Bridge) -> BridgeResult:
+    """Run `bridge` until it ends: every identity closed (a signal) or gone for good."""
+
+    async def work() -> BridgeResult:
+        ended: list[BridgeResult] = []
         async with trio.open_nursery() as nursery:
 
             async def run(*, task_status: trio.TaskStatus[None]) -> None:
                 ended.append(await bridge.run(task_status=task_status))
                 nursery.cancel_scope.cancel(reason="the bridge ended")
 
-            nursery.start_soon(_on_signals, bridge, signals, nursery.cancel_scope)
             await nursery.start(run)
             nursery.start_soon(_say_ready, bridge)
-    return ended[0] if ended else None
+        return ended[0]
+
+    async def graceful() -> None:
+        bridge.close()
+
+    def running() -> str:
+        busy = [s.name for s in bridge.statuses() if s.forwards_in_flight]
+        return "forwards of " + ", ".join(busy) if busy else ""
+
+    return await serve_until_signalled(
+        "bridge",
+        work,
+        graceful=graceful,
+        hard=lambda: bridge.hard_stop("a second signal"),
+        policy=bridge.policy,
+        still_running=running,
+    )
 
 
 async def _say_ready(bridge: Bridge) -> None:
@@ -88,19 +103,3 @@ async def _say_ready(bridge: Bridge) -> None:
         file=sys.stderr,
         flush=True,
     )
-
-
-async def _on_signals(bridge: Bridge, signals: Any, hard_stop: trio.CancelScope) -> None:
-    async for signum in signals:
-        print(
-            f"band-trio bridge: {signal.Signals(signum).name}: stopping (again to force)",
-            file=sys.stderr,
-            flush=True,
-        )
-        bridge.close()
-        break
-    else:
-        return
-    async for _ in signals:
-        hard_stop.cancel(reason="second signal")
-        return

@@ -5,7 +5,8 @@ as the agent identity given by the flags or `BAND_AGENT_ID`, `BAND_API_KEY`,
 `BAND_REST_URL` (or a platform's `--ready-file`): claim, run, settle. A
 forward whose request goes away stops its turn. The first SIGINT/SIGTERM
 stops gracefully (open turns get `BridgePolicy.health_grace`, then are
-cancelled, their messages left `processing`), a second at once.
+cancelled, their messages left `processing`), a second at once (`HostApp.hard_stop`; the
+process exits 1 after `Policy.hard_stop_deadline` whatever still runs).
 
 Every forward must carry the host's token (`--token-file` or `BAND_HOST_TOKEN`);
 `--insecure-no-token` serves without one, on loopback only, with a warning.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from ._exits import EXIT_DISCONNECTED, EXIT_OK, single
 from ._observe import add_flags as add_observe_flags
 from ._observe import observing
 from ._ready import read_ready_file
+from ._signals import serve_until_signalled
 
 if TYPE_CHECKING:
     from ..bridge import HostApp
@@ -144,7 +145,8 @@ async def _serve(app: HostApp, api_key: str, rest_url: str, host: str, port: int
     from ..bridge import serve_host
 
     stop = trio.Event()
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+
+    async def work() -> None:
         async with trio.open_nursery() as nursery:
 
             async def serve(*, task_status: trio.TaskStatus[int]) -> None:
@@ -159,19 +161,22 @@ async def _serve(app: HostApp, api_key: str, rest_url: str, host: str, port: int
                 )
                 nursery.cancel_scope.cancel(reason="the host stopped")
 
-            nursery.start_soon(_on_signals, signals, stop, nursery.cancel_scope)
             bound = await nursery.start(serve)
             print(f"band-trio host: serving on http://{host}:{bound}/", file=sys.stderr, flush=True)
 
-
-async def _on_signals(signals: Any, stop: trio.Event, hard_stop: trio.CancelScope) -> None:
-    async for signum in signals:
-        name = signal.Signals(signum).name
-        print(f"band-trio host: {name}: stopping (again to force)", file=sys.stderr, flush=True)
+    async def graceful() -> None:
         stop.set()
-        break
-    else:
-        return
-    async for _ in signals:
-        hard_stop.cancel(reason="second signal")
-        return
+
+    def running() -> str:
+        turns = app.running_turns()
+        return (
+            "turns " + ", ".join(f"{room}: {message}" for room, message in turns) if turns else ""
+        )
+
+    def hard() -> None:
+        app.hard_stop("a second signal")
+        stop.set()
+
+    await serve_until_signalled(
+        "host", work, graceful=graceful, hard=hard, policy=app.policy, still_running=running
+    )

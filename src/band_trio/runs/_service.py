@@ -185,7 +185,10 @@ class RunsService:
                     except Exception as exc:
                         run.finished = True
                         run.error = f"{type(exc).__name__}: {exc}"[:500]
-                        log.warning("run %s failed: %s", run.id, run.error, exc_info=exc)
+                        if run.stop_requested_at is not None:  # its stop ended it: no failure
+                            log.info("run %s: stopped; it ended with %s", run.id, run.error)
+                        else:
+                            log.warning("run %s failed: %s", run.id, run.error, exc_info=exc)
         finally:
             self._settle(run)
 

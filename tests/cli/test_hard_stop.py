@@ -1,0 +1,224 @@
+"""The second SIGTERM ends `agent`, `bridge`, `host` and `runs-api` within about a second,
+whatever a peer does (issue 21).
+
+Each command runs as a real process whose adapter (or target) talks to an A2A
+peer that accepts the request and never answers (tests/peers/silent.py, served
+from this test's own trio run): the start of the A2A task is shielded, so that
+an interrupt cannot orphan it. Before, the second signal cancelled the command's
+scope without recording any abort, and the start stayed shielded until httpx2's
+300 s backstop (the bridge's hard stop took 295 s).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+import trio
+
+from band_trio.platform import Platform
+from peers import SilentPeer, silent_peer
+from support import seeded, status
+
+STARTUP = 30
+AFTER_SECOND_SIGNAL = 5
+"""The bound asserted: 'about a second' (`Policy.hard_stop_deadline` is 1 s), with room
+for a loaded machine; the old commands took 300 s."""
+KEY = "a-runs-api-key-of-16+"
+
+
+class Command:
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self.err = b""
+
+    async def line(self, containing: str) -> str:
+        """The first stderr line containing `containing` (the caller's deadline)."""
+        assert self.process.stderr is not None
+        while True:
+            for line in self.err.decode(errors="replace").splitlines():
+                if containing in line:
+                    return line
+            chunk = await self.process.stderr.receive_some()
+            if not chunk:
+                raise AssertionError(f"stderr ended without {containing!r}: {self.err!r}")
+            self.err += chunk
+
+    async def rest_of_stderr(self) -> bytes:
+        assert self.process.stderr is not None
+        while chunk := await self.process.stderr.receive_some():
+            self.err += chunk
+        return self.err
+
+
+@asynccontextmanager
+async def command(*argv: str, env: dict[str, str]) -> AsyncIterator[Command]:
+    """`band-trio ARGV...` as a process, killed by its own PID on the way out."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "band_trio", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env},
+    )
+    try:
+        yield Command(process)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def second_signal_ends_it(cmd: Command) -> int:
+    """SIGTERM, then SIGTERM again once the first was taken; the exit status."""
+    cmd.process.send_signal(signal.SIGTERM)
+    await cmd.line("stopping")
+    cmd.process.send_signal(signal.SIGTERM)
+    with trio.fail_after(AFTER_SECOND_SIGNAL):
+        code = await cmd.process.wait()
+    err = await cmd.rest_of_stderr()
+    assert b"Traceback" not in err, err.decode()
+    assert code == 0, err.decode()
+    return code
+
+
+def identity_env(platform: Platform) -> dict[str, str]:
+    info = platform.info
+    assert info.agent_id and info.api_key
+    return {
+        "BAND_REST_URL": info.rest_url,
+        "BAND_WS_URL": info.ws_url,
+        "BAND_AGENT_ID": info.agent_id,
+        "BAND_API_KEY": info.api_key,
+    }
+
+
+def a2a_env(peer: SilentPeer) -> dict[str, str]:
+    return {"BAND_A2A_URL": peer.url, "BAND_A2A_STREAMING": "yes"}
+
+
+async def test_agent(platform: Platform) -> None:
+    _, room, user = seeded(platform)
+    async with silent_peer() as peer:
+        env = {**identity_env(platform), **a2a_env(peer)}
+        async with command("agent", "--adapter", "band_trio.adapters:a2a", env=env) as cmd:
+            with trio.fail_after(STARTUP):
+                await platform.wait_until(lambda: bool(platform.connected_agents()))
+                message = platform.post_message(room, user, "hello")
+                await peer.wait_requests(1)
+            assert await second_signal_ends_it(cmd) == 0
+    assert status(platform, message) == "processing"  # left for a later replay
+
+
+async def test_bridge(platform: Platform, tmp_path: Path) -> None:
+    info = platform.info
+    _, room, user = seeded(platform)
+    async with silent_peer() as peer:
+        config = tmp_path / "bridge.json"
+        config.write_text(
+            json.dumps(
+                {
+                    "bridge": {"rest_url": info.rest_url, "ws_url": info.ws_url},
+                    "identity": [
+                        {
+                            "agent_id": info.agent_id,
+                            "api_key": info.api_key,
+                            "target": {"type": "a2a", "url": peer.url, "streaming": True},
+                        }
+                    ],
+                }
+            )
+        )
+        async with command("bridge", "--config", str(config), env={}) as cmd:
+            with trio.fail_after(STARTUP):
+                await cmd.line("ready")
+                message = platform.post_message(room, user, "hello")
+                await peer.wait_requests(1)
+            assert await second_signal_ends_it(cmd) == 0
+    assert status(platform, message) == "processing"
+
+
+def envelope(platform: Platform, message_id: str) -> dict[str, object]:
+    agent, room, user = seeded(platform)
+    return {
+        "event_type": "message_created",
+        "agent_id": agent,
+        "room_id": room,
+        "payload": {
+            "id": message_id,
+            "content": "hello",
+            "message_type": "text",
+            "sender_type": "User",
+            "sender_id": user,
+            "inserted_at": "2026-12-01T00:00:00Z",
+            "updated_at": "2026-12-01T00:00:00Z",
+        },
+        "forwarded_at": "2026-12-01T00:00:00Z",
+    }
+
+
+async def post_quietly(url: str, body: dict[str, object], key: str | None = None) -> None:
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    async with httpx2.AsyncClient(timeout=None) as client:
+        with contextlib.suppress(httpx2.HTTPError):  # the server going away is the point
+            await client.post(url, json=body, headers=headers)
+
+
+async def test_host(platform: Platform) -> None:
+    _, room, user = seeded(platform)
+    message = platform.post_message(room, user, "hello")
+    async with silent_peer() as peer, trio.open_nursery() as nursery:
+        env = {**identity_env(platform), **a2a_env(peer)}
+        argv = ["host", "--adapter", "band_trio.adapters:a2a", "--listen", "127.0.0.1:0"]
+        async with command(*argv, env=env) as cmd:
+            with trio.fail_after(STARTUP):
+                url = (await cmd.line("serving on")).rsplit(" ", 1)[1]
+                nursery.start_soon(post_quietly, url, envelope(platform, message))
+                await peer.wait_requests(1)
+            assert await second_signal_ends_it(cmd) == 0
+    assert status(platform, message) == "processing"
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+async def test_runs_api(signals: int) -> None:
+    """The runs API's first signal stops every run already (each start bounded by the
+    stop grace, recorded before the cancel); a second exits at once."""
+    async with silent_peer() as peer, trio.open_nursery() as nursery:
+        env = {**a2a_env(peer), "BAND_RUNS_API_KEY": KEY}
+        argv = ["runs-api", "--adapter", "band_trio.adapters:a2a", "--port", "0"]
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "band_trio", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **env},
+        )
+        cmd = Command(process)
+        try:
+            with trio.fail_after(STARTUP):
+                assert process.stdout is not None
+                said = b""
+                while b"listening on" not in said:
+                    said += await process.stdout.receive_some()
+                url = said.decode().split("listening on ", 1)[1].split()[0]
+                nursery.start_soon(post_quietly, f"{url}/v1/runs", {"input": "hello"}, KEY)
+                await peer.wait_requests(1)
+            process.send_signal(signal.SIGTERM)
+            await cmd.line("stopping")
+            if signals == 2:
+                process.send_signal(signal.SIGTERM)
+            with trio.fail_after(AFTER_SECOND_SIGNAL + (10 if signals == 1 else 0)):
+                await process.wait()
+            err = await cmd.rest_of_stderr()
+            assert b"Traceback" not in err, err.decode()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
