@@ -150,6 +150,10 @@ class Policy:
     """Shielded time one remote stop gets (`Turn.remote`): the peer's answer, or
     `unconfirmed`. A start call still in flight when the turn is aborted gets as long
     to reveal its handle. The turn (and the room's next turn) waits for both."""
+    adapter_threads: int = 16
+    """Worker threads `run_in_thread` may use at once, the agent's own (not trio's
+    shared limiter, which name lookups and spawns need). An abandoned thread keeps its
+    slot until its call returns; a turn waiting for a slot is cancellable."""
     subprocess_kill_grace: float = 2.0
     """`run_command`: SIGTERM to the process group, then SIGKILL this long after."""
     turn_deadline: float = math.inf
@@ -261,6 +265,7 @@ class Policy:
             "history_messages",
             "history_pages",
             "scan_pages",
+            "adapter_threads",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"Policy.{name} must be >= 1")

@@ -65,6 +65,9 @@ async def test_a_terminal_disconnect_ends_that_identity_only_and_health_says_why
             assert by_name[first]["last_disconnect_reason"]["reason"] == "superseded"
             assert "superseded" in by_name[first]["ended"]
             assert by_name[second]["connected"] is True and by_name[second]["ended"] is None
+            assert by_name[second]["threads"] == {  # a target's worker threads, counted
+                "limit": 16, "running": 0, "abandoned": 0, "abandoned_running": 0
+            }  # fmt: skip
             platform.faults.supersede(second)
             await run.finished.wait()  # every identity gone: run() returns by itself
         assert run.result is not None and run.result.all_lost
@@ -175,7 +178,7 @@ def test_health_is_200_only_when_every_identity_is_connected() -> None:
     def status(name: str, connected: bool) -> IdentityStatus:
         return IdentityStatus(
             name=name, agent_id=name, connected=connected, rooms=0, forwards_in_flight=0,
-            delivered=0, failed=0, cancelled=0, dropped=0, remote_stops={},
+            delivered=0, failed=0, cancelled=0, dropped=0, remote_stops={}, threads={},
             last_disconnect_reason=None, ended=None,
         )  # fmt: skip
 

@@ -2,7 +2,8 @@
 
     {"healthy": true, "identities": [{"name": "support", "agent_id": "A",
       "connected": true, "rooms": 3, "forwards_in_flight": 1, "delivered": 10,
-      "failed": 0, "cancelled": 1, "dropped": 2,
+      "failed": 0, "cancelled": 1, "dropped": 2, "remote_stops": {...},
+      "threads": {"limit": 16, "running": 0, "abandoned": 0, "abandoned_running": 0},
       "last_disconnect_reason": null, "ended": null}]}
 
 An identity that ended (a terminal disconnect) stays listed, not connected,

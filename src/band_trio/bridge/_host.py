@@ -6,7 +6,8 @@
                             settle, as the runtime does; the answer, once the
                             turn settled, says what happened (`HostOutcome`)
     GET /health             200 while serving; with the token: turns started,
-                            running, the answers by outcome, remote stops
+                            running, the answers by outcome, remote stops,
+                            worker threads (abandoned ones counted)
 
 Anyone who can reach the host could otherwise run turns as its agent, so each
 request is checked before its body is read: the token (`--token-file` /
@@ -51,6 +52,7 @@ from ..wire import MessageCreated
 from ._envelope import decode_envelope
 from ._health import Receive, Scope, Send, answer
 from ._host_turns import HostOutcome, HostRooms, Lifeline
+from ._identity import thread_counts
 from ._policy import BridgePolicy
 
 __all__ = ["HostApp", "serve_host"]
@@ -191,6 +193,7 @@ class HostApp:
                     "requested": stops.requested,
                     "unconfirmed": stops.unconfirmed,
                 },
+                "threads": thread_counts(self.rooms.threads),
             }
         )
 

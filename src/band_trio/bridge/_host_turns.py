@@ -31,7 +31,7 @@ from collections import OrderedDict
 import trio
 
 from .. import errors
-from ..contract import Cutoff, LastAbort
+from ..contract import Cutoff, LastAbort, Threads, ThreadStats
 from ..link import RestClient
 from ..policy import Policy
 from ..runtime._parts import (
@@ -196,6 +196,8 @@ class HostRooms:
         """Idle rooms forgotten to stay within `host_rooms`."""
         self._cutoff = Cutoff()
         """Every shielded wait of the host's turns ends by it (`hard_stop` lowers it)."""
+        self._threads = Threads(policy.adapter_threads)
+        """The turns' worker threads (`run_in_thread`), abandoned ones counted."""
 
     def __len__(self) -> int:
         return len(self._rooms)
@@ -207,6 +209,10 @@ class HostRooms:
     @property
     def running_count(self) -> int:
         return sum(1 for room in self._rooms.values() if room.turn is not None)
+
+    @property
+    def threads(self) -> ThreadStats:
+        return self._threads.stats
 
     def running_turns(self) -> list[tuple[str, str]]:
         """(room, message) of every turn running now."""
@@ -267,7 +273,7 @@ class HostRooms:
             return HostOutcome.EXHAUSTED
         if standing is Standing.ACK_PENDING:
             item = inbound(room_id, ctx.agent_id, wire)
-            turn = ActiveTurn(item.message, self._policy, cutoff=self._cutoff)
+            turn = ActiveTurn(item.message, self._policy, cutoff=self._cutoff, threads=self._threads)
             lifeline.attach(turn)
             turn.failure = room.ledger.pending_failure(wire.id)
             done = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
@@ -295,7 +301,7 @@ class HostRooms:
         item = inbound(room_id, ctx.agent_id, found)
         if item.message.sender_id == ctx.agent_id:
             return HostOutcome.SKIPPED
-        turn = ActiveTurn(item.message, self._policy, cutoff=self._cutoff)
+        turn = ActiveTurn(item.message, self._policy, cutoff=self._cutoff, threads=self._threads)
         lifeline.attach(turn)
         return await self._run(ctx, room, turn)
 

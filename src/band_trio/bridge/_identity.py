@@ -23,7 +23,7 @@ from typing import Any
 import trio
 
 from .. import errors
-from ..contract import Cutoff
+from ..contract import Cutoff, Threads, ThreadStats
 from ..link import RestClient, SocketStats
 from ..observe import _hooks as observe
 from ..policy import Policy
@@ -67,6 +67,9 @@ class IdentityStatus:
     dropped: int
     remote_stops: dict[str, int]
     """How the remote stops of cancelled forwards ended (A2A tasks, process groups)."""
+    threads: dict[str, int]
+    """The identity's worker threads: the limit, running now, abandoned by an aborted
+    forward (ever), and of those still running."""
     last_disconnect_reason: errors.DisconnectReason | None
     ended: str | None
     """Why the runner ended, if it did (a terminal disconnect, a refused key)."""
@@ -92,6 +95,7 @@ class Identity:
         self._closing = trio.Event()
         self._hard: str | None = None
         self._cutoff = Cutoff()
+        self._threads = Threads(policy.adapter_threads)
         """Every shielded wait of this identity's forwards ends by it (a hard stop)."""
         self._link: Link | None = None
         self._rooms: ForwardRooms | None = None
@@ -155,6 +159,7 @@ class Identity:
                 "requested": stops.requested,
                 "unconfirmed": stops.unconfirmed,
             },
+            threads=thread_counts(self._threads.stats),
             last_disconnect_reason=link.disconnect_reason if link else self.disconnect_reason,
             ended=self.ended,
         )
@@ -198,6 +203,7 @@ class Identity:
                     given_up=self._given_up,
                     settles=config.target.settle == "bridge",
                     stops=self._stops,
+                    threads=self._threads,
                     cutoff=self._cutoff,
                 )
                 end = await self._serve(shared, rest)
@@ -295,3 +301,13 @@ class Identity:
             room.offer(envelope, message)
         elif event in ("room_removed", "room_deleted"):
             self._rooms.depart(envelope)
+
+
+def thread_counts(stats: ThreadStats) -> dict[str, int]:
+    """Worker-thread counts as `/health` shows them."""
+    return {
+        "limit": stats.limit,
+        "running": stats.running,
+        "abandoned": stats.abandoned,
+        "abandoned_running": stats.abandoned_running,
+    }

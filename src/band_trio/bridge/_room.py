@@ -250,7 +250,7 @@ class ForwardRoom:
             unit = self._queue.popleft()
             key = unit.envelope.message_id if unit.envelope is not None else None
             forward = self.running = Forward(
-                self.id, key or unit.why or "event", shared.policy, shared.cutoff
+                self.id, key or unit.why or "event", shared.policy, shared.cutoff, shared.threads
             )
             shared.changes.notify()
             try:

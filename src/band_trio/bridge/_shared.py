@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ..contract import Cutoff, TurnControl
+from ..contract import Cutoff, Threads, TurnControl
 from ..link import RestClient
 from ..policy import Policy
 from ..runtime._parts import AbortKind, Changes, RemoteStopLog, wait_settled
@@ -78,6 +78,8 @@ class Shared:
     """The INFO line saying a self-settling target wants `settle = "target"` was logged."""
     stops: RemoteStopLog = field(default_factory=RemoteStopLog)
     counters: Counters = field(default_factory=Counters)
+    threads: Threads = field(default_factory=lambda: Threads(Policy().adapter_threads))
+    """The identity's worker threads (a target's `run_in_thread`), counted."""
     cutoff: Cutoff = field(default_factory=Cutoff)
     """The identity's rooms host's: every shielded wait of a forward (the target's
     remote start and stop, the claim's marks) ends by it; a hard stop lowers it."""
@@ -99,7 +101,9 @@ class Forward:
         "scope",
     )
 
-    def __init__(self, room_id: str, key: str, policy: Policy, cutoff: Cutoff) -> None:
+    def __init__(
+        self, room_id: str, key: str, policy: Policy, cutoff: Cutoff, threads: Threads
+    ) -> None:
         self.scope = trio.CancelScope()
         self.control = TurnControl(
             room_id,
@@ -108,6 +112,7 @@ class Forward:
             kill_grace=policy.subprocess_kill_grace,
             upstream=policy.upstream,
             cutoff=cutoff,
+            threads=threads,
         )
         self.kind: AbortKind | None = None
         """Why it was aborted, if it was: what decides consume or leave, never what the

@@ -52,6 +52,8 @@ from ._remote import StopAnswer as StopAnswer
 from ._remote import StopFn as StopFn
 from ._remote import StopOutcome as StopOutcome
 from ._remote import TurnControl as TurnControl
+from ._threads import Threads as Threads
+from ._threads import ThreadStats as ThreadStats
 from ._threads import run_in_thread as run_in_thread
 from ._transcript import close_tool_calls as close_tool_calls
 from ._transcript import not_run_note as not_run_note
@@ -79,6 +81,8 @@ __all__ = [
     "StopAnswer",
     "StopFn",
     "StopOutcome",
+    "ThreadStats",
+    "Threads",
     "Turn",
     "TurnControl",
     "TurnPort",

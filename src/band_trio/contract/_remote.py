@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import trio
 
@@ -49,6 +49,9 @@ from ..errors import StartCutError
 from ..observe import _hooks as observe
 from ..policy import Policy, UpstreamPolicy
 from ._cutoff import Cutoff
+
+if TYPE_CHECKING:
+    from ._threads import Threads
 
 __all__ = ["RemoteStop", "RemoteWork", "StopAnswer", "StopFn", "StopOutcome", "TurnControl"]
 
@@ -119,6 +122,7 @@ class TurnControl:
         deadline: float = math.inf,
         upstream: UpstreamPolicy | None = None,
         cutoff: Cutoff | None = None,
+        threads: Threads | None = None,
     ) -> None:
         self.room_id = room_id
         self.message_id = message_id
@@ -134,6 +138,7 @@ class TurnControl:
         self.posted = 0
         """Messages and events the turn posted to the room so far (`Turn.reply`,
         `Turn.send_event`): a retry never follows a post made during its attempt."""
+        self._threads = threads
         self.cutoff = cutoff if cutoff is not None else Cutoff()
         """The owner's (the room host's): every shielded wait of the turn — its starts,
         its stops, its marks — ends by it too; a hard stop lowers it."""
@@ -150,6 +155,16 @@ class TurnControl:
         self._busy = 0
         self._quiet = trio.Event()
         self._quiet.set()
+
+    @property
+    def threads(self) -> Threads:
+        """The owner's worker threads (`run_in_thread`); the trio run's default ones
+        for a turn built without an owner."""
+        if self._threads is None:
+            from ._threads import Threads  # the threads module builds on this one
+
+            self._threads = Threads.default()
+        return self._threads
 
     @property
     def busy(self) -> bool:

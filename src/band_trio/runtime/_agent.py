@@ -23,7 +23,7 @@ from typing import Any
 import trio
 
 from .. import errors
-from ..contract import Adapter, Cutoff
+from ..contract import Adapter, Cutoff, Threads, ThreadStats
 from ..link import RestClient, SocketStats, check_rest_url, check_ws_url
 from ..observe import _hooks as observe
 from ..policy import BusyPolicy, Policy, WhileBusy
@@ -106,6 +106,7 @@ class Agent:
         one process, even if the room is left and joined again, or the agent run again."""
         self._changes = Changes()
         self._stops = RemoteStopLog()
+        self._threads = Threads(self.policy.adapter_threads)
         self._control = ControlLane(memory=self.policy.control_dedup_memory, changes=self._changes)
         self._run: _Run | None = None
         self._last_result = StopResult(graceful=True)
@@ -162,6 +163,12 @@ class Agent:
         """How the remote stops of the adapter's turns ended (`Turn.remote`), over all
         runs, with the most recent ones."""
         return self._stops.stats
+
+    @property
+    def threads(self) -> ThreadStats:
+        """The adapter's worker threads (`run_in_thread`): how many run now, and how
+        many were abandoned by an aborted turn (and still run), over all runs."""
+        return self._threads.stats
 
     @property
     def running(self) -> bool:
@@ -236,6 +243,7 @@ class Agent:
                 changes=self._changes,
                 journal=journal,
                 stops=self._stops,
+                threads=self._threads,
                 cutoff=Cutoff(),
             )
             rooms = self._rooms = Rooms(context, self._ledgers)

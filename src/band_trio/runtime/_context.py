@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ..contract import Adapter, Cutoff
+from ..contract import Adapter, Cutoff, Threads
 from ..link import RestClient
 from ..policy import BusyPolicy, Policy
 from ._results import Overrun
@@ -62,6 +62,8 @@ class RoomContext:
     journal: Journal
     stops: RemoteStopLog
     """The agent's, across runs: every turn adds its remote stops as it ends."""
+    threads: Threads = field(default_factory=lambda: Threads(Policy().adapter_threads))
+    """The agent's worker threads (`run_in_thread`), counted across runs."""
     cutoff: Cutoff = field(default_factory=Cutoff)
     """The run's: every shielded wait of its rooms and turns ends by it (a hard stop
     lowers it: `RoomHost.hard_stop`)."""

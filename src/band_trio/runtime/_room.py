@@ -305,7 +305,9 @@ class Room:
         standing = self.ledger.standing(message.id)
         if standing is Standing.ACK_PENDING:  # retry the final mark only
             # the claim stays unknown: the mark re-claims first
-            turn = ActiveTurn(message, self._ctx.policy, cutoff=self._ctx.cutoff)
+            turn = ActiveTurn(
+                message, self._ctx.policy, cutoff=self._ctx.cutoff, threads=self._ctx.threads
+            )
             turn.failure = self.ledger.pending_failure(message.id)
             outcome = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
             ctx = self._ctx
@@ -315,7 +317,9 @@ class Room:
                 ctx.changes.notify()  # the standing may have moved on
         if standing is not Standing.RUNNABLE:
             return False
-        turn = self.turn = ActiveTurn(message, self._ctx.policy, cutoff=self._ctx.cutoff)
+        turn = self.turn = ActiveTurn(
+            message, self._ctx.policy, cutoff=self._ctx.cutoff, threads=self._ctx.threads
+        )
         self._ctx.changes.notify()
         watch = trio.CancelScope()
         if self._nursery is not None:

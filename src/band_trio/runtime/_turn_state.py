@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ..contract import Cutoff, LastAbort, Message, TurnControl
+from ..contract import Cutoff, LastAbort, Message, Threads, TurnControl
 from ..policy import Policy
 
 if TYPE_CHECKING:
@@ -73,7 +73,14 @@ class ActiveTurn:
         "working",
     )
 
-    def __init__(self, message: Message, policy: Policy, *, cutoff: Cutoff | None = None) -> None:
+    def __init__(
+        self,
+        message: Message,
+        policy: Policy,
+        *,
+        cutoff: Cutoff | None = None,
+        threads: Threads | None = None,
+    ) -> None:
         self.message = message
         self.scope = trio.CancelScope()
         self.control = TurnControl(
@@ -83,6 +90,7 @@ class ActiveTurn:
             kill_grace=policy.subprocess_kill_grace,
             upstream=policy.upstream,
             cutoff=cutoff,
+            threads=threads,
         )
         """The turn's remote work reads the abort from here (`contract.Turn.remote`)."""
         self.done = trio.Event()
