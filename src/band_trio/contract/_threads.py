@@ -159,9 +159,8 @@ class _Call:
                 self._tell_idle()
 
     def _tell_idle(self) -> None:
-        # the run is over (or this is its own thread): nobody is waiting
-        with contextlib.suppress(trio.RunFinishedError, RuntimeError):
-            trio.from_thread.run_sync(self._threads._became_idle, trio_token=self._token)
+        with contextlib.suppress(trio.RunFinishedError):  # the run is over: nobody waits
+            self._token.run_sync_soon(self._threads._became_idle)
 
     def abandon(self) -> None:
         threads = self._threads
