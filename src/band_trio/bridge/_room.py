@@ -45,7 +45,7 @@ from typing import NoReturn
 import trio
 
 from .. import errors
-from ..contract import Message
+from ..contract import Message, adapter_failure
 from ..link import Socket
 from ..observe import _hooks as observe
 from ..runtime._parts import AbortKind, Inbound, Pages, inbound, leave_topics
@@ -221,7 +221,9 @@ class ForwardRoom:
         with trio.move_on_after(policy.hook_deadline) as bounded:
             try:
                 await self._shared.target.room_left(self.id)
-            except Exception as exc:
+            except BaseException as exc:
+                if not adapter_failure(exc):
+                    raise
                 log.warning("room %s: the target's room_left failed: %r", self.id, exc)
         if bounded.cancelled_caught:
             log.warning(
@@ -395,7 +397,7 @@ class ForwardRoom:
         counters = shared.counters
         within = shared.bridge_policy.forward_deadline
         failure: str | None = None
-        raised: Exception | None = None
+        raised: BaseException | None = None
         async with shared.limiter:
             counters.in_flight += 1
             shared.changes.notify()
@@ -409,7 +411,9 @@ class ForwardRoom:
                         )
                     except errors.ForwardError as exc:
                         failure = f"not forwarded: {exc}"
-                    except Exception as exc:  # a target's bug stays in this room (closing.md)
+                    except BaseException as exc:  # a target's bug stays in this room (closing.md)
+                        if not adapter_failure(exc):  # a cancel, or a real Ctrl-C: on up
+                            raise
                         failure = f"not forwarded: the target raised {type(exc).__name__}"
                         raised = exc
                 if timed.cancelled_caught:

@@ -29,6 +29,7 @@ from ._adapter import Adapter as Adapter
 from ._cutoff import Cutoff as Cutoff
 from ._env import UPSTREAM_SETTINGS as UPSTREAM_SETTINGS
 from ._env import upstream_from_env as upstream_from_env
+from ._failure import adapter_failure as adapter_failure
 from ._http import MAX_EVENT_BYTES as MAX_EVENT_BYTES
 from ._http import ServerSentEvent as ServerSentEvent
 from ._http import check_status as check_status
@@ -88,6 +89,7 @@ __all__ = [
     "TurnPort",
     "UpstreamFault",
     "UpstreamPolicy",
+    "adapter_failure",
     "call_upstream",
     "check_status",
     "close_tool_calls",

@@ -24,7 +24,7 @@ from typing import Any
 
 import trio
 
-from ..contract import Adapter, LastAbort, Turn
+from ..contract import Adapter, LastAbort, Turn, adapter_failure
 from ..errors import BandTrioError
 from ..observe import _hooks as observe
 from ._policy import RunsPolicy
@@ -182,7 +182,9 @@ class RunsService:
                         with observe.adapter_call(self.model, self.adapter):
                             await self.adapter.on_turn(turn)
                         run.finished = True  # no checkpoint since the return
-                    except Exception as exc:
+                    except BaseException as exc:  # SystemExit and the like: this run fails
+                        if not adapter_failure(exc):  # a cancel, or a real Ctrl-C: on up
+                            raise
                         run.finished = True
                         run.error = f"{type(exc).__name__}: {exc}"[:500]
                         if run.stop_requested_at is not None:  # its stop ended it: no failure
@@ -282,5 +284,7 @@ class RunsService:
         with trio.move_on_after(self.policy.hook_deadline, shield=True):
             try:
                 await self.adapter.on_room_left(session_id)
-            except Exception:
+            except BaseException as exc:
+                if not adapter_failure(exc):
+                    raise
                 log.exception("on_room_left(%s) failed", session_id)

@@ -29,7 +29,7 @@ from typing import Any
 import trio
 
 from .. import errors
-from ..contract import Adapter, AgentInfo
+from ..contract import Adapter, AgentInfo, adapter_failure
 from ..link import CLOSE_HEARTBEAT_DEAD, RestClient, Socket, SocketStats, run_socket
 from ..observe import _hooks as observe
 from ..policy import Policy
@@ -170,7 +170,9 @@ class Link:
         except trio.TooSlowError:
             late = f"the adapter's on_started ran past its {deadline:g}s deadline"
             return errors.AdapterError(late)
-        except Exception as exc:
+        except BaseException as exc:
+            if not adapter_failure(exc):
+                raise
             log.debug("on_started failed", exc_info=exc)
             failed = f"the adapter's on_started failed: {type(exc).__name__}: {exc}"
             return errors.AdapterError(failed)

@@ -29,7 +29,7 @@ from collections import deque
 import trio
 
 from .. import errors
-from ..contract import LastAbort, Message
+from ..contract import LastAbort, Message, adapter_failure
 from ..link import Socket
 from ..policy import Policy, WhileBusy
 from ..wire import MentionRef
@@ -370,7 +370,9 @@ class Room:
         with trio.move_on_after(policy.hook_deadline) as bounded:
             try:
                 await self._ctx.adapter.on_room_left(self.id)
-            except Exception as exc:
+            except BaseException as exc:
+                if not adapter_failure(exc):
+                    raise
                 log.warning("room %s: the adapter's on_room_left failed: %r", self.id, exc)
         if bounded.cancelled_caught:
             log.warning(

@@ -24,7 +24,7 @@ import logging
 import trio
 
 from .. import errors
-from ..contract import LastAbort, Turn
+from ..contract import LastAbort, Turn, adapter_failure
 from ..observe import _hooks as observe
 from ._context import RoomContext
 from ._ledger import Ledger
@@ -160,7 +160,9 @@ async def _run(ctx: RoomContext, turn: ActiveTurn, last_abort: LastAbort | None)
         with observe.adapter_call(ctx.agent_id, ctx.adapter):
             await ctx.adapter.on_turn(view)
         turn.finished = True  # no checkpoint since the return: the work is done
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit, an adapter's own KeyboardInterrupt: failures
+        if not adapter_failure(exc):  # a cancel, or a real Ctrl-C: on up
+            raise
         turn.finished = True
         turn.failure = f"{type(exc).__name__}: {exc}"[:200]
         if isinstance(exc, errors.UpstreamError):  # its message is written for the room
