@@ -25,6 +25,7 @@ import itertools
 import re
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -461,6 +462,36 @@ class KeepsWorking(Adapter):
                 await trio.sleep(self.overrun)  # "just one more step"
             raise
         await turn.reply(echo(turn))
+
+
+RELEASE = threading.Event()
+"""Set by a test when it is done with a stuck adapter, so its abandoned run can end."""
+
+
+class ShieldedForever(Adapter):
+    """Ignores the cancel for good: a shielded wait nobody can end (until the test sets
+    `RELEASE`). Its agent cannot be stopped, so every probe that aborts a turn would
+    hang the kit: the kit must fail those probes within their deadline instead."""
+
+    def __init__(self, release: threading.Event = RELEASE) -> None:
+        self.release = release
+
+    async def on_turn(self, turn: Turn) -> None:
+        with trio.CancelScope(shield=True):
+            while not self.release.is_set():
+                await trio.sleep(0.05)
+
+
+class BlockingThread(Adapter):
+    """The realistic way to be stuck: a blocking call in `trio.to_thread.run_sync`
+    without `abandon_on_cancel` (the cancel waits for the thread, which waits for
+    `RELEASE`)."""
+
+    def __init__(self, release: threading.Event = RELEASE) -> None:
+        self.release = release
+
+    async def on_turn(self, turn: Turn) -> None:
+        await trio.to_thread.run_sync(self.release.wait)
 
 
 # -- nothing left after the agent stops -------------------------------------------------

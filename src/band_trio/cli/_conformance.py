@@ -3,6 +3,9 @@
 Prints each probe as it finishes, then a table; `--json FILE` writes the
 results too. Exits 0 only when no probe failed (a probe that does not apply
 is not a failure), 1 when one did, 2 for an adapter that cannot be built.
+Each probe runs in a trio run of its own and is bounded (`--probe-deadline`):
+an adapter that never lets the cancel in fails its probes, it does not hang
+the command.
 """
 
 from __future__ import annotations
@@ -64,13 +67,32 @@ def add_parser(commands: Any) -> None:
         help="how long a turn may take to start its remote work before the probes take it "
         "that it has none (default: the kit's, 0.3 s; a slow peer needs more)",
     )
+    parser.add_argument(
+        "--probe",
+        action="append",
+        metavar="NAME",
+        help="run only the probes named like this (part of a name; may be repeated)",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        metavar="SECONDS",
+        help="the longest a probe waits for any one thing (default: the kit's, 20 s)",
+    )
+    parser.add_argument(
+        "--probe-deadline",
+        type=float,
+        metavar="SECONDS",
+        help="the longest a probe may take in all; past it the probe fails, its adapter "
+        "taken as one that never lets the cancel in (default: the kit's, 120 s)",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results here")
     parser.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     # here, not at the top: the kit loads the platform, which an agent's start does not need
-    from ..testing import PROBES, Subject, run_probes, table
+    from ..testing import PROBES, Subject, run_probes, select_probes, table
 
     if args.json is not None and not args.json.parent.is_dir():
         raise errors.ConfigurationError(f"--json: no folder {args.json.parent}")
@@ -83,10 +105,19 @@ def _run(args: argparse.Namespace) -> int:
         raise errors.ConfigurationError(
             f"--settle takes seconds between 0 and 600, not {args.settle}"
         )
+    for flag, value in (("--deadline", args.deadline), ("--probe-deadline", args.probe_deadline)):
+        if value is not None and not 0 < value < 3600:
+            raise errors.ConfigurationError(f"{flag} takes seconds between 0 and 3600, not {value}")
+    try:
+        probes = select_probes(args.probe) if args.probe else list(PROBES)
+    except ValueError as exc:
+        raise errors.ConfigurationError(f"--probe: {exc}") from None
     prompts: dict[str, Any] = {
         "long_prompt": args.long,
         "quick_prompt": args.quick,
         "settle": args.settle,
+        "deadline": args.deadline,
+        "probe_deadline": args.probe_deadline,
     }
     subject = Subject(
         lambda: load_adapter(args.adapter, what="the adapter"),
@@ -94,8 +125,8 @@ def _run(args: argparse.Namespace) -> int:
         tool_prompt=args.tool,
         transcript=transcript,
     )
-    print(f"band-trio conformance: {args.adapter}, {len(PROBES)} probes", flush=True)
-    results = trio.run(partial(run_probes, subject, progress=_progress))
+    print(f"band-trio conformance: {args.adapter}, {len(probes)} probes", flush=True)
+    results = trio.run(partial(run_probes, subject, probes, progress=_progress))
     print()
     print(table(results))
     if args.json is not None:

@@ -31,9 +31,11 @@ from ._probes import leave_waits as leave_waits
 from ._probes import next_turn_waits as next_turn_waits
 from ._probes import nothing_after_finish as nothing_after_finish
 from ._probes import nothing_left as nothing_left
+from ._probes import probe_name as probe_name
 from ._probes import reason_reaches_next_turn as reason_reaches_next_turn
 from ._probes import remote_stop_once as remote_stop_once
 from ._probes import run_probes as run_probes
+from ._probes import select_probes as select_probes
 from ._probes import stop_before_handle as stop_before_handle
 from ._probes import stop_then_play as stop_then_play
 from ._probes import swallowed_cancel as swallowed_cancel
@@ -72,10 +74,12 @@ __all__ = [
     "nothing_left",
     "open_kit",
     "open_recording_target",
+    "probe_name",
     "reason_reaches_next_turn",
     "remote_stop_once",
     "run_chaos",
     "run_probes",
+    "select_probes",
     "stop_before_handle",
     "stop_then_play",
     "swallowed_cancel",

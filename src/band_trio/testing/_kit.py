@@ -28,6 +28,7 @@ from ..policy import Policy
 from ..runtime import Agent, StopResult
 from ._leaks import Leaks
 from ._observed import Observed, TurnRecord
+from ._progress import progress
 from ._tasks import TaskTracker
 
 __all__ = ["KIT_POLICY", "Kit", "ProbeResult", "Subject", "open_kit"]
@@ -60,7 +61,11 @@ class Subject:
     """How long a turn that registers no remote work is left to work before a probe
     aborts it (one with remote work is aborted once its handle is known)."""
     deadline: float = 20.0
-    """No single probe waits longer than this for anything."""
+    """No single probe waits longer than this for anything (and, once its script is
+    over, the kit gets this long to stop the agent)."""
+    probe_deadline: float = 120.0
+    """No probe takes longer than this in all: past it, it fails (its adapter never
+    lets the cancel in) and its run is left behind (docs/reference/conformance.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +153,8 @@ class Kit:
     async def until(self, predicate: Callable[[], bool], what: str) -> None:
         """Wait (within the subject's deadline) for `predicate`, re-checked whenever the
         platform, the agent or the adapter changes; fail the probe with `what`."""
+        if (state := progress()) is not None:
+            state.note(what)
         with trio.move_on_after(self.subject.deadline) as waited:
             waits = (self.platform.wait_until, self.agent.wait_until, self.adapter.wait_for)
             async with trio.open_nursery() as nursery:
@@ -155,6 +162,15 @@ class Kit:
                     nursery.start_soon(_first, wait, predicate, nursery.cancel_scope)
         if waited.cancelled_caught:
             raise ProbeFailed(f"{what} (not within {self.subject.deadline:g}s)")
+
+    async def until_status(self, message_id: str, wanted: str, what: str) -> None:
+        """`until` the message's status is `wanted`; a message marked `failed` instead
+        fails the probe at once, with the adapter's error (it will never be `wanted`)."""
+        await self.until(lambda: self.status(message_id) in (wanted, "failed"), what)
+        if self.status(message_id) != wanted:
+            records = self.adapter.of(message_id)
+            error = records[-1].error if records else None
+            raise ProbeFailed(f"{what}: it was marked failed ({error or 'no adapter error'})")
 
     async def at_work(self, message_id: str) -> TurnRecord:
         """Wait until the adapter is at work on `message_id`: its remote work started,

@@ -14,15 +14,16 @@ install, instead of pytest's "async def functions are not natively supported".
 * `band_agent` — `async with band_agent(adapter) as agent:` runs an agent for
   `adapter` on `band_platform` (connected, rooms joined), stopped on exit;
 * `band_conformance` — `await band_conformance(factory, long_prompt=..., ...)`
-  runs every probe of the kit and fails the test with the table if one failed;
-  it returns the results.
+  runs every probe of the kit (or those named like `probes=[...]`), each in a
+  trio run of its own under its deadlines, and fails the test with the table if
+  one failed — a stuck adapter included; it returns the results.
 
 Nothing here runs unless a test asks for these fixtures.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from inspect import iscoroutinefunction
 from typing import Any
@@ -33,7 +34,7 @@ from ..contract import Adapter
 from ..platform import Platform, open_platform
 from ..runtime import Agent
 from ._kit import Subject
-from ._probes import run_probes
+from ._probes import run_probes, select_probes
 from ._report import table
 
 __all__ = [
@@ -119,8 +120,11 @@ def band_conformance() -> Conformance:
     """`await band_conformance(factory, long_prompt=..., quick_prompt=...)`: every probe
     against the adapter `factory()` builds; the test fails with the table if one fails."""
 
-    async def check(factory: Callable[[], Adapter], **subject: Any) -> list[Any]:
-        results = await run_probes(Subject(factory, **subject))
+    async def check(
+        factory: Callable[[], Adapter], *, probes: Sequence[str] | None = None, **subject: Any
+    ) -> list[Any]:
+        chosen = select_probes(probes) if probes is not None else None
+        results = await run_probes(Subject(factory, **subject), chosen)
         if not all(result.passed for result in results):
             pytest.fail(f"the adapter failed the conformance kit:\n{table(results)}")
         return results

@@ -11,12 +11,14 @@ deliberately broken adapter in band-trio's own tests that it fails on.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from functools import wraps
+from functools import partial, wraps
 from typing import Any
 
 import trio
 
+from ._bounded import run_bounded
 from ._kit import Kit, ProbeFailed, ProbeResult, Subject, open_kit
+from ._progress import progress as probe_progress
 
 __all__ = ["PROBES", "Probe", "run_probes"]
 
@@ -28,14 +30,26 @@ PROBES: list[Probe] = []
 
 
 def _probe(name: str, *, leaks: bool = False) -> Callable[[Body], Probe]:
-    """Make `body(kit)` a probe: a kit of its own, failures reported, not raised."""
+    """Make `body(kit)` a probe: a kit of its own, failures reported, not raised.
+
+    The verdict is told to the probe's progress (`_progress`) as soon as the script
+    has it, before the kit stops the agent: a kit that then never closes (an adapter
+    that never lets the cancel in) still reports what the script saw."""
 
     def decorate(body: Body) -> Probe:
         @wraps(body)
         async def probe(subject: Subject) -> ProbeResult:
+            state = probe_progress()
             try:
                 async with open_kit(subject) as kit:
-                    result = await body(kit)
+                    try:
+                        result = await body(kit)
+                    except BaseException as exc:
+                        if state is not None and (failed := _failure(exc)) is not None:
+                            state.reached(ProbeResult(name, "failed", str(failed)))
+                        raise
+                    if state is not None:
+                        state.reached(ProbeResult(name, result.outcome, result.observed))
             except Exception as exc:
                 failed = _failure(exc)
                 if failed is not None:
@@ -46,10 +60,22 @@ def _probe(name: str, *, leaks: bool = False) -> Callable[[Body], Probe]:
                 return ProbeResult(name, "failed", "; ".join(kit.notes), result.latency)
             return ProbeResult(name, result.outcome, result.observed, result.latency)
 
+        probe.probe_name = name  # type: ignore[attr-defined]
         PROBES.append(probe)
         return probe
 
     return decorate
+
+
+async def _first_of(wait: Callable[[], Awaitable[object]], done: trio.CancelScope) -> None:
+    await wait()
+    done.cancel()
+
+
+def probe_name(probe: Probe) -> str:
+    """The name a probe reports under (its function's name for one not made here)."""
+    name: str = getattr(probe, "probe_name", getattr(probe, "__name__", repr(probe)))
+    return name
 
 
 def _failure(exc: BaseException) -> ProbeFailed | None:
@@ -90,7 +116,7 @@ async def interrupt_mid_work(kit: Kit) -> ProbeResult:
     grace = kit.subject.policy.cleanup_grace
     if took > grace:
         raise ProbeFailed(f"the adapter took {_ms(took)} to end its turn (grace {grace:g}s)")
-    await kit.until(lambda: kit.status(message) == "processed", "the message was not consumed")
+    await kit.until_status(message, "processed", "the message was not consumed")
     if posted := kit.posts_since(sent):
         raise ProbeFailed(f"posted after the interrupt: {posted}")
     return _passed(f"cancelled {_ms(took)} after the signal; consumed; nothing posted", took)
@@ -110,7 +136,7 @@ async def stop_then_play(kit: Kit) -> ProbeResult:
     await kit.until(lambda: len(kit.adapter.of(message)) == 2, "not entered again after play")
     again = kit.adapter.of(message)[1]
     kit.signal("interrupt")  # end the replay: this probe is done with it
-    await kit.until(lambda: kit.status(message) == "processed", "the replay was not consumed")
+    await kit.until_status(message, "processed", "the replay was not consumed")
     took = again.entered - played
     return _passed(f"left processing; entered again {_ms(took)} after play", took)
 
@@ -160,7 +186,7 @@ async def _interrupt_the_start(kit: Kit) -> ProbeResult | None:
     early = bool(works) and not works[0].is_started  # the start call is in flight
     kit.signal("interrupt")
     await kit.until(lambda: not record.running, "the turn did not end after interrupt")
-    await kit.until(lambda: kit.status(message) == "processed", "the message was not consumed")
+    await kit.until_status(message, "processed", "the message was not consumed")
     if not works:
         return _not_applicable("the adapter registered no remote work (turn.remote)")
     work = works[0]
@@ -186,12 +212,20 @@ async def nothing_after_finish(kit: Kit) -> ProbeResult:
     must not stop it again."""
     hold = kit.platform.faults.hold_rest("post_message")
     message = kit.post(kit.subject.quick_prompt)
+
+    def ended_unanswered() -> bool:
+        records = kit.adapter.of(message)
+        return bool(records) and not records[-1].running and not hold.arrived.is_set()
+
     with trio.move_on_after(kit.subject.deadline):
-        await hold.arrived.wait()
+        async with trio.open_nursery() as either:  # the answer, or a turn that ended without
+            for wait in (hold.arrived.wait, partial(kit.adapter.wait_for, ended_unanswered)):
+                either.start_soon(_first_of, wait, either.cancel_scope)
     record = kit.adapter.of(message)[-1] if kit.adapter.of(message) else None
     if record is None or not hold.arrived.is_set():
         hold.release()
-        raise ProbeFailed("the quick prompt was never answered")
+        why = f" (its turn {record.ending}: {record.error})" if record and record.error else ""
+        raise ProbeFailed(f"the quick prompt was never answered{why}")
     works = record.turn.remote_works
     if not works:
         hold.release()
@@ -271,7 +305,7 @@ async def nothing_left(kit: Kit) -> ProbeResult:
     message = kit.post(kit.subject.long_prompt)
     await kit.at_work(message)
     kit.signal("interrupt")
-    await kit.until(lambda: kit.status(message) == "processed", "the message was not consumed")
+    await kit.until_status(message, "processed", "the message was not consumed")
     return _passed("no task, socket or child process left")
 
 
@@ -290,7 +324,7 @@ async def history_after_tool_abort(kit: Kit) -> ProbeResult:
         "no `tool_call` event was posted for the tool prompt",
     )
     kit.signal("interrupt", reason="conformance kit: not that tool")
-    await kit.until(lambda: kit.status(message) == "processed", "the message was not consumed")
+    await kit.until_status(message, "processed", "the message was not consumed")
     after = kit.post(subject.quick_prompt)
     await kit.until(lambda: kit.status(after) in ("processed", "failed"), "no answer after")
     transcript = subject.transcript(kit.adapter.inner, kit.room_id)
@@ -340,7 +374,7 @@ async def reason_reaches_next_turn(kit: Kit) -> ProbeResult:
     message = kit.post(kit.subject.long_prompt)
     await kit.at_work(message)
     kit.signal("interrupt", reason=reason)
-    await kit.until(lambda: kit.status(message) == "processed", "the message was not consumed")
+    await kit.until_status(message, "processed", "the message was not consumed")
     after = kit.post(kit.subject.quick_prompt)
     await kit.until(lambda: bool(kit.adapter.of(after)), "the next message never started")
     told = kit.adapter.of(after)[0].turn.last_abort
@@ -349,16 +383,31 @@ async def reason_reaches_next_turn(kit: Kit) -> ProbeResult:
     return _passed(f"the next turn was told: {told.kind}, {told.reason!r}")
 
 
+def select_probes(names: Sequence[str]) -> list[Probe]:
+    """The probes whose name contains one of `names` (case ignored), in kit order;
+    `ValueError` naming the probes if one of `names` matches none."""
+    chosen: list[Probe] = []
+    for wanted in names:
+        found = [p for p in PROBES if wanted.lower() in probe_name(p).lower()]
+        if not found:
+            known = "; ".join(probe_name(p) for p in PROBES)
+            raise ValueError(f"no probe is named like {wanted!r} (the probes: {known})")
+        chosen.extend(p for p in found if p not in chosen)
+    return [p for p in PROBES if p in chosen]
+
+
 async def run_probes(
     subject: Subject,
     probes: list[Probe] | None = None,
     *,
     progress: Callable[[ProbeResult], None] | None = None,
 ) -> list[ProbeResult]:
-    """Run `probes` (every probe by default) against `subject`, one after another."""
+    """Run `probes` (every probe by default) against `subject`, one after another, each
+    in a trio run of its own, bounded (`_bounded`): an adapter that never lets the
+    cancel in fails its probes, each within its deadline, instead of hanging here."""
     results = []
     for probe in probes if probes is not None else PROBES:
-        result = await probe(subject)
+        result = await run_bounded(probe_name(probe), probe, subject)
         results.append(result)
         if progress is not None:
             progress(result)

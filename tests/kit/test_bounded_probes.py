@@ -1,0 +1,116 @@
+"""A stuck adapter is a failed probe, named, within the probe's deadline — from the
+library, the pytest fixture and the command (issue 21, item 3).
+
+An adapter that never lets the cancel in (a shielded wait; a blocking call in
+`trio.to_thread.run_sync` without `abandon_on_cancel`) keeps its agent's `run()`
+alive for ever. Before, the kit waited for it after its bounded `agent.stop()`,
+and `band-trio conformance`, the pytest fixture and an outer `move_on_after`
+hung with it. Now each probe runs in a trio run of its own, abandoned past its
+deadlines.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import trio
+from broken import BlockingThread, ShieldedForever
+
+from band_trio import Adapter, Policy
+from band_trio.testing import ProbeResult, Subject, run_probes, select_probes, swallowed_cancel
+from band_trio.testing._bounded import run_bounded
+
+HERE = Path(__file__).resolve().parent
+FAST = Policy(cleanup_grace=0.2, backend_stop_grace=0.3, shutdown_grace=0.3)
+
+
+@pytest.mark.parametrize("stuck", [ShieldedForever, BlockingThread])
+async def test_a_stuck_adapter_fails_its_probe_within_the_deadline(
+    stuck: Callable[[threading.Event], Adapter],
+) -> None:
+    release = threading.Event()
+    subject = Subject(lambda: stuck(release), deadline=2, probe_deadline=60, policy=FAST)
+    try:
+        with trio.fail_after(30):  # before: never returned (a shielded wait in its own run)
+            [result] = await run_probes(subject, [swallowed_cancel])
+    finally:
+        release.set()  # the abandoned run may end now
+    assert (result.name, result.outcome) == ("a swallowed cancellation is reported", "failed")
+    assert "the adapter ignored the stop and is still at work" in result.observed
+    assert "the agent did not stop within 2s" in result.observed
+    assert "never lets the cancel in" in result.observed
+
+
+async def test_a_probe_that_never_reaches_a_verdict_fails_at_the_probe_deadline(
+    autojump_clock: object,
+) -> None:
+    release = threading.Event()
+
+    async def hangs(subject: Subject) -> ProbeResult:
+        with trio.CancelScope(shield=True):
+            while not release.is_set():
+                await trio.sleep(0.05)
+        return ProbeResult("hangs", "passed", "")
+
+    subject = Subject(Adapter, probe_deadline=3)
+    try:
+        with trio.fail_after(10):
+            result = await run_bounded("hangs", hangs, subject)
+    finally:
+        release.set()
+    assert result.outcome == "failed"
+    assert "did not end within 3s" in result.observed
+
+
+def test_probes_are_chosen_by_part_of_their_name() -> None:
+    assert select_probes(["SWALLOWED"]) == [swallowed_cancel]
+    with pytest.raises(ValueError, match="no probe is named like 'nope'"):
+        select_probes(["nope"])
+
+
+async def test_the_command_fails_a_stuck_adapter_naming_its_probe() -> None:
+    argv = [sys.executable, "-m", "band_trio", "conformance", "broken:ShieldedForever"]
+    with trio.fail_after(60):  # before: hung for ever
+        done = await trio.run_process(
+            [*argv, "--probe", "swallowed", "--deadline", "2"],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            cwd=HERE,
+        )
+    out = done.stdout.decode()
+    assert done.returncode == 1, (out, done.stderr.decode())
+    assert "| a swallowed cancellation is reported | failed |" in out
+    assert "never lets the cancel in" in out
+
+
+STUCK_SUITE = """
+import trio
+from band_trio import Adapter, Policy, Turn
+
+class Stuck(Adapter):
+    async def on_turn(self, turn: Turn) -> None:
+        await trio.to_thread.run_sync(__import__("threading").Event().wait)  # no abandon
+
+async def test_my_adapter(band_conformance):
+    await band_conformance(
+        Stuck,
+        probes=["swallowed"],
+        deadline=2,
+        policy=Policy(cleanup_grace=0.2, backend_stop_grace=0.3, shutdown_grace=0.3),
+    )
+"""
+
+
+def test_the_fixture_fails_a_stuck_adapter_naming_its_probe(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntrio_mode = true\n")
+    pytester.makepyfile(test_mine=STUCK_SUITE)
+    result = pytester.runpytest_subprocess("-q", "-p", "trio", timeout=60)  # before: hung
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*the adapter failed the conformance kit*", "*a swallowed cancellation is reported*"]
+    )
