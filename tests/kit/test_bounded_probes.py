@@ -11,6 +11,8 @@ deadlines.
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -114,3 +116,28 @@ def test_the_fixture_fails_a_stuck_adapter_naming_its_probe(pytester: pytest.Pyt
     result.stdout.fnmatch_lines(
         ["*the adapter failed the conformance kit*", "*a swallowed cancellation is reported*"]
     )
+
+
+async def test_a_ctrl_c_stops_the_command_at_once_even_with_a_stuck_probe() -> None:
+    argv = [sys.executable, "-m", "band_trio", "conformance", "broken:ShieldedForever"]
+    process = await trio.lowlevel.open_process(
+        [*argv, "--probe", "swallowed"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=HERE
+    )
+    try:
+        with trio.fail_after(30):
+            assert process.stdout is not None
+            said = b""
+            while b"probes" not in said:  # the first line: the probes are under way
+                said += await process.stdout.receive_some()
+            process.send_signal(signal.SIGINT)
+            assert await process.wait() == 130
+            assert process.stderr is not None
+            err = b""
+            while chunk := await process.stderr.receive_some():
+                err += chunk
+            assert err.decode().strip().splitlines()[-1] == "band-trio: interrupted"
+            assert b"Traceback" not in err
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

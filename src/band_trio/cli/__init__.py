@@ -20,10 +20,19 @@ from ._exits import EXIT_CONFIG as EXIT_CONFIG
 from ._exits import EXIT_CRASH as EXIT_CRASH
 from ._exits import EXIT_DISCONNECTED as EXIT_DISCONNECTED
 from ._exits import EXIT_FAILED as EXIT_FAILED
+from ._exits import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from ._exits import EXIT_OK as EXIT_OK
 from ._exits import EXIT_STATUSES, single
 
-__all__ = ["EXIT_CONFIG", "EXIT_CRASH", "EXIT_DISCONNECTED", "EXIT_FAILED", "EXIT_OK", "main"]
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_CRASH",
+    "EXIT_DISCONNECTED",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "main",
+]
 
 _DESCRIPTION = """\
 band-trio: a trio agent runtime for the Band platform, where stopping work is
@@ -105,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(error, errors.PlatformError):
             print(f"band-trio {args.command}: {error}", file=sys.stderr)
             return EXIT_FAILED
+        if isinstance(error, KeyboardInterrupt):  # Ctrl-C where no command serves SIGINT
+            print("band-trio: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         raise
     return code
 

@@ -29,18 +29,20 @@ EXIT_CONFIG = 2
 EXIT_DISCONNECTED = 3
 """The platform ended the agent's session for good (terminal disconnect, refused key)."""
 EXIT_INTERRUPTED = 130
-"""`band-trio bench` stopped by SIGINT/SIGTERM (its table is incomplete)."""
+"""Interrupted: `band-trio bench` by SIGINT/SIGTERM (its table is incomplete), or a
+command that does not serve SIGINT itself (`conformance`) by Ctrl-C: one line."""
 
 EXIT_STATUSES = """\
 exit statuses (every command):
   0    done; a server or agent stopped by SIGINT/SIGTERM
   1    the work failed: a probe or trial failed, a peer could not be reached
-       or answered wrongly, an unexpected error (the only case with a traceback)
+       or answered wrongly, an unexpected error (the only case with a traceback);
+       or still running Policy.hard_stop_deadline after a second signal (named)
   2    bad usage or configuration: a flag, variable, file, URL, address or
        port that cannot be used, an unknown agent or room; one line on stderr
   3    the platform ended the agent's session for good (refused key,
        terminal disconnect); the reason on stderr
-  130  bench only: interrupted by SIGINT/SIGTERM
+  130  interrupted: bench by SIGINT/SIGTERM, conformance by Ctrl-C (one line)
 """
 
 
