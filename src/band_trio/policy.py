@@ -133,6 +133,10 @@ class Policy:
     """Deadline of one activity report; it is never retried."""
 
     # -- control signals (docs/discussion/cancellation.md) -------------------
+    room_inbox: int = 1000
+    """Pushed messages a room queues while a turn runs. One more drops the queue and
+    asks for a `/next` pass instead, which finds the same messages, in order: a flood
+    costs a bounded queue, never a lost message."""
     control_dedup_memory: int = 256
     """How many control-signal correlation ids are remembered."""
     stopped_probe_interval: float = 60.0
@@ -266,6 +270,7 @@ class Policy:
             "history_pages",
             "scan_pages",
             "adapter_threads",
+            "room_inbox",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"Policy.{name} must be >= 1")

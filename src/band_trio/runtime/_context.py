@@ -24,7 +24,8 @@ class Changes:
     """A pulse for "the agent's observable state moved", for `Agent.wait_until`.
 
     A turn started or ended, a room was added, joined or left, stopped or
-    played, the socket connected or closed, a signal was applied.
+    played, a message was queued, the socket connected or closed, a signal was
+    applied.
     """
 
     def __init__(self) -> None:

@@ -81,6 +81,9 @@ class Room:
         self.last_pass_found_work = True
         """Whether the last `/next` pass found a message (the reconcile backs off if not)."""
         self._inbox: deque[Message] = deque()
+        """Pushed messages waiting, at most `Policy.room_inbox` (then `_overflow`)."""
+        self.overflowed = 0
+        """How often the queue was full and dropped for a `/next` catch-up."""
         self._queued: set[str] = set()
         self._wake = trio.Event()
         self._resync_due = False
@@ -113,6 +116,11 @@ class Room:
     def in_flight(self) -> ActiveTurn | None:
         return self.turn
 
+    @property
+    def queued(self) -> int:
+        """Pushed messages waiting for their turn."""
+        return len(self._inbox)
+
     def joined(self, socket: Socket) -> None:
         """The link joined the room's topics on `socket`; catch up through `/next`."""
         self.socket = socket
@@ -126,12 +134,31 @@ class Room:
             return
         if self._is_own(message):
             return
+        if len(self._inbox) >= self._ctx.policy.room_inbox:
+            self._overflow()
         self._inbox.append(message)
         self._queued.add(message.id)
         self._wake.set()
+        self._ctx.changes.notify()
         turn = self.turn
         if turn is not None and not turn.finished and turn.abort_kind is None:
             self._while_busy(message)
+
+    def _overflow(self) -> None:
+        """The queue is full: drop it and catch up through `/next` instead. The pass
+        walks the dropped messages oldest first and stops at the first message queued
+        after them (the sync point), so the order holds and none is lost."""
+        dropped = len(self._inbox)
+        self._inbox.clear()
+        self._queued.clear()
+        self.overflowed += 1
+        log.warning(
+            "room %s: %d pushed messages queued (Policy.room_inbox): dropped them for a "
+            "/next catch-up",
+            self.id,
+            dropped,
+        )
+        self.request_resync()
 
     def _while_busy(self, message: Message) -> None:
         """A message arrived while a turn runs: the room's `WhileBusy` strategy."""

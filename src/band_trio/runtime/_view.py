@@ -44,6 +44,17 @@ class RoomView:
         return None if turn is None else turn.message.id
 
     @property
+    def queued(self) -> int:
+        """Pushed messages waiting for their turn (at most `Policy.room_inbox`)."""
+        return self._room.queued
+
+    @property
+    def overflowed(self) -> int:
+        """How often the queue was full: it was dropped for a `/next` catch-up, which
+        finds the same messages in order."""
+        return self._room.overflowed
+
+    @property
     def last_abort(self) -> LastAbort | None:
         """The last interrupt or stop that aborted a turn here (the next turn is told)."""
         return self._room.last_abort
