@@ -118,3 +118,27 @@ async def test_a_room_whose_join_is_refused_is_given_up(
             platform.add_participant(room.id, info.agent_id)
             platform.delete_room(room.id)  # before the agent could join it
             await adapter.wait_for(lambda: room.id in adapter.left)
+
+
+async def test_a_room_left_and_added_again_on_the_same_connection_is_joined_again(
+    platform: Platform,
+) -> None:
+    """Its topics were left with it; the connection remembered the room id as joined and
+    never joined the new room's topics (its pushes lost until a reconcile, a minute on)."""
+    info = platform.info
+    assert info.agent_id and info.user_id and info.room_id
+    adapter = Recorder()
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            agent = running.agent
+            platform.remove_participant(info.room_id, info.agent_id)
+            await adapter.wait_for(lambda: adapter.left == [info.room_id])
+            await platform.wait_until(lambda: topics_joined(platform, info.room_id) == set())
+            platform.add_participant(info.room_id, info.agent_id)
+            await agent.wait_until(
+                lambda: info.room_id in agent.rooms and agent.rooms[info.room_id].joined
+            )
+            assert len(topics_joined(platform, info.room_id)) == 2
+            again = platform.post_message(info.room_id, info.user_id, "back again")
+            await platform.wait_until(lambda: status(platform, again) == "processed")
+    assert adapter.calls == ["back again"]

@@ -71,7 +71,9 @@ class Connection:
         """The link finished setting this connection up (its rooms joined)."""
         self.joined = 0
         """Rooms joined on this connection."""
-        self._joins: dict[str, trio.Event] = {}
+        self._joins: dict[str, tuple[LinkedRoom, trio.Event]] = {}
+        """Per room id, the room joined (or being joined) on this connection: a room left
+        and added again is a new room, whose topics are joined again."""
 
     # -- joins -----------------------------------------------------------------
 
@@ -82,11 +84,12 @@ class Connection:
     async def join_room(self, room: LinkedRoom) -> None:
         """Join `room`'s topics on this connection (once), retrying refusals for this
         room alone; returns once it is joined or given up."""
-        done = self._joins.get(room.id)
-        if done is not None:
-            await done.wait()
+        joined = self._joins.get(room.id)
+        if joined is not None and joined[0] is room:
+            await joined[1].wait()
             return
-        done = self._joins[room.id] = trio.Event()
+        done = trio.Event()
+        self._joins[room.id] = (room, done)
         try:
             await self._join_with_retries(room)
         finally:

@@ -116,11 +116,6 @@ class Room:
     def in_flight(self) -> ActiveTurn | None:
         return self.turn
 
-    @property
-    def queued(self) -> int:
-        """Pushed messages waiting for their turn."""
-        return len(self._inbox)
-
     def joined(self, socket: Socket) -> None:
         """The link joined the room's topics on `socket`; catch up through `/next`."""
         self.socket = socket
