@@ -178,7 +178,8 @@ def test_health_is_200_only_when_every_identity_is_connected() -> None:
     def status(name: str, connected: bool) -> IdentityStatus:
         return IdentityStatus(
             name=name, agent_id=name, connected=connected, rooms=0, forwards_in_flight=0,
-            delivered=0, failed=0, cancelled=0, dropped=0, remote_stops={}, threads={},
+            delivered=0, failed=0, cancelled=0, dropped=0, overflowed=0, remote_stops={},
+            threads={},
             last_disconnect_reason=None, ended=None,
         )  # fmt: skip
 

@@ -65,6 +65,8 @@ class IdentityStatus:
     failed: int
     cancelled: int
     dropped: int
+    overflowed: int
+    """Times a room's queue was full and its messages left to a `/next` catch-up."""
     remote_stops: dict[str, int]
     """How the remote stops of cancelled forwards ended (A2A tasks, process groups)."""
     threads: dict[str, int]
@@ -154,6 +156,7 @@ class Identity:
             failed=counters.failed,
             cancelled=counters.cancelled,
             dropped=counters.dropped,
+            overflowed=counters.overflowed,
             remote_stops={
                 "confirmed": stops.confirmed,
                 "requested": stops.requested,

@@ -30,6 +30,10 @@ class BridgePolicy:
     target_connections: int = 64
     """Connections an HTTP target's client keeps (above `max_forwards`: a closed one is
     replaced without waiting)."""
+    room_queue: int = 1000
+    """Units (forwards, catch-ups) a room queues behind the one in flight. One more
+    drops the queued messages and queues a `/next` catch-up instead, which forwards
+    the same messages in order: a flood costs a bounded queue, never a lost message."""
     forwarded_memory: int = 10_000
     """Message ids each identity remembers as forwarded (dedup), least recent dropped."""
     shutdown_grace: float = 10.0
@@ -66,6 +70,8 @@ class BridgePolicy:
             raise ValueError("max_forwards must be at least 1")
         if self.forwarded_memory < 1:
             raise ValueError("forwarded_memory must be at least 1")
+        if self.room_queue < 2:
+            raise ValueError("room_queue must be at least 2 (a catch-up and a message)")
         if self.forward_attempts < 1:
             raise ValueError("forward_attempts must be at least 1")
         for count in (

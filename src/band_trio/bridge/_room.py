@@ -146,12 +146,44 @@ class ForwardRoom:
     def offer(self, envelope: Envelope, message: Message | None = None) -> None:
         """Queue `envelope` behind the room's other forwards."""
         message_id = envelope.message_id
+        if message_id is not None and (
+            self._stopped or message_id in self._queued or message_id in self._shared.forwarded
+        ):
+            return
+        if len(self._queue) >= self._shared.bridge_policy.room_queue:
+            self._overflow()
         if message_id is not None:
-            if self._stopped or message_id in self._queued or message_id in self._shared.forwarded:
-                return
             self._queued.add(message_id)
         self._queue.append(_Unit(envelope, message))
         self._wake.set()
+
+    def _overflow(self) -> None:
+        """The queue is full: drop its messages and queue a `/next` catch-up instead,
+        which forwards them oldest first and stops at the first message queued after
+        them (the sync point). Other events have no `/next` to come back from: kept,
+        but the oldest go if they alone fill the queue."""
+        cap = self._shared.bridge_policy.room_queue
+        kept = deque(u for u in self._queue if u.envelope is None or u.envelope.message_id is None)
+        dropped = len(self._queue) - len(kept)
+        for unit in self._queue:
+            if unit.envelope is not None and unit.envelope.message_id is not None:
+                self._queued.discard(unit.envelope.message_id)
+        if not any(u.envelope is None for u in kept):
+            kept.append(_Unit(None, why="overflow"))
+            self._catch_up_queued = True
+        while len(kept) >= cap:  # events alone fill it: the oldest event goes
+            lost = next(i for i, u in enumerate(kept) if u.envelope is not None)
+            del kept[lost]
+            dropped += 1
+        self._queue = kept
+        self._shared.counters.overflowed += 1
+        log.warning(
+            "room %s: %d queued units (BridgePolicy.room_queue): dropped %d for a /next catch-up",
+            self.id,
+            cap,
+            dropped,
+        )
+        self._shared.changes.notify()
 
     def interrupt(self, reason: str | None) -> bool:
         return self._cancel(AbortKind.INTERRUPT, reason)

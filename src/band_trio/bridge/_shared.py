@@ -58,6 +58,8 @@ class Counters:
     """Queued forwards an interrupt or stop cleared before they started."""
     nudges: int = 0
     """`/next` catch-ups run (start-up rehydration, rejoins, plays)."""
+    overflowed: int = 0
+    """Times a room's queue was full: its messages dropped for a `/next` catch-up."""
 
 
 @dataclass
