@@ -5,8 +5,10 @@ the response breaks the connection (httpcore closes it), and the turn's stop
 needs the stream after the cancel: it waits there for the abort to take
 effect. So `subscribe` starts a task that reads the socket — shielded once the
 server said `server.connected`, so that only the end of the subscription's
-block stops it — and hands the session's events over an unbounded memory
-channel, where a cancelled receive loses nothing. OpenCode sends a
+block stops it — and hands the session's events over a memory channel, where a
+cancelled receive loses nothing. The channel holds `EVENT_BUFFER` events: a
+turn that reads slower than OpenCode writes holds the reader back (and OpenCode
+with it, through TCP), never more memory than that. OpenCode sends a
 `server.heartbeat` every 10 s and many events of other sessions and of its own
 (`plugin.added`, `catalog.updated`); only the session's are kept.
 
@@ -23,7 +25,6 @@ a last `message.part.updated`, `step-finish`, then `session.status` `idle` and
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from typing import Any
@@ -35,9 +36,12 @@ from ..contract import MAX_ANSWER_CHARS, UpstreamFault, check_status, server_sen
 from ..errors import PeerProtocolError, UpstreamError
 from ..policy import UpstreamPolicy
 
-__all__ = ["Answer", "Event", "Events", "OpenCodeError", "run_ended", "subscribe"]
+__all__ = ["EVENT_BUFFER", "Answer", "Event", "Events", "OpenCodeError", "run_ended", "subscribe"]
 
 Event = dict[str, Any]
+
+EVENT_BUFFER = 256
+"""Events of the session the reader may hold for the turn; past it, it waits."""
 
 
 class OpenCodeError(UpstreamError):
@@ -49,7 +53,7 @@ class Events:
 
     def __init__(self, session: str) -> None:
         self.session = session
-        self.send, self._receive = trio.open_memory_channel[Event](math.inf)
+        self.send, self._receive = trio.open_memory_channel[Event](EVENT_BUFFER)
         self.error = "the server ended it"
 
     async def next(self) -> Event:
@@ -104,7 +108,7 @@ async def _pump(
                     async for frame in frames:
                         event = json.loads(frame.data)
                         if (event.get("properties") or {}).get("sessionID") == events.session:
-                            events.send.send_nowait(event)
+                            await events.send.send(event)  # backpressure, not memory
                         elif event.get("type") == "server.connected" and not subscribed:
                             subscribed = True
                             reading.shield = True  # from now on only the block's end stops it
