@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import itertools
 
+import trio
+
 from band_trio import Adapter, Turn
 
 RAISED: dict[str, type[BaseException]] = {
@@ -47,3 +49,15 @@ def raises() -> Adapter:
 
 def always() -> Adapter:
     return Always()
+
+
+class Stuck(Adapter):
+    """Never lets the cancel in (a shielded wait): only the process's exit ends it."""
+
+    async def on_turn(self, turn: Turn) -> None:
+        with trio.CancelScope(shield=True):
+            await trio.sleep_forever()
+
+
+def stuck() -> Adapter:
+    return Stuck()

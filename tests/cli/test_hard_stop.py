@@ -61,13 +61,16 @@ class Command:
 
 
 @asynccontextmanager
-async def command(*argv: str, env: dict[str, str]) -> AsyncIterator[Command]:
+async def command(
+    *argv: str, env: dict[str, str], cwd: Path | None = None
+) -> AsyncIterator[Command]:
     """`band-trio ARGV...` as a process, killed by its own PID on the way out."""
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "band_trio", *argv],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, **env},
+        cwd=cwd,
     )
     try:
         yield Command(process)
@@ -222,3 +225,23 @@ async def test_runs_api(signals: int) -> None:
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+
+
+async def test_an_adapter_that_ignores_the_cancel_cannot_hold_the_agent(platform: Platform) -> None:
+    """The backstop: past `Policy.hard_stop_deadline` after the second signal the command
+    exits 1, naming the turn still running, without it."""
+    _, room, user = seeded(platform)
+    argv = ["agent", "--adapter", "base_exits:stuck"]
+    async with command(*argv, env=identity_env(platform), cwd=Path(__file__).parent) as cmd:
+        with trio.fail_after(STARTUP):
+            await platform.wait_until(lambda: bool(platform.connected_agents()))
+            message = platform.post_message(room, user, "hello")
+            await platform.wait_until(lambda: status(platform, message) == "processing")
+        cmd.process.send_signal(signal.SIGTERM)
+        await cmd.line("stopping")
+        cmd.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(AFTER_SECOND_SIGNAL):
+            assert await cmd.process.wait() == 1
+        err = (await cmd.rest_of_stderr()).decode()
+    assert f"still running 1s after the second signal (turns {room}: {message})" in err
+    assert "Traceback" not in err
