@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import AsyncIterator
 
 import httpx2
 import pytest
@@ -42,6 +43,16 @@ def a2a_identity(platform: Platform, peer: SilentPeer) -> list[IdentityConfig]:
     return [identity(platform, A2ATargetConfig(url=peer.url, streaming=True))]
 
 
+VIRTUAL = 120
+"""A deadline in virtual time around each test: a regression fails, it does not spin."""
+
+
+@contextlib.asynccontextmanager
+async def within(seconds: float) -> AsyncIterator[None]:
+    with trio.fail_after(seconds):
+        yield
+
+
 async def forward_held(run: Run, platform: Platform, peer: SilentPeer) -> str:
     """Post a message and return its id once its forward is held by the silent peer."""
     _, room, user = seeded(platform)
@@ -55,6 +66,7 @@ async def test_leaving_the_room_ends_a_forward_held_by_a_silent_peer_within_the_
 ) -> None:
     agent, room, _ = seeded(platform)
     async with (
+        within(VIRTUAL),
         silent_peer() as peer,
         running_bridge(a2a_identity(platform, peer), policy=POLICY) as run,
     ):
@@ -73,6 +85,7 @@ async def test_close_with_a_short_grace_returns_within_it_and_the_stop_grace(
 ) -> None:
     shutdown = 0.5
     async with (
+        within(VIRTUAL),
         silent_peer() as peer,
         running_bridge(
             a2a_identity(platform, peer),
@@ -93,6 +106,7 @@ async def test_the_hard_stop_ends_a_forward_held_by_a_silent_peer_at_once(
 ) -> None:
     policy = POLICY.replace(hard_stop_grace=0.2)
     async with (
+        within(VIRTUAL),
         silent_peer() as peer,
         running_bridge(a2a_identity(platform, peer), policy=policy) as run,
     ):
@@ -111,6 +125,7 @@ async def test_a_forward_past_its_deadline_ends_a_start_held_by_a_silent_peer(
     grace beyond it, as a turn's start gets beyond the turn's deadline."""
     deadline = 3.0
     async with (
+        within(VIRTUAL),
         silent_peer() as peer,
         running_bridge(
             a2a_identity(platform, peer),
@@ -136,6 +151,7 @@ async def test_an_interrupt_that_cuts_the_start_consumes_the_message_and_forward
     policy = POLICY.replace(backend_stop_grace=0.5)
     bridge_policy = BridgePolicy(retry_first=0.5, retry_max=0.5, shutdown_grace=0.5)
     async with (
+        within(VIRTUAL),
         silent_peer() as peer,
         running_bridge(
             a2a_identity(platform, peer), policy=policy, bridge_policy=bridge_policy
@@ -159,6 +175,7 @@ async def test_a_stop_that_cuts_the_start_leaves_the_message_and_play_forwards_i
     policy = POLICY.replace(backend_stop_grace=0.5)
     bridge_policy = BridgePolicy(retry_first=0.5, retry_max=0.5, shutdown_grace=0.5)
     async with (
+        within(VIRTUAL),
         silent_peer() as peer,
         running_bridge(
             a2a_identity(platform, peer), policy=policy, bridge_policy=bridge_policy

@@ -176,8 +176,7 @@ class Identity:
     def hard_stop(self, reason: str) -> None:
         """Stop at once: every forward is aborted (its message left), every shielded
         wait of the rooms ends within `Policy.hard_stop_grace`, and the link closes."""
-        self._hard = reason
-        self._cutoff.cut(trio.current_time() + self._policy.hard_stop_grace)
+        self._hard = reason  # the rooms host cuts the cutoff (at once, or when it exists)
         if self._rooms is not None:
             self._rooms.hard_stop(reason)
         self._closing.set()
