@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import trio
 
 from band_trio import Adapter, Agent, Policy, StopResult, Turn
+from band_trio.contract import Message, Participant
 from band_trio.platform import Platform
 from band_trio.testing import RecordingAdapter, TaskTracker
 from band_trio.testing import client_sockets as client_sockets
@@ -234,3 +237,107 @@ async def pid_pipe(path: Path) -> AsyncIterator[PidPipe]:
         yield pipe
     finally:
         await pipe.aclose()
+
+
+class NoPlatform:
+    """A `TurnPort` that is never called: for turns built directly, which never post."""
+
+    async def post_message(self, content: str, mentions: Sequence[str]) -> str:
+        raise AssertionError("not called")
+
+    async def post_event(
+        self, content: str, message_type: str, metadata: dict[str, Any] | None
+    ) -> str:
+        raise AssertionError("not called")
+
+    async def history(self) -> list[Message]:
+        raise AssertionError("not called")
+
+    async def participants(self) -> list[Participant]:
+        raise AssertionError("not called")
+
+
+def identity_env(platform: Platform) -> dict[str, str]:
+    """The seeded agent's settings, as the commands read them from the environment."""
+    info = platform.info
+    assert info.agent_id and info.api_key
+    return {
+        "BAND_REST_URL": info.rest_url,
+        "BAND_WS_URL": info.ws_url,
+        "BAND_AGENT_ID": info.agent_id,
+        "BAND_API_KEY": info.api_key,
+    }
+
+
+def envelope(platform: Platform, message_id: str, content: str = "hello") -> dict[str, Any]:
+    """A bridge envelope of a `message_created` by the seeded user in the seeded room."""
+    agent, room, user = seeded(platform)
+    return {
+        "event_type": "message_created",
+        "agent_id": agent,
+        "room_id": room,
+        "payload": {
+            "id": message_id,
+            "content": content,
+            "message_type": "text",
+            "sender_type": "User",
+            "sender_id": user,
+            "inserted_at": "2026-12-01T00:00:00Z",
+            "updated_at": "2026-12-01T00:00:00Z",
+        },
+        "forwarded_at": "2026-12-01T00:00:00Z",
+    }
+
+
+class Command:
+    """A `band-trio` process, and what it wrote to stderr so far."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self.err = b""
+
+    async def line(self, containing: str) -> str:
+        """The first stderr line containing `containing` (the caller's deadline)."""
+        assert self.process.stderr is not None
+        while True:
+            for line in self.err.decode(errors="replace").splitlines():
+                if containing in line:
+                    return line
+            chunk = await self.process.stderr.receive_some()
+            if not chunk:
+                raise AssertionError(f"stderr ended without {containing!r}: {self.err!r}")
+            self.err += chunk
+
+    async def rest_of_stderr(self) -> bytes:
+        """Everything it wrote to stderr, once it has closed it (exited)."""
+        assert self.process.stderr is not None
+        while chunk := await self.process.stderr.receive_some():
+            self.err += chunk
+        return self.err
+
+    async def stop(self) -> int:
+        """SIGTERM, and the exit status (stderr read to its end meanwhile)."""
+        self.process.send_signal(signal.SIGTERM)
+        await self.rest_of_stderr()
+        return await self.process.wait()
+
+
+@asynccontextmanager
+async def band_trio(
+    *argv: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> AsyncIterator[Command]:
+    """`python -m band_trio ARGV...` (stdout piped too), killed by its own PID on the way
+    out if it still runs."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "band_trio", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+    try:
+        yield Command(process)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

@@ -28,7 +28,7 @@ from band_trio.adapters import A2AAdapter
 from band_trio.bridge import A2ATargetConfig, BridgePolicy, HostApp, IdentityConfig, serve_host
 from band_trio.platform import Platform
 from peers import SilentPeer, silent_peer
-from support import status
+from support import envelope, status
 
 from ._helpers import FAST, Run, identity, running_bridge
 from .conftest import seeded
@@ -194,25 +194,6 @@ async def test_a_stop_that_cuts_the_start_leaves_the_message_and_play_forwards_i
         assert peer.requests == 2
 
 
-def _envelope(platform: Platform, message_id: str) -> dict[str, object]:
-    agent, room, user = seeded(platform)
-    return {
-        "event_type": "message_created",
-        "agent_id": agent,
-        "room_id": room,
-        "payload": {
-            "id": message_id,
-            "content": "hello",
-            "message_type": "text",
-            "sender_type": "User",
-            "sender_id": user,
-            "inserted_at": "2026-12-01T00:00:00Z",
-            "updated_at": "2026-12-01T00:00:00Z",
-        },
-        "forwarded_at": "2026-12-01T00:00:00Z",
-    }
-
-
 @pytest.mark.parametrize("how", ["stop", "hard stop"])
 async def test_the_host_stopping_ends_a_turn_held_by_a_silent_peer_within_its_graces(
     platform: Platform, autojump_clock: object, how: str
@@ -249,7 +230,7 @@ async def test_the_host_stopping_ends_a_turn_held_by_a_silent_peer_within_its_gr
                 async with httpx2.AsyncClient(timeout=None) as client:
                     with contextlib.suppress(httpx2.HTTPError):
                         await client.post(
-                            f"http://127.0.0.1:{port}/", json=_envelope(platform, message)
+                            f"http://127.0.0.1:{port}/", json=envelope(platform, message)
                         )
 
             nursery.start_soon(forward)

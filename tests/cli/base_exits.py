@@ -56,6 +56,7 @@ class Stuck(Adapter):
 
     async def on_turn(self, turn: Turn) -> None:
         with trio.CancelScope(shield=True):
+            print("stuck", flush=True)  # for the test: the cancel cannot reach it now
             await trio.sleep_forever()
 
 

@@ -10,19 +10,16 @@ a traceback instead of a failed row.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx2
 import trio
 
 from band_trio.platform import Platform
-from support import replies, seeded, status
+from support import band_trio, envelope, identity_env, replies, seeded, status
 
 HERE = Path(__file__).resolve().parent
 DEADLINE = 30
@@ -30,65 +27,12 @@ KINDS = ["SystemExit", "KeyboardInterrupt", "GeneratorExit"]
 KEY = "a-runs-api-key-of-16+"
 
 
-class Command:
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self.err = b""
-
-    async def line(self, containing: str) -> str:
-        assert self.process.stderr is not None
-        while True:
-            for line in self.err.decode(errors="replace").splitlines():
-                if containing in line:
-                    return line
-            chunk = await self.process.stderr.receive_some()
-            if not chunk:
-                raise AssertionError(f"stderr ended without {containing!r}: {self.err!r}")
-            self.err += chunk
-
-    async def stop(self) -> int:
-        """SIGTERM, and the exit status (stderr read to its end meanwhile)."""
-        self.process.send_signal(signal.SIGTERM)
-        assert self.process.stderr is not None
-        while chunk := await self.process.stderr.receive_some():
-            self.err += chunk
-        return await self.process.wait()
-
-
-@asynccontextmanager
-async def command(*argv: str, env: dict[str, str] | None = None) -> AsyncIterator[Command]:
-    """`band-trio ARGV...` with this folder as its cwd (where `base_exits` is)."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "band_trio", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **(env or {})},
-        cwd=HERE,
-    )
-    try:
-        yield Command(process)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-
-
-def identity_env(platform: Platform) -> dict[str, str]:
-    info = platform.info
-    assert info.agent_id and info.api_key
-    return {
-        "BAND_REST_URL": info.rest_url,
-        "BAND_WS_URL": info.ws_url,
-        "BAND_AGENT_ID": info.agent_id,
-        "BAND_API_KEY": info.api_key,
-    }
-
-
 async def test_agent(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         env = identity_env(platform)
-        async with command("agent", "--adapter", "base_exits:raises", env=env) as cmd:
+        argv = ["agent", "--adapter", "base_exits:raises"]
+        async with band_trio(*argv, env=env, cwd=HERE) as cmd:
             await platform.wait_until(lambda: bool(platform.connected_agents()))
             failing = [platform.post_message(room, user, f"raise {kind}") for kind in KINDS]
             await platform.wait_until(
@@ -100,32 +44,13 @@ async def test_agent(platform: Platform) -> None:
     assert replies(platform, room) == ["echo: still there?"]
 
 
-def envelope(platform: Platform, message_id: str, content: str) -> dict[str, object]:
-    agent, room, user = seeded(platform)
-    return {
-        "event_type": "message_created",
-        "agent_id": agent,
-        "room_id": room,
-        "payload": {
-            "id": message_id,
-            "content": content,
-            "message_type": "text",
-            "sender_type": "User",
-            "sender_id": user,
-            "inserted_at": "2026-12-01T00:00:00Z",
-            "updated_at": "2026-12-01T00:00:00Z",
-        },
-        "forwarded_at": "2026-12-01T00:00:00Z",
-    }
-
-
 async def test_host(platform: Platform) -> None:
     _, room, user = seeded(platform)
     failing = {kind: platform.post_message(room, user, f"raise {kind}") for kind in KINDS}
     after = platform.post_message(room, user, "still there?")
     argv = ["host", "--adapter", "base_exits:raises", "--listen", "127.0.0.1:0"]
     with trio.fail_after(DEADLINE):
-        async with command(*argv, env=identity_env(platform)) as cmd:
+        async with band_trio(*argv, env=identity_env(platform), cwd=HERE) as cmd:
             url = (await cmd.line("serving on")).rsplit(" ", 1)[1]
             async with httpx2.AsyncClient(timeout=DEADLINE) as client:
                 for kind, message in failing.items():
@@ -141,7 +66,7 @@ async def test_host(platform: Platform) -> None:
 async def test_runs_api() -> None:
     argv = ["runs-api", "--adapter", "base_exits:raises", "--port", "0"]
     with trio.fail_after(DEADLINE):
-        async with command(*argv, env={"BAND_RUNS_API_KEY": KEY}) as cmd:
+        async with band_trio(*argv, env={"BAND_RUNS_API_KEY": KEY}, cwd=HERE) as cmd:
             stdout = cmd.process.stdout
             assert stdout is not None
             said = b""

@@ -17,8 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx2
@@ -27,57 +25,13 @@ import trio
 
 from band_trio.platform import Platform
 from peers import SilentPeer, silent_peer
-from support import seeded, status
+from support import Command, band_trio, envelope, identity_env, seeded, status
 
 STARTUP = 30
 AFTER_SECOND_SIGNAL = 5
 """The bound asserted: 'about a second' (`Policy.hard_stop_deadline` is 1 s), with room
 for a loaded machine; the old commands took 300 s."""
 KEY = "a-runs-api-key-of-16+"
-
-
-class Command:
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self.err = b""
-
-    async def line(self, containing: str) -> str:
-        """The first stderr line containing `containing` (the caller's deadline)."""
-        assert self.process.stderr is not None
-        while True:
-            for line in self.err.decode(errors="replace").splitlines():
-                if containing in line:
-                    return line
-            chunk = await self.process.stderr.receive_some()
-            if not chunk:
-                raise AssertionError(f"stderr ended without {containing!r}: {self.err!r}")
-            self.err += chunk
-
-    async def rest_of_stderr(self) -> bytes:
-        assert self.process.stderr is not None
-        while chunk := await self.process.stderr.receive_some():
-            self.err += chunk
-        return self.err
-
-
-@asynccontextmanager
-async def command(
-    *argv: str, env: dict[str, str], cwd: Path | None = None
-) -> AsyncIterator[Command]:
-    """`band-trio ARGV...` as a process, killed by its own PID on the way out."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "band_trio", *argv],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **env},
-        cwd=cwd,
-    )
-    try:
-        yield Command(process)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
 
 
 async def second_signal_ends_it(cmd: Command) -> int:
@@ -93,17 +47,6 @@ async def second_signal_ends_it(cmd: Command) -> int:
     return code
 
 
-def identity_env(platform: Platform) -> dict[str, str]:
-    info = platform.info
-    assert info.agent_id and info.api_key
-    return {
-        "BAND_REST_URL": info.rest_url,
-        "BAND_WS_URL": info.ws_url,
-        "BAND_AGENT_ID": info.agent_id,
-        "BAND_API_KEY": info.api_key,
-    }
-
-
 def a2a_env(peer: SilentPeer) -> dict[str, str]:
     return {"BAND_A2A_URL": peer.url, "BAND_A2A_STREAMING": "yes"}
 
@@ -112,7 +55,7 @@ async def test_agent(platform: Platform) -> None:
     _, room, user = seeded(platform)
     async with silent_peer() as peer:
         env = {**identity_env(platform), **a2a_env(peer)}
-        async with command("agent", "--adapter", "band_trio.adapters:a2a", env=env) as cmd:
+        async with band_trio("agent", "--adapter", "band_trio.adapters:a2a", env=env) as cmd:
             with trio.fail_after(STARTUP):
                 await platform.wait_until(lambda: bool(platform.connected_agents()))
                 message = platform.post_message(room, user, "hello")
@@ -140,32 +83,13 @@ async def test_bridge(platform: Platform, tmp_path: Path) -> None:
                 }
             )
         )
-        async with command("bridge", "--config", str(config), env={}) as cmd:
+        async with band_trio("bridge", "--config", str(config), env={}) as cmd:
             with trio.fail_after(STARTUP):
                 await cmd.line("ready")
                 message = platform.post_message(room, user, "hello")
                 await peer.wait_requests(1)
             assert await second_signal_ends_it(cmd) == 0
     assert status(platform, message) == "processing"
-
-
-def envelope(platform: Platform, message_id: str) -> dict[str, object]:
-    agent, room, user = seeded(platform)
-    return {
-        "event_type": "message_created",
-        "agent_id": agent,
-        "room_id": room,
-        "payload": {
-            "id": message_id,
-            "content": "hello",
-            "message_type": "text",
-            "sender_type": "User",
-            "sender_id": user,
-            "inserted_at": "2026-12-01T00:00:00Z",
-            "updated_at": "2026-12-01T00:00:00Z",
-        },
-        "forwarded_at": "2026-12-01T00:00:00Z",
-    }
 
 
 async def post_quietly(url: str, body: dict[str, object], key: str | None = None) -> None:
@@ -181,7 +105,7 @@ async def test_host(platform: Platform) -> None:
     async with silent_peer() as peer, trio.open_nursery() as nursery:
         env = {**identity_env(platform), **a2a_env(peer)}
         argv = ["host", "--adapter", "band_trio.adapters:a2a", "--listen", "127.0.0.1:0"]
-        async with command(*argv, env=env) as cmd:
+        async with band_trio(*argv, env=env) as cmd:
             with trio.fail_after(STARTUP):
                 url = (await cmd.line("serving on")).rsplit(" ", 1)[1]
                 nursery.start_soon(post_quietly, url, envelope(platform, message))
@@ -232,11 +156,14 @@ async def test_an_adapter_that_ignores_the_cancel_cannot_hold_the_agent(platform
     exits 1, naming the turn still running, without it."""
     _, room, user = seeded(platform)
     argv = ["agent", "--adapter", "base_exits:stuck"]
-    async with command(*argv, env=identity_env(platform), cwd=Path(__file__).parent) as cmd:
+    async with band_trio(*argv, env=identity_env(platform), cwd=Path(__file__).parent) as cmd:
         with trio.fail_after(STARTUP):
             await platform.wait_until(lambda: bool(platform.connected_agents()))
             message = platform.post_message(room, user, "hello")
-            await platform.wait_until(lambda: status(platform, message) == "processing")
+            assert cmd.process.stdout is not None
+            said = b""
+            while b"stuck" not in said:
+                said += await cmd.process.stdout.receive_some()
         cmd.process.send_signal(signal.SIGTERM)
         await cmd.line("stopping")
         cmd.process.send_signal(signal.SIGTERM)

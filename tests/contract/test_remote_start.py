@@ -9,37 +9,17 @@ are checked against a peer that accepts the request and never answers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import pytest
 import trio
 
 from band_trio.adapters import A2AAdapter
-from band_trio.contract import Message, Participant, StopOutcome, Turn, TurnControl
+from band_trio.contract import Message, StopOutcome, Turn, TurnControl
 from band_trio.errors import StartCutError
 from peers import SilentPeer, silent_peer
+from support import NoPlatform
 
 DEADLINE = 10
 GRACE = 0.3
-
-
-class NoPlatform:
-    """A `TurnPort` that is never called: these turns never get as far as posting."""
-
-    async def post_message(self, content: str, mentions: Sequence[str]) -> str:
-        raise AssertionError("not called")
-
-    async def post_event(
-        self, content: str, message_type: str, metadata: dict[str, Any] | None
-    ) -> str:
-        raise AssertionError("not called")
-
-    async def history(self) -> list[Message]:
-        raise AssertionError("not called")
-
-    async def participants(self) -> list[Participant]:
-        raise AssertionError("not called")
 
 
 def a_turn(deadline: float = float("inf")) -> tuple[Turn, TurnControl]:

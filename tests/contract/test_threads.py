@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Sequence
-from typing import Any
 
 import httpx2
 import trio
@@ -21,7 +19,6 @@ from band_trio import Policy
 from band_trio.bridge import HostApp, serve_host
 from band_trio.contract import (
     Message,
-    Participant,
     Threads,
     ThreadStats,
     Turn,
@@ -29,25 +26,9 @@ from band_trio.contract import (
     run_in_thread,
 )
 from band_trio.platform import Platform
-from support import Recorder, echo, running_agent, seeded, status
+from support import NoPlatform, Recorder, echo, running_agent, seeded, status
 
 DEADLINE = 10
-
-
-class NoPlatform:
-    async def post_message(self, content: str, mentions: Sequence[str]) -> str:
-        raise AssertionError("not called")
-
-    async def post_event(
-        self, content: str, message_type: str, metadata: dict[str, Any] | None
-    ) -> str:
-        raise AssertionError("not called")
-
-    async def history(self) -> list[Message]:
-        raise AssertionError("not called")
-
-    async def participants(self) -> list[Participant]:
-        raise AssertionError("not called")
 
 
 def a_turn(n: int, threads: Threads | None = None) -> tuple[Turn, TurnControl]:

@@ -48,7 +48,7 @@ from .. import errors
 from ..contract import Message, adapter_failure
 from ..link import Socket
 from ..observe import _hooks as observe
-from ..runtime._parts import AbortKind, Inbound, Pages, inbound, leave_topics
+from ..runtime._parts import AbortKind, Inbound, Pages, inbound, leave_topics, tell_left
 from ..wire import ChatMessage
 from ._envelope import Envelope, envelope_for
 from ._port import turn_for
@@ -250,19 +250,7 @@ class ForwardRoom:
         target's context), under the hook deadline."""
         policy = self._shared.policy
         await leave_topics(self.socket, self.id, policy)
-        with trio.move_on_after(policy.hook_deadline) as bounded:
-            try:
-                await self._shared.target.room_left(self.id)
-            except BaseException as exc:
-                if not adapter_failure(exc):
-                    raise
-                log.warning("room %s: the target's room_left failed: %r", self.id, exc)
-        if bounded.cancelled_caught:
-            log.warning(
-                "room %s: the target's room_left ran past its %gs deadline",
-                self.id,
-                policy.hook_deadline,
-            )
+        await tell_left(self.id, "the target's room_left", self._shared.target.room_left, policy)
 
     # -- the room's task -------------------------------------------------------
 

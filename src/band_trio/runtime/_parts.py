@@ -38,6 +38,7 @@ from ._port import PlatformPort as PlatformPort
 from ._room import chat_topic as chat_topic
 from ._room import leave_topics as leave_topics
 from ._room import participants_topic as participants_topic
+from ._room import tell_left as tell_left
 from ._rooms import RoomHost as RoomHost
 from ._settle import Outcome as Outcome
 from ._settle import settle as settle
@@ -75,5 +76,6 @@ __all__ = [
     "participants_topic",
     "run_turn",
     "settle",
+    "tell_left",
     "wait_settled",
 ]

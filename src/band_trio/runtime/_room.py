@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import deque
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -42,7 +43,7 @@ from ._settle import Outcome, settle
 from ._turn import run_turn
 from ._turn_state import AbortKind, ActiveTurn
 
-__all__ = ["Room", "chat_topic", "leave_topics", "participants_topic"]
+__all__ = ["Room", "chat_topic", "leave_topics", "participants_topic", "tell_left"]
 
 log = logging.getLogger("band_trio.runtime.room")
 
@@ -53,6 +54,22 @@ def chat_topic(room_id: str) -> str:
 
 def participants_topic(room_id: str) -> str:
     return f"room_participants:{room_id}"
+
+
+async def tell_left(
+    room_id: str, what: str, hook: Callable[[str], Awaitable[object]], policy: Policy
+) -> None:
+    """`hook(room_id)` (an adapter's `on_room_left`, a target's `room_left`) under the
+    hook deadline; its failure, or overrunning, is logged (`what` names it)."""
+    with trio.move_on_after(policy.hook_deadline) as bounded:
+        try:
+            await hook(room_id)
+        except BaseException as exc:
+            if not adapter_failure(exc):
+                raise
+            log.warning("room %s: %s failed: %r", room_id, what, exc)
+    if bounded.cancelled_caught:
+        log.warning("room %s: %s ran past its %gs deadline", room_id, what, policy.hook_deadline)
 
 
 async def leave_topics(socket: Socket | None, room_id: str, policy: Policy) -> None:
@@ -389,16 +406,6 @@ class Room:
         deadline). The owner shields this."""
         policy = self._ctx.policy
         await leave_topics(self.socket, self.id, policy)
-        with trio.move_on_after(policy.hook_deadline) as bounded:
-            try:
-                await self._ctx.adapter.on_room_left(self.id)
-            except BaseException as exc:
-                if not adapter_failure(exc):
-                    raise
-                log.warning("room %s: the adapter's on_room_left failed: %r", self.id, exc)
-        if bounded.cancelled_caught:
-            log.warning(
-                "room %s: the adapter's on_room_left ran past its %gs deadline",
-                self.id,
-                policy.hook_deadline,
-            )
+        await tell_left(
+            self.id, "the adapter's on_room_left", self._ctx.adapter.on_room_left, policy
+        )
