@@ -411,6 +411,7 @@ async def flood_runtime_room() -> str:
 
 async def flood_opencode() -> str:
     from band_trio.adapters._opencode_events import subscribe
+    from band_trio.policy import UpstreamPolicy
 
     async def serve(stream: trio.SocketStream) -> None:
         head = b""
@@ -433,7 +434,7 @@ async def flood_opencode() -> str:
         before = rss_mb()
         async with (
             httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client,
-            subscribe(client, "s1", {}) as events,
+            subscribe(client, "s1", {}, UpstreamPolicy()) as events,
         ):
             await trio.testing.wait_all_tasks_blocked()  # the server and the reader both wait
             held = events.send.statistics().current_buffer_used

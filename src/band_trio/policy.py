@@ -97,6 +97,9 @@ class UpstreamPolicy:
     """Bytes of one server-sent event of a stream (its lines together)."""
     max_answer_chars: int = 1_000_000
     """Characters of one assembled answer (a model's text, an A2A task's artifacts)."""
+    event_buffer: int = 256
+    """Events a stream's reader holds for its turn (the OpenCode adapter's, read by a
+    task of its own); past it the reader waits: backpressure, never more memory."""
 
     def replace(self, **changes: float | int) -> UpstreamPolicy:
         """A copy with some fields changed (`UpstreamPolicy().replace(attempts=5)`)."""
@@ -104,7 +107,8 @@ class UpstreamPolicy:
 
     def __post_init__(self) -> None:
         _check_numbers(self)
-        for name in ("attempts", "max_body", "max_error_body", "max_event", "max_answer_chars"):
+        counts = ("attempts", "max_body", "max_error_body", "max_event", "max_answer_chars")
+        for name in (*counts, "event_buffer"):
             if getattr(self, name) < 1:
                 raise ValueError(f"UpstreamPolicy.{name} must be >= 1")
         for name in ("connect_timeout", "read_timeout"):

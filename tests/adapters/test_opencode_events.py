@@ -1,5 +1,5 @@
-"""The OpenCode adapter's event reader holds at most `EVENT_BUFFER` events for its turn:
-a turn that reads slower than the server writes holds the reader back, and nothing is
+"""The OpenCode adapter's event reader holds at most `UpstreamPolicy.event_buffer` events
+for its turn: a turn that reads slower than the server writes holds the reader back, and nothing is
 lost (issue 21, item 9). Before, the channel was unbounded (`math.inf`), fed by a
 shielded reader: a server flooding the session's events grew memory without limit.
 
@@ -17,8 +17,10 @@ import httpx2
 import trio
 import trio.testing
 
-from band_trio.adapters._opencode_events import EVENT_BUFFER, subscribe
+from band_trio.adapters._opencode_events import subscribe
+from band_trio.policy import UpstreamPolicy
 
+EVENT_BUFFER = UpstreamPolicy().event_buffer
 FLOOD = 4 * EVENT_BUFFER
 
 
@@ -46,7 +48,7 @@ async def test_a_flood_of_events_is_held_back_not_buffered_and_nothing_is_lost()
             port = listeners[0].socket.getsockname()[1]
             async with (
                 httpx2.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client,
-                subscribe(client, "s1", {}) as events,
+                subscribe(client, "s1", {}, UpstreamPolicy()) as events,
             ):
                 await trio.testing.wait_all_tasks_blocked()  # the reader waits for the turn
                 held = events.send.statistics().current_buffer_used

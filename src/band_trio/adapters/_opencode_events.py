@@ -6,9 +6,9 @@ needs the stream after the cancel: it waits there for the abort to take
 effect. So `subscribe` starts a task that reads the socket — shielded once the
 server said `server.connected`, so that only the end of the subscription's
 block stops it — and hands the session's events over a memory channel, where a
-cancelled receive loses nothing. The channel holds `EVENT_BUFFER` events: a
-turn that reads slower than OpenCode writes holds the reader back (and OpenCode
-with it, through TCP), never more memory than that. OpenCode sends a
+cancelled receive loses nothing. The channel holds `UpstreamPolicy.event_buffer`
+events: a turn that reads slower than OpenCode writes holds the reader back (and
+OpenCode with it, through TCP), never more memory than that. OpenCode sends a
 `server.heartbeat` every 10 s and many events of other sessions and of its own
 (`plugin.added`, `catalog.updated`); only the session's are kept.
 
@@ -36,12 +36,9 @@ from ..contract import MAX_ANSWER_CHARS, UpstreamFault, check_status, server_sen
 from ..errors import PeerProtocolError, UpstreamError
 from ..policy import UpstreamPolicy
 
-__all__ = ["EVENT_BUFFER", "Answer", "Event", "Events", "OpenCodeError", "run_ended", "subscribe"]
+__all__ = ["Answer", "Event", "Events", "OpenCodeError", "run_ended", "subscribe"]
 
 Event = dict[str, Any]
-
-EVENT_BUFFER = 256
-"""Events of the session the reader may hold for the turn; past it, it waits."""
 
 
 class OpenCodeError(UpstreamError):
@@ -51,9 +48,9 @@ class OpenCodeError(UpstreamError):
 class Events:
     """The events of one session, in order, from the turn's `GET /event` subscription."""
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, buffer: int) -> None:
         self.session = session
-        self.send, self._receive = trio.open_memory_channel[Event](EVENT_BUFFER)
+        self.send, self._receive = trio.open_memory_channel[Event](buffer)
         self.error = "the server ended it"
 
     async def next(self) -> Event:
@@ -71,7 +68,7 @@ async def subscribe(
 
     A failure to subscribe raises the attempt's fault (`UpstreamFault`, or httpx2's
     error) for `call_upstream` to judge; each event is bounded by `max_event`."""
-    events = Events(session)
+    events = Events(session, upstream.event_buffer)
     reading = trio.CancelScope()  # ours: the pump runs in it, and our block's end ends it
     try:
         async with trio.open_nursery() as nursery:

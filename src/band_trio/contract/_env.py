@@ -20,7 +20,9 @@ __all__ = ["UPSTREAM_SETTINGS", "upstream_from_env"]
 
 UPSTREAM_SETTINGS = tuple(field.name for field in dataclasses.fields(UpstreamPolicy))
 """The field names, in order: each is `<PREFIX><NAME.upper()>` in the environment."""
-_COUNTS = frozenset({"attempts", "max_body", "max_error_body", "max_event", "max_answer_chars"})
+_COUNTS = frozenset(
+    {"attempts", "max_body", "max_error_body", "max_event", "max_answer_chars", "event_buffer"}
+)
 
 
 def upstream_from_env(
