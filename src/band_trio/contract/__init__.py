@@ -9,7 +9,13 @@ how remote work is owned by the turn.
 * Remote work (`RemoteWork`, `StopOutcome`, `RemoteStop`) — the stop is sent
   at most once, shielded under `Policy.backend_stop_grace`, only for work that
   started and did not finish, even when the abort landed while the start call
-  was in flight; the turn (and so the room's next turn) waits for it.
+  was in flight; the turn (and so the room's next turn) waits for it. A start
+  cut by its deadline raises `StartCutError` (`band_trio.errors`).
+* For the owners of turns (the rooms host, the runs API): `TurnControl`, the
+  `Cutoff` every shielded wait of a turn ends by (a hard stop lowers it),
+  `Threads` (the worker threads `run_in_thread` uses, counted: `ThreadStats`),
+  and `adapter_failure` (an adapter's own `BaseException` is its failure; a
+  cancel or a real Ctrl-C goes on up).
 * Helpers built on it: `run_in_thread` (abandoned on cancel), `run_command` (a
   process group: SIGTERM, SIGKILL after `Policy.subprocess_kill_grace`),
   `stream_request` (an httpx2 stream closed by the cancel), and
