@@ -37,6 +37,14 @@ def a_turn(n: int, threads: Threads | None = None) -> tuple[Turn, TurnControl]:
     return Turn(message, NoPlatform(), control=control), control
 
 
+def dispatched(threads: Threads | None) -> int:
+    """Calls handed to a worker thread so far: the tokens borrowed from trio's shared
+    limiter and from the owner's own."""
+    own = (threads or Threads.default())._limiters()[0]
+    shared = trio.to_thread.current_default_thread_limiter()
+    return int(own.statistics().borrowed_tokens + shared.statistics().borrowed_tokens)
+
+
 class Blocked:
     """Turns blocked in `run_in_thread` until `release`; `entered` counts the calls that
     got a thread (told to trio by each thread itself)."""
@@ -73,6 +81,9 @@ class Blocked:
                 nursery.start_soon(one, n, scope)
             await self.until_entered(entered)
             await trio.testing.wait_all_tasks_blocked()
+            # every call that got a thread (from whichever limiter) is in its blocking
+            # call before the abort: an abort before that would skip the call instead
+            await self.until_entered(dispatched(threads))
             for scope in scopes:
                 scope.cancel()  # the turn's abort: the thread is abandoned
 
