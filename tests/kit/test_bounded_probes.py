@@ -24,7 +24,7 @@ from broken import BlockingThread, ShieldedForever
 
 from band_trio import Adapter, Policy
 from band_trio.testing import ProbeResult, Subject, run_probes, select_probes, swallowed_cancel
-from band_trio.testing._bounded import run_bounded
+from band_trio.testing._bounded import run_bounded, run_here
 
 HERE = Path(__file__).resolve().parent
 FAST = Policy(cleanup_grace=0.2, backend_stop_grace=0.3, shutdown_grace=0.3)
@@ -66,6 +66,43 @@ async def test_a_probe_that_never_reaches_a_verdict_fails_at_the_probe_deadline(
         release.set()
     assert result.outcome == "failed"
     assert "did not end within 3s" in result.observed
+
+
+async def test_a_subject_that_is_not_isolated_runs_its_probes_in_the_callers_run() -> None:
+    here = trio.lowlevel.current_trio_token()
+    seen = []
+
+    async def where(subject: Subject) -> ProbeResult:
+        seen.append(trio.lowlevel.current_trio_token())
+        return ProbeResult("where", "passed", "")
+
+    await run_probes(Subject(Adapter, isolated=False), [where])
+    await run_probes(Subject(Adapter), [where])
+    assert seen[0] is here  # a process the caller serves is usable by its probes
+    assert seen[1] is not here
+
+
+async def test_a_probe_in_the_callers_run_still_fails_at_its_deadline(
+    autojump_clock: object,
+) -> None:
+    async def hangs(subject: Subject) -> ProbeResult:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def breaks(subject: Subject) -> ProbeResult:
+        raise RuntimeError("boom")
+
+    subject = Subject(Adapter, probe_deadline=3, isolated=False)
+    with trio.fail_after(10):
+        late, broke = await run_probes(subject, [hangs, breaks])
+    assert late.outcome == "failed"
+    assert "did not end within 3s" in late.observed
+    assert "not isolated" in late.observed
+    assert broke.outcome == "failed"
+    assert "RuntimeError('boom')" in broke.observed
+    assert (late.name, broke.name) == ("hangs", "breaks")
+    with trio.fail_after(10):  # the same helper, called directly
+        assert (await run_here("x", hangs, subject)).outcome == "failed"
 
 
 def test_probes_are_chosen_by_part_of_their_name() -> None:

@@ -128,5 +128,6 @@ async def test_the_copilot_adapter_conforms_against_the_real_cli() -> None:
                 lambda: CopilotAdapter(cli.config, cli=cli),
                 long_prompt="[slow] tell me a long story",
                 quick_prompt="[quick] say hi",
+                isolated=False,  # the CLI is served by this run: probes cannot run elsewhere
             )
             await conforms("CopilotAdapter + the Copilot CLI + stubllm", subject, RACE | NO_TOOLS)

@@ -16,6 +16,11 @@ Past either, the probe is a failed row saying what it was waiting for, and its
 run is abandoned: the thread (a daemon) and what the stuck adapter holds stay
 until the process exits. Nothing else of the kit is touched by it: each probe
 has a platform, an agent and a thread of its own.
+
+A subject that is not `isolated` (its adapters share something of the caller's
+run) runs its probes in the caller's run instead (`run_here`): still under
+`Subject.probe_deadline`, but only an adapter that lets the cancel in can be
+bounded there.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import trio
 from ._kit import ProbeResult, Subject
 from ._progress import Progress, enter
 
-__all__ = ["run_bounded"]
+__all__ = ["run_bounded", "run_here"]
 
 
 async def run_bounded(
@@ -62,6 +67,24 @@ async def run_bounded(
     if state.result is not None:
         return state.result
     return ProbeResult(name, "failed", _overdue(state, subject), None)
+
+
+async def run_here(
+    name: str, probe: Callable[[Subject], Awaitable[ProbeResult]], subject: Subject
+) -> ProbeResult:
+    """`probe(subject)` in the caller's own run, under `Subject.probe_deadline` (for a
+    subject that is not `isolated`). Never raises for what the probe or its adapter did."""
+    with trio.move_on_after(subject.probe_deadline):
+        try:
+            return await probe(subject)
+        except Exception as exc:  # the probe itself broke: a failed row, as in its own run
+            return ProbeResult(name, "failed", f"the probe's run broke: {exc!r}")
+    return ProbeResult(
+        name,
+        "failed",
+        f"the probe did not end within {subject.probe_deadline:g}s (run in the caller's "
+        "run, as the subject is not isolated)",
+    )
 
 
 def _overdue(state: Progress, subject: Subject) -> str:

@@ -66,6 +66,11 @@ class Subject:
     probe_deadline: float = 120.0
     """No probe takes longer than this in all: past it, it fails (its adapter never
     lets the cancel in) and its run is left behind (docs/reference/conformance.md)."""
+    isolated: bool = True
+    """Each probe in a trio run of its own, bounded as above. False runs the probes in
+    the caller's run, still under `probe_deadline`, which then bounds only an adapter
+    that lets the cancel in: for adapters that share something of the caller's run (a
+    process it started and serves), which no other run may touch."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from ._bounded import run_bounded
+from ._bounded import run_bounded, run_here
 from ._kit import Kit, ProbeFailed, ProbeResult, Subject, open_kit
 from ._progress import progress as probe_progress
 
@@ -404,10 +404,12 @@ async def run_probes(
 ) -> list[ProbeResult]:
     """Run `probes` (every probe by default) against `subject`, one after another, each
     in a trio run of its own, bounded (`_bounded`): an adapter that never lets the
-    cancel in fails its probes, each within its deadline, instead of hanging here."""
+    cancel in fails its probes, each within its deadline, instead of hanging here. A
+    subject that is not `isolated` runs them in this run, under its probe deadline."""
     results = []
     for probe in probes if probes is not None else PROBES:
-        result = await run_bounded(probe_name(probe), probe, subject)
+        run = run_bounded if subject.isolated else run_here
+        result = await run(probe_name(probe), probe, subject)
         results.append(result)
         if progress is not None:
             progress(result)
