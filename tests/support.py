@@ -269,13 +269,20 @@ def identity_env(platform: Platform) -> dict[str, str]:
     }
 
 
-def envelope(platform: Platform, message_id: str, content: str = "hello") -> dict[str, Any]:
-    """A bridge envelope of a `message_created` by the seeded user in the seeded room."""
+HOST_TOKEN = "host-token-0123456789abcdef"
+"""The bearer token the tests' hosts require (and their bridge targets send)."""
+
+
+def envelope(
+    platform: Platform, message_id: str, content: str = "hello", *, room_id: str | None = None
+) -> dict[str, Any]:
+    """A forwarded `message_created` for the seeded agent, by the seeded user, in the
+    seeded room unless `room_id`, as the bridge sends it."""
     agent, room, user = seeded(platform)
     return {
         "event_type": "message_created",
         "agent_id": agent,
-        "room_id": room,
+        "room_id": room_id or room,
         "payload": {
             "id": message_id,
             "content": content,

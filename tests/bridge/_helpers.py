@@ -23,9 +23,7 @@ from band_trio.bridge import (
 from band_trio.bridge._config import TargetConfig
 from band_trio.platform import Platform
 from band_trio.testing import TaskTracker
-
-HOST_TOKEN = "host-token-0123456789abcdef"
-"""The bearer token the tests' hosts require (and their bridge targets send)."""
+from support import HOST_TOKEN
 
 FAST = Policy(
     reconnect_base=0.02,
@@ -174,26 +172,3 @@ async def running_host(
     finally:
         trio.lowlevel.remove_instrument(tasks)
     assert tasks.living == set(), f"tasks outlived the host: {tasks.living}"
-
-
-def envelope(
-    platform: Platform, message_id: str, content: str, *, room_id: str | None = None
-) -> dict[str, Any]:
-    """A forwarded `message_created` for the seeded agent, as the bridge sends it."""
-    info = platform.info
-    agent_id, seeded_room, user_id = info.agent_id, info.room_id, info.user_id
-    return {
-        "event_type": "message_created",
-        "agent_id": agent_id,
-        "room_id": room_id or seeded_room,
-        "payload": {
-            "id": message_id,
-            "content": content,
-            "message_type": "text",
-            "sender_type": "User",
-            "sender_id": user_id,
-            "inserted_at": "2026-12-01T00:00:00Z",
-            "updated_at": "2026-12-01T00:00:00Z",
-        },
-        "forwarded_at": "2026-12-01T00:00:00Z",
-    }

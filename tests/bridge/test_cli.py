@@ -19,8 +19,8 @@ import trio
 from band_trio.cli import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, main
 from band_trio.platform import Platform
 from band_trio.testing import open_recording_target
+from support import HOST_TOKEN, envelope
 
-from ._helpers import HOST_TOKEN, envelope
 from .conftest import seeded
 
 

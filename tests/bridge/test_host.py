@@ -16,8 +16,9 @@ import trio
 from band_trio import Adapter, Turn
 from band_trio.bridge import BridgePolicy, HostApp, HttpTargetConfig, serve_host
 from band_trio.platform import Platform
+from support import HOST_TOKEN, envelope
 
-from ._helpers import HOST_TOKEN, envelope, identity, running_bridge, running_host
+from ._helpers import identity, running_bridge, running_host
 from .conftest import seeded
 
 

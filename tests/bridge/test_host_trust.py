@@ -17,8 +17,9 @@ import trio
 from band_trio import Adapter, AuthenticationError, Turn
 from band_trio.bridge import BridgePolicy, HttpTargetConfig
 from band_trio.platform import Platform
+from support import HOST_TOKEN, envelope
 
-from ._helpers import HOST_TOKEN, envelope, identity, running_bridge, running_host
+from ._helpers import identity, running_bridge, running_host
 from .conftest import seeded
 
 DEADLINE = 10

@@ -28,7 +28,7 @@ from band_trio.adapters import A2AAdapter
 from band_trio.bridge import A2ATargetConfig, BridgePolicy, HostApp, IdentityConfig, serve_host
 from band_trio.platform import Platform
 from peers import SilentPeer, silent_peer
-from support import envelope, status
+from support import HOST_TOKEN, envelope, status
 
 from ._helpers import FAST, Run, identity, running_bridge
 from .conftest import seeded
@@ -209,6 +209,7 @@ async def test_the_host_stopping_ends_a_turn_held_by_a_silent_peer_within_its_gr
         app = HostApp(
             A2AAdapter(peer.url, streaming=True),
             agent_id=agent,
+            token=HOST_TOKEN,
             policy=POLICY.replace(hard_stop_grace=0.1),
             bridge_policy=BridgePolicy(health_grace=grace),
         )
@@ -230,7 +231,9 @@ async def test_the_host_stopping_ends_a_turn_held_by_a_silent_peer_within_its_gr
                 async with httpx2.AsyncClient(timeout=None) as client:
                     with contextlib.suppress(httpx2.HTTPError):
                         await client.post(
-                            f"http://127.0.0.1:{port}/", json=envelope(platform, message)
+                            f"http://127.0.0.1:{port}/",
+                            json=envelope(platform, message),
+                            headers={"authorization": f"Bearer {HOST_TOKEN}"},
                         )
 
             nursery.start_soon(forward)

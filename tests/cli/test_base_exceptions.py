@@ -19,7 +19,7 @@ import httpx2
 import trio
 
 from band_trio.platform import Platform
-from support import band_trio, envelope, identity_env, replies, seeded, status
+from support import HOST_TOKEN, band_trio, envelope, identity_env, replies, seeded, status
 
 HERE = Path(__file__).resolve().parent
 DEADLINE = 30
@@ -49,13 +49,16 @@ async def test_host(platform: Platform) -> None:
     failing = {kind: platform.post_message(room, user, f"raise {kind}") for kind in KINDS}
     after = platform.post_message(room, user, "still there?")
     argv = ["host", "--adapter", "base_exits:raises", "--listen", "127.0.0.1:0"]
+    env = {**identity_env(platform), "BAND_HOST_TOKEN": HOST_TOKEN}
+    headers = {"authorization": f"Bearer {HOST_TOKEN}"}
     with trio.fail_after(DEADLINE):
-        async with band_trio(*argv, env=identity_env(platform), cwd=HERE) as cmd:
+        async with band_trio(*argv, env=env, cwd=HERE) as cmd:
             url = (await cmd.line("serving on")).rsplit(" ", 1)[1]
-            async with httpx2.AsyncClient(timeout=DEADLINE) as client:
+            async with httpx2.AsyncClient(timeout=DEADLINE, headers=headers) as client:
                 for kind, message in failing.items():
-                    answer = await client.post(url, json=envelope(platform, message, kind))
-                    assert (answer.status_code, answer.json()) == (200, {"outcome": "failed"})
+                    body = envelope(platform, message, f"raise {kind}")
+                    answer = await client.post(url, json=body)
+                    assert (answer.status_code, answer.json()) == (422, {"outcome": "failed"})
                 answer = await client.post(url, json=envelope(platform, after, "still there?"))
                 assert (answer.status_code, answer.json()) == (200, {"outcome": "processed"})
             assert await cmd.stop() == 0, cmd.err.decode()

@@ -24,7 +24,7 @@ import trio
 
 from band_trio.platform import Platform
 from peers import SilentPeer, silent_peer
-from support import Command, band_trio, envelope, identity_env, seeded, status
+from support import HOST_TOKEN, Command, band_trio, envelope, identity_env, seeded, status
 
 STARTUP = 30
 AFTER_SECOND_SIGNAL = 5
@@ -102,12 +102,12 @@ async def test_host(platform: Platform) -> None:
     _, room, user = seeded(platform)
     message = platform.post_message(room, user, "hello")
     async with silent_peer() as peer, trio.open_nursery() as nursery:
-        env = {**identity_env(platform), **a2a_env(peer)}
+        env = {**identity_env(platform), **a2a_env(peer), "BAND_HOST_TOKEN": HOST_TOKEN}
         argv = ["host", "--adapter", "band_trio.adapters:a2a", "--listen", "127.0.0.1:0"]
         async with band_trio(*argv, env=env) as cmd:
             with trio.fail_after(STARTUP):
                 url = (await cmd.line("serving on")).rsplit(" ", 1)[1]
-                nursery.start_soon(post_quietly, url, envelope(platform, message))
+                nursery.start_soon(post_quietly, url, envelope(platform, message), HOST_TOKEN)
                 await peer.wait_requests(1)
             assert await second_signal_ends_it(cmd) == 0
     assert status(platform, message) == "processing"

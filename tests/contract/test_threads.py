@@ -26,7 +26,7 @@ from band_trio.contract import (
     run_in_thread,
 )
 from band_trio.platform import Platform
-from support import NoPlatform, Recorder, echo, running_agent, seeded, status
+from support import HOST_TOKEN, NoPlatform, Recorder, echo, running_agent, seeded, status
 
 DEADLINE = 10
 
@@ -150,7 +150,9 @@ async def test_the_agent_counts_a_thread_its_interrupt_abandoned(platform: Platf
 async def test_the_hosts_health_counts_its_threads(platform: Platform) -> None:
     info = platform.info
     assert info.agent_id and info.api_key
-    app = HostApp(Recorder(echo), agent_id=info.agent_id, policy=Policy(adapter_threads=5))
+    app = HostApp(
+        Recorder(echo), agent_id=info.agent_id, token=HOST_TOKEN, policy=Policy(adapter_threads=5)
+    )
     stop = trio.Event()
     with trio.fail_after(DEADLINE):
         async with trio.open_nursery() as nursery:
@@ -165,7 +167,8 @@ async def test_the_hosts_health_counts_its_threads(platform: Platform) -> None:
                     stop=stop,
                 )
             )
-            async with httpx2.AsyncClient() as client:
+            headers = {"authorization": f"Bearer {HOST_TOKEN}"}  # the counts are the token's
+            async with httpx2.AsyncClient(headers=headers) as client:
                 health = (await client.get(f"http://127.0.0.1:{port}/health")).json()
             stop.set()
     assert health["threads"] == {"limit": 5, "running": 0, "abandoned": 0, "abandoned_running": 0}

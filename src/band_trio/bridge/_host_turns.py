@@ -273,7 +273,9 @@ class HostRooms:
             return HostOutcome.EXHAUSTED
         if standing is Standing.ACK_PENDING:
             item = inbound(room_id, ctx.agent_id, wire)
-            turn = ActiveTurn(item.message, self._policy, cutoff=self._cutoff, threads=self._threads)
+            turn = ActiveTurn(
+                item.message, self._policy, cutoff=self._cutoff, threads=self._threads
+            )
             lifeline.attach(turn)
             turn.failure = room.ledger.pending_failure(wire.id)
             done = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
