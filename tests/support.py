@@ -149,15 +149,21 @@ class Background:
         self.started = trio.Event()
         self.finished = trio.Event()
         self.error: BaseException | None = None
+        self._scope = trio.CancelScope()
 
     async def run(self) -> None:
         self.tasks.adopt()
         try:
-            await self.agent.run(task_status=_Started(self.started))
+            with self._scope:
+                await self.agent.run(task_status=_Started(self.started))
         except BaseException as exc:  # recorded for the test to look at
             self.error = exc
         finally:
             self.finished.set()
+
+    def cancel(self) -> None:
+        """Cancel the run from outside the agent: its caller giving up on it."""
+        self._scope.cancel()
 
 
 class _Started:

@@ -5,7 +5,8 @@
 Modes: `exit` (says why on stderr, exits 3), `garbage` (writes no framing), `silent`
 (never answers the handshake), `old` (protocol 2), `flood` (a 9 MiB event and a
 request of its own before answering `session.create`), `stubborn` (accepts an abort
-but never goes idle), `refuse` (answers an abort `success: false`), `normal`.
+but never goes idle), `refuse` (answers an abort `success: false`), `mute` (takes the
+first `session.send` and never answers it, nor says anything of it), `normal`.
 Every message it receives is appended to `received.jsonl` in its working folder.
 """
 
@@ -86,6 +87,9 @@ while (message := receive()) is not None:
             send({"id": "cli-1", "method": "userInput.request", "params": {"question": "?"}})
         send({"id": ident, "result": {"sessionId": params["sessionId"]}})
     elif method == "session.send":
+        if mode == "mute" and not turns:
+            mode = "normal"  # the first prompt: accepted, and never answered
+            continue
         turns += 1
         user = f"u{turns}"
         send({"id": ident, "result": {"messageId": user}})

@@ -3,7 +3,7 @@
 The real CLI is what the adapter is tested against (test_copilot.py); this stand-in is
 for what the real one would not do on demand: exit at start, print no framing, never
 answer, speak another protocol version, send a 9 MiB event or a request of its own,
-accept an abort and never go idle, refuse an abort.
+accept an abort and never go idle, refuse an abort, take a prompt and never answer it.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import trio
 
 from band_trio import AdapterError, Policy, StopOutcome, Turn
 from band_trio.adapters import CopilotAdapter, CopilotCli, CopilotConfig, CopilotError
+from band_trio.adapters._copilot_cli import Connection
 from band_trio.platform import Platform
 from band_trio.policy import UpstreamPolicy
-from support import background_agent, replies, running_agent, seeded, status
+from support import agent_for, background_agent, replies, running_agent, seeded, status
 
 FAKE = Path(__file__).with_name("fake_copilot.py")
 DEADLINE = 10
@@ -158,3 +159,59 @@ async def test_an_agent_whose_cli_cannot_start_fails_to_start_with_the_reason(
     assert isinstance(run.error, AdapterError)
     assert "exited with status 3: boom: no licence for this machine" in str(run.error)
     assert not run.started.is_set()  # no room was served
+
+
+class Muted(Watched):
+    """The adapter, with a way to wait until its turn has sent the prompt."""
+
+    def __init__(self, config: CopilotConfig) -> None:
+        super().__init__(config)
+        self.sending = trio.Event()
+
+    async def _call(self, connection: Connection, method: str, params: dict[str, Any]) -> Any:
+        if method == "session.send":
+            self.sending.set()
+        return await super()._call(connection, method, params)
+
+
+MUTED = Policy(backend_stop_grace=0.5, shutdown_grace=0.3, hard_stop_grace=0.1)
+"""The start's bound after an abort (0.5 s), far below the CLI call's own (60 s here): a
+canceller that does not record the abort leaves the start to the latter."""
+
+
+@pytest.mark.parametrize("how", ["interrupt", "a caller's deadline", "hard stop"])
+async def test_a_prompt_the_cli_never_answers_is_cut_by_whoever_cancels_the_turn(
+    platform: Platform, tmp_path: Path, how: str
+) -> None:
+    """`session.send` runs shielded (the start); a silent CLI holds it until the turn's
+    abort plus the stop grace, or the hard stop's grace: never the 30 s of the call's
+    own deadline, 60 s here (issue 21, items 1 and 2). A cut start is a `StartCutError`, the
+    turn's abort, never a failed message; the room's next message is answered."""
+    agent_id, room, user = seeded(platform)
+    config = fake(tmp_path, "mute", request_deadline=60.0)
+    adapter = Muted(config)
+    agent = agent_for(platform, adapter, policy=MUTED)
+    with trio.fail_after(DEADLINE):  # a canceller that forgot the abort: the 60 s
+        async with background_agent(platform, agent=agent) as bg:
+            await bg.started.wait()
+            held = platform.post_message(room, user, "hello")
+            await adapter.sending.wait()
+            if how == "interrupt":
+                platform.send_control(agent_id, "interrupt", room_id=room)
+                await platform.wait_until(lambda: status(platform, held) == "processed")
+                after = platform.post_message(room, user, "and now?")
+                await platform.wait_until(lambda: status(platform, after) == "processed")
+                assert replies(platform, room) == ["fake answer 1"]
+            elif how == "hard stop":
+                agent.hard_stop("test")
+                await bg.finished.wait()
+            else:
+                bg.cancel()  # not the agent's own stop: its caller gave up on it
+                await bg.finished.wait()
+    assert bg.error is None
+    cut = [(s.outcome, s.detail) for s in agent.remote_stops.recent]
+    if how == "a caller's deadline":  # the CLI runs inside the run: it ended with it,
+        assert cut == []  # and so did the call waiting on it (CopilotGone), unstopped
+    else:
+        assert cut == [(StopOutcome.UNCONFIRMED, "the start call revealed no handle in time")]
+    assert status(platform, held) == ("processed" if how == "interrupt" else "processing")
