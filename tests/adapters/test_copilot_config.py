@@ -103,7 +103,13 @@ def test_without_a_cli_setting_the_one_on_path_is_used_or_named(tmp_path: Path) 
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("kill_grace", 0), ("start_deadline", -1), ("max_frame_bytes", 0), ("outbox", 0)],
+    [
+        ("kill_grace", 0),
+        ("start_deadline", -1),
+        ("max_frame_bytes", 0),
+        ("outbox", 0),
+        ("seen_messages", 0),
+    ],
 )
 def test_limits_must_be_positive(field: str, value: float) -> None:
     with pytest.raises(ConfigurationError, match=field):

@@ -87,7 +87,7 @@ def test_a_sub_agents_events_are_not_the_sessions_answer() -> None:
 
 
 def test_a_peer_that_floods_a_run_with_messages_cannot_grow_it_without_bound() -> None:
-    run = Run(max_retries=2)
+    run = Run(max_retries=2, memory=64)
     run.message_id = "u0"
     run.add("user.message", {"messageId": "u0"})
     for i in range(1, 10_000):

@@ -126,7 +126,7 @@ class CopilotAdapter(Adapter):
         session = await self._session(turn.room_id, room, connection)
         if session.busy:  # a run that the last stop could not confirm
             await self._settle(connection, session, upstream)
-        run = Run(self.config.max_retries, upstream.max_answer_chars)
+        run = Run(self.config.max_retries, upstream.max_answer_chars, self.config.seen_messages)
 
         async def stop(session_id: str) -> StopAnswer:
             return await self._stop(connection, session, run, upstream)

@@ -93,6 +93,9 @@ class CopilotConfig:
     blocks new requests (each under its caller's deadline), not the reader."""
     stderr_tail: int = 8 * 1024
     """Bytes of the CLI's stderr kept to explain why it exited."""
+    seen_messages: int = 64
+    """User message ids (with their ends and errors) one run remembers at most: its own
+    is among the first, and a CLI that sends more cannot grow the run without bound."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allow", parse_allow(self.allow))
@@ -120,7 +123,7 @@ class CopilotConfig:
         for name in ("start_deadline", "request_deadline", "kill_grace"):
             if not getattr(self, name) > 0:
                 raise ConfigurationError(f"{name} must be a positive number of seconds")
-        for name in ("max_frame_bytes", "outbox", "stderr_tail"):
+        for name in ("max_frame_bytes", "outbox", "stderr_tail", "seen_messages"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be at least 1")
 

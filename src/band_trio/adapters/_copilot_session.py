@@ -37,10 +37,6 @@ log = logging.getLogger("band_trio.adapters.copilot")
 Event = dict[str, Any]
 Post = Callable[[str, dict[str, Any]], bool]
 
-_SEEN_USERS = 64
-"""User message ids (and their ends and errors) a run remembers: its own is among the
-first, and a peer that sends more cannot grow the run without bound."""
-
 
 class Run:
     """One message's run: its answer, its end, and why it failed.
@@ -49,9 +45,15 @@ class Run:
     message, the answer, the idle) before the turn has read `session.send`'s answer:
     so what is seen is kept per user message, and judged once `message_id` is known."""
 
-    def __init__(self, max_retries: int, max_answer_chars: int = MAX_ANSWER_CHARS) -> None:
+    def __init__(
+        self, max_retries: int, max_answer_chars: int = MAX_ANSWER_CHARS, memory: int = 64
+    ) -> None:
         self.max_retries = max_retries
         self.max_answer_chars = max_answer_chars
+        self.memory = memory
+        """User message ids (with their ends and errors) remembered at most
+        (`CopilotConfig.seen_messages`): its own is among the first, and a peer that
+        sends more cannot grow the run without bound."""
         self.message_id: str | None = None
         """The user message the CLI made of the prompt (`session.send`'s answer)."""
         self._users: list[str] = []
@@ -94,7 +96,7 @@ class Run:
 
     def add(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "user.message" and isinstance(data.get("messageId"), str):
-            self._users = [*self._users, data["messageId"]][-_SEEN_USERS:]
+            self._users = [*self._users, data["messageId"]][-self.memory :]
         elif kind == "assistant.message":
             self._answer(data)
         elif kind == "assistant.turn_retry":
@@ -107,10 +109,11 @@ class Run:
         elif kind == "session.error":
             origin = data.get("originatingMessageId")
             message = str(data.get("message") or data.get("errorType") or "an error")
-            _keep(self._errors, origin if isinstance(origin, str) else "", message[:300])
+            origin = origin if isinstance(origin, str) else ""
+            _keep(self._errors, origin, message[:300], self.memory)
         elif kind == "session.idle":
             for user in self._users:  # every message taken up so far has had its run
-                _keep(self._ended, user, bool(data.get("aborted")))
+                _keep(self._ended, user, bool(data.get("aborted")), self.memory)
 
     def _answer(self, data: dict[str, Any]) -> None:
         content = data.get("content")
@@ -125,11 +128,11 @@ class Run:
         self._parts.append((origin, content))
 
 
-def _keep(seen: dict[str, Any], key: str, value: Any) -> None:
-    """Remember `value` for `key` unless known, forgetting the oldest past `_SEEN_USERS`."""
+def _keep(seen: dict[str, Any], key: str, value: Any, memory: int) -> None:
+    """Remember `value` for `key` unless known, forgetting the oldest past `memory`."""
     if key not in seen:
         seen[key] = value
-        while len(seen) > _SEEN_USERS:
+        while len(seen) > memory:
             del seen[next(iter(seen))]
 
 
