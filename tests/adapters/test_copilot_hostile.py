@@ -174,9 +174,14 @@ class Muted(Watched):
         return await super()._call(connection, method, params)
 
 
-MUTED = Policy(backend_stop_grace=0.5, shutdown_grace=0.3, hard_stop_grace=0.1)
+MUTED = {
+    "interrupt": Policy(backend_stop_grace=0.5),
+    "a caller's deadline": Policy(backend_stop_grace=0.5),
+    "hard stop": Policy(backend_stop_grace=30.0, shutdown_grace=30.0, hard_stop_grace=0.1),
+}
 """The start's bound after an abort (0.5 s), far below the CLI call's own (60 s here): a
-canceller that does not record the abort leaves the start to the latter."""
+canceller that does not record the abort leaves the start to the latter. For the hard
+stop, every other grace is long: only its own cut ends the start in time."""
 
 
 @pytest.mark.parametrize("how", ["interrupt", "a caller's deadline", "hard stop"])
@@ -190,7 +195,7 @@ async def test_a_prompt_the_cli_never_answers_is_cut_by_whoever_cancels_the_turn
     agent_id, room, user = seeded(platform)
     config = fake(tmp_path, "mute", request_deadline=60.0)
     adapter = Muted(config)
-    agent = agent_for(platform, adapter, policy=MUTED)
+    agent = agent_for(platform, adapter, policy=MUTED[how])
     with trio.fail_after(DEADLINE):  # a canceller that forgot the abort: the 60 s
         async with background_agent(platform, agent=agent) as bg:
             await bg.started.wait()
