@@ -14,6 +14,13 @@ threads  40 turns aborted in `run_in_thread`, then `getaddrinfo("localhost")`
 flood    200,000 pushes while a turn (a forward) holds the room: the runtime room's
          and the bridge room's queue, and the OpenCode reader's events while its
          turn does not read: what is held, and the process's RSS growth
+cut      the bridge, one process: an interrupt cuts a forward's start held by the
+         silent peer; the requests the peer got for that message in the next 15 s
+         (retries every 0.5 s), and the message's status
+base     `runs-api` and `agent` with an adapter whose turn raises `SystemExit(3)`
+         (tests/cli/base_exits.py), then one that answers: the process, and the next
+left     the bridge with an A2A target (a real a2a-sdk peer): 20 rooms each answered
+         once and left: the A2A contexts the target still keeps
 """
 
 from __future__ import annotations
@@ -45,6 +52,8 @@ from peers import SilentPeer, silent_peer  # noqa: E402
 CAP = 30.0
 FLOOD = 200_000
 KEY = "a-runs-api-key-of-16+"
+HOST_TOKEN = "host-token-0123456789abcdef"
+"""The host's token (`BAND_HOST_TOKEN`); code from before the host checked one ignores it."""
 
 
 def rss_mb() -> float:
@@ -93,6 +102,11 @@ def identity_env(platform: Platform) -> dict[str, str]:
     }
 
 
+def status(platform: Platform, message_id: str) -> str | None:
+    entry = platform.delivery(message_id).get(platform.info.agent_id or "")
+    return None if entry is None else str(entry["status"])
+
+
 def seeded(platform: Platform) -> tuple[str, str, str]:
     info = platform.info
     return info.agent_id or "", info.room_id or "", info.user_id or ""
@@ -138,6 +152,7 @@ class Case:
             "BAND_A2A_STREAMING": "yes",
             "BAND_A2A_URL": peer.url,
             "BAND_RUNS_API_KEY": KEY,
+            "BAND_HOST_TOKEN": HOST_TOKEN,
         }
         self.port = _free_port()
 
@@ -153,7 +168,8 @@ class Case:
         message = self.platform.post_message(room, user, "hi")
         await listening(self.port)
         url = f"http://127.0.0.1:{self.port}/"
-        self.nursery.start_soon(post_quietly, url, envelope(self.platform, message), {})
+        auth = {"authorization": f"Bearer {HOST_TOKEN}"}
+        self.nursery.start_soon(post_quietly, url, envelope(self.platform, message), auth)
         await self.peer.wait_requests(1)
 
     async def a_run_held(self) -> None:
@@ -451,6 +467,157 @@ async def flood() -> dict[str, str]:
     }
 
 
+# -- cut ----------------------------------------------------------------------------
+
+
+async def cut() -> dict[str, str]:
+    from band_trio.bridge import A2ATargetConfig, Bridge, BridgeConfig, BridgePolicy, IdentityConfig
+
+    async with open_platform(seed=True) as platform, silent_peer() as peer:
+        info = platform.info
+        agent, room, user = seeded(platform)
+        ident = IdentityConfig(
+            name=agent,
+            agent_id=agent,
+            api_key=info.api_key or "",
+            rest_url=info.rest_url,
+            ws_url=info.ws_url,
+            target=A2ATargetConfig(url=peer.url, streaming=True),
+        )
+        policy = BridgePolicy(retry_first=0.5, retry_max=0.5, shutdown_grace=0.5)
+        bridge = Bridge(BridgeConfig((ident,), None), bridge_policy=policy)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge.run)
+            await platform.wait_until(lambda: bool(platform.connected_agents()))
+            message = platform.post_message(room, user, "hi")
+            await peer.wait_requests(1)
+            platform.send_control(agent, "interrupt", room_id=room)
+            await trio.sleep(15)  # the cut (the stop grace, 5 s), then any retries
+            state = status(platform, message)
+            requests = peer.requests
+            bridge.close()  # the nursery waits for its run to return
+            nursery.cancel_scope.deadline = trio.current_time() + CAP
+    return {
+        "bridge: an interrupt cuts a held start: requests for that message in 15 s": (
+            f"{requests}, the message {state}"
+        )
+    }
+
+
+# -- base -----------------------------------------------------------------------------
+
+
+async def base_exceptions() -> dict[str, str]:
+    cwd = HERE.parent / "tests" / "cli"  # base_exits.py
+    found: dict[str, str] = {}
+    port = _free_port()
+    argv = ["runs-api", "--adapter", "base_exits:raises", "--port", str(port)]
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "band_trio", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "BAND_RUNS_API_KEY": KEY},
+        cwd=cwd,
+    )
+    try:
+        with trio.fail_after(CAP):
+            await listening(port)
+        auth = {"authorization": f"Bearer {KEY}"}
+        url = f"http://127.0.0.1:{port}"
+        ended = []
+        async with httpx2.AsyncClient(base_url=url, headers=auth, timeout=CAP) as client:
+            for text in ("raise SystemExit", "still there?"):
+                try:
+                    run_id = (await client.post("/v1/runs", json={"input": text})).json()["run_id"]
+                    with trio.move_on_after(5):
+                        while True:  # until the run ends (a benchmark may poll)
+                            got = (await client.get(f"/v1/runs/{run_id}")).json()
+                            if got.get("status") not in ("queued", "running"):
+                                break
+                            await trio.sleep(0.05)
+                    ended.append(str(got.get("status")))
+                except (httpx2.HTTPError, ValueError, KeyError) as exc:
+                    ended.append(f"lost ({type(exc).__name__})")
+        with trio.move_on_after(1):  # a server that is dying: its exit status
+            await process.wait()
+        alive = "running" if process.returncode is None else f"exited {process.returncode}"
+        found["runs-api: a run's sys.exit(3), then another run"] = (
+            f"runs {', '.join(ended)}; the server {alive}"
+        )
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            await process.wait()
+    async with open_platform(seed=True) as platform:
+        _, room, user = seeded(platform)
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "band_trio", "agent", "--adapter", "base_exits:raises"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **identity_env(platform)},
+            cwd=cwd,
+        )
+        try:
+            with trio.fail_after(CAP):
+                await platform.wait_until(lambda: bool(platform.connected_agents()))
+            first = platform.post_message(room, user, "raise SystemExit")
+            with trio.move_on_after(5):
+                await process.wait()
+            then = platform.post_message(room, user, "still there?")
+            with trio.move_on_after(5):
+                await platform.wait_until(lambda: status(platform, then) == "processed")
+            with trio.move_on_after(1):
+                await process.wait()
+            alive = "running" if process.returncode is None else f"exited {process.returncode}"
+            found["agent: a turn's sys.exit(3), then another message"] = (
+                f"{status(platform, first)}, then {status(platform, then)}; the agent {alive}"
+            )
+        finally:
+            if process.returncode is None:
+                process.terminate()
+                await process.wait()
+    return found
+
+
+# -- left -----------------------------------------------------------------------------
+
+
+async def left_rooms() -> dict[str, str]:
+    from band_trio.bridge import A2ATargetConfig, Bridge, BridgeConfig, IdentityConfig
+    from peers.fixtures import a2a_peer
+
+    rooms_count = 20
+    async with open_platform(seed=True) as platform, a2a_peer() as peer:
+        info = platform.info
+        agent, _, user = seeded(platform)
+        ident = IdentityConfig(
+            name=agent,
+            agent_id=agent,
+            api_key=info.api_key or "",
+            rest_url=info.rest_url,
+            ws_url=info.ws_url,
+            target=A2ATargetConfig(url=peer.url, streaming=True),
+        )
+        bridge = Bridge(BridgeConfig((ident,), None))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bridge.run)
+            await platform.wait_until(lambda: bool(platform.connected_agents()))
+            identity = bridge.identities[agent]
+            for n in range(rooms_count):
+                room = platform.create_room(f"room {n}", [user, agent]).id
+                message = platform.post_message(room, user, "mode=quick hi")
+                with trio.fail_after(CAP):
+                    await platform.wait_until(lambda m=message: status(platform, m) == "processed")
+                platform.remove_participant(room, agent)
+            with trio.move_on_after(3):  # the leaves told (or not) by then
+                await bridge.wait_until(lambda: False)
+            target: Any = identity._shared.target  # type: ignore[union-attr]
+            kept = len(target._adapter._rooms)
+            bridge.close()
+            nursery.cancel_scope.deadline = trio.current_time() + CAP
+    return {f"bridge, A2A target: {rooms_count} rooms answered and left": f"{kept} contexts kept"}
+
+
 async def main(only: set[str]) -> None:
     results: dict[str, str] = {}
     for name, part in (
@@ -458,6 +625,9 @@ async def main(only: set[str]) -> None:
         ("stop", bridge_in_process),
         ("threads", threads),
         ("flood", flood),
+        ("cut", cut),
+        ("base", base_exceptions),
+        ("left", left_rooms),
     ):
         if only and name not in only:
             continue
@@ -474,6 +644,8 @@ async def main(only: set[str]) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="", help="comma-separated: stop, threads, flood")
+    parser.add_argument(
+        "--only", default="", help="comma-separated: stop, threads, flood, cut, base, left"
+    )
     args = parser.parse_args()
     trio.run(main, {p for p in args.only.split(",") if p})
