@@ -107,6 +107,21 @@ def status(platform: Platform, message_id: str) -> str | None:
     return None if entry is None else str(entry["status"])
 
 
+def a2a_identity(platform: Platform, url: str) -> Any:
+    """The seeded agent as a bridge identity whose target is the A2A agent at `url`."""
+    from band_trio.bridge import A2ATargetConfig, IdentityConfig
+
+    info = platform.info
+    return IdentityConfig(
+        name=info.agent_id or "",
+        agent_id=info.agent_id or "",
+        api_key=info.api_key or "",
+        rest_url=info.rest_url,
+        ws_url=info.ws_url,
+        target=A2ATargetConfig(url=url, streaming=True),
+    )
+
+
 def seeded(platform: Platform) -> tuple[str, str, str]:
     info = platform.info
     return info.agent_id or "", info.room_id or "", info.user_id or ""
@@ -239,18 +254,10 @@ async def bridge_in_process() -> dict[str, str]:
 
 
 async def _bridge_case(platform: Platform, peer: SilentPeer, case: str) -> tuple[str, str]:
-    from band_trio.bridge import A2ATargetConfig, Bridge, BridgeConfig, BridgePolicy, IdentityConfig
+    from band_trio.bridge import Bridge, BridgeConfig, BridgePolicy
 
-    info = platform.info
     agent, room, user = seeded(platform)
-    ident = IdentityConfig(
-        name=agent,
-        agent_id=agent,
-        api_key=info.api_key or "",
-        rest_url=info.rest_url,
-        ws_url=info.ws_url,
-        target=A2ATargetConfig(url=peer.url, streaming=True),
-    )
+    ident = a2a_identity(platform, peer.url)
     config = BridgeConfig((ident,), None)
     bridge = Bridge(config, bridge_policy=BridgePolicy(shutdown_grace=0.5))
     done = trio.Event()
@@ -471,19 +478,11 @@ async def flood() -> dict[str, str]:
 
 
 async def cut() -> dict[str, str]:
-    from band_trio.bridge import A2ATargetConfig, Bridge, BridgeConfig, BridgePolicy, IdentityConfig
+    from band_trio.bridge import Bridge, BridgeConfig, BridgePolicy
 
     async with open_platform(seed=True) as platform, silent_peer() as peer:
-        info = platform.info
         agent, room, user = seeded(platform)
-        ident = IdentityConfig(
-            name=agent,
-            agent_id=agent,
-            api_key=info.api_key or "",
-            rest_url=info.rest_url,
-            ws_url=info.ws_url,
-            target=A2ATargetConfig(url=peer.url, streaming=True),
-        )
+        ident = a2a_identity(platform, peer.url)
         policy = BridgePolicy(retry_first=0.5, retry_max=0.5, shutdown_grace=0.5)
         bridge = Bridge(BridgeConfig((ident,), None), bridge_policy=policy)
         async with trio.open_nursery() as nursery:
@@ -583,21 +582,13 @@ async def base_exceptions() -> dict[str, str]:
 
 
 async def left_rooms() -> dict[str, str]:
-    from band_trio.bridge import A2ATargetConfig, Bridge, BridgeConfig, IdentityConfig
+    from band_trio.bridge import Bridge, BridgeConfig
     from peers.fixtures import a2a_peer
 
     rooms_count = 20
     async with open_platform(seed=True) as platform, a2a_peer() as peer:
-        info = platform.info
         agent, _, user = seeded(platform)
-        ident = IdentityConfig(
-            name=agent,
-            agent_id=agent,
-            api_key=info.api_key or "",
-            rest_url=info.rest_url,
-            ws_url=info.ws_url,
-            target=A2ATargetConfig(url=peer.url, streaming=True),
-        )
+        ident = a2a_identity(platform, peer.url)
         bridge = Bridge(BridgeConfig((ident,), None))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(bridge.run)

@@ -263,18 +263,6 @@ class NoPlatform:
         raise AssertionError("not called")
 
 
-def identity_env(platform: Platform) -> dict[str, str]:
-    """The seeded agent's settings, as the commands read them from the environment."""
-    info = platform.info
-    assert info.agent_id and info.api_key
-    return {
-        "BAND_REST_URL": info.rest_url,
-        "BAND_WS_URL": info.ws_url,
-        "BAND_AGENT_ID": info.agent_id,
-        "BAND_API_KEY": info.api_key,
-    }
-
-
 HOST_TOKEN = "host-token-0123456789abcdef"
 """The bearer token the tests' hosts require (and their bridge targets send)."""
 
@@ -354,3 +342,15 @@ async def band_trio(
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def conformance(*argv: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """`python -m band_trio conformance ARGV...` in `cwd`, run to its end (the caller's
+    deadline), its stdout and stderr captured."""
+    return await trio.run_process(
+        [sys.executable, "-m", "band_trio", "conformance", *argv],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        cwd=cwd,
+    )

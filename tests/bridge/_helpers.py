@@ -138,6 +138,7 @@ async def running_host(
     adapter: Adapter,
     *,
     token: str | None = HOST_TOKEN,
+    policy: Policy | None = None,
     bridge_policy: BridgePolicy | None = None,
     api_key: str | None = None,
 ) -> AsyncIterator[tuple[HostApp, str]]:
@@ -145,7 +146,13 @@ async def running_host(
     `api_key`); yields the app and its URL, and checks no task outlived it."""
     info = platform.info
     assert info.agent_id and info.api_key
-    app = HostApp(adapter, agent_id=info.agent_id, token=token, bridge_policy=bridge_policy)
+    app = HostApp(
+        adapter,
+        agent_id=info.agent_id,
+        token=token,
+        policy=policy,
+        bridge_policy=bridge_policy,
+    )
     stop = trio.Event()
     tasks = TaskTracker()
     trio.lowlevel.add_instrument(tasks)

@@ -19,7 +19,7 @@ import trio
 from band_trio.cli import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, main
 from band_trio.platform import Platform
 from band_trio.testing import open_recording_target
-from support import HOST_TOKEN, envelope
+from support import HOST_TOKEN, Command, envelope
 
 from .conftest import seeded
 
@@ -76,33 +76,15 @@ def _config(platform: Platform, tmp_path: Path, url: str) -> Path:
     return path
 
 
-class _Process:
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self.err = b""
-
-    async def line(self, containing: str) -> str:
-        """The first stderr line containing `containing` (the caller's deadline)."""
-        assert self.process.stderr is not None
-        while True:
-            for line in self.err.decode(errors="replace").splitlines():
-                if containing in line:
-                    return line
-            chunk = await self.process.stderr.receive_some()
-            if not chunk:
-                raise AssertionError(f"stderr ended without {containing!r}: {self.err!r}")
-            self.err += chunk
-
-
 @asynccontextmanager
-async def _bridge_process(config: Path) -> AsyncIterator[_Process]:
+async def _bridge_process(config: Path) -> AsyncIterator[Command]:
     command = [sys.executable, "-m", "band_trio", "bridge", "--config", str(config)]
     async with trio.open_nursery() as nursery:
         process = await nursery.start(
             functools.partial(trio.run_process, command, stderr=subprocess.PIPE, check=False)
         )
         try:
-            yield _Process(process)
+            yield Command(process)
         finally:
             if process.returncode is None:
                 process.kill()
@@ -181,7 +163,7 @@ async def test_the_host_process_runs_the_adapter_for_an_envelope(
         process = await nursery.start(
             functools.partial(trio.run_process, command, stderr=subprocess.PIPE, check=False)
         )
-        proc = _Process(process)
+        proc = Command(process)
         try:
             with trio.fail_after(20):
                 url = (await proc.line("serving on")).rsplit(" ", 1)[1]

@@ -13,10 +13,10 @@ import httpx2
 import pytest
 import trio
 
-from band_trio import Adapter, Turn
+from band_trio import Adapter, Policy, Turn
 from band_trio.bridge import BridgePolicy, HostApp, HttpTargetConfig, serve_host
 from band_trio.platform import Platform
-from support import HOST_TOKEN, envelope
+from support import HOST_TOKEN, Recorder, echo, envelope
 
 from ._helpers import identity, running_bridge, running_host
 from .conftest import seeded
@@ -289,3 +289,17 @@ async def test_the_host_runs_its_adapter_for_as_long_as_it_serves(platform: Plat
         async with running_host(platform, adapter):
             assert adapter.inside and not left
     assert left == ["lifespan() left"]
+
+
+async def test_the_hosts_health_counts_its_worker_threads(platform: Platform) -> None:
+    """`threads` in `/health` (with the token): the host's own limiter, sized by
+    `Policy.adapter_threads`, and the threads an abort abandoned (issue 21, item 4)."""
+    with trio.fail_after(20):
+        async with running_host(platform, Recorder(echo), policy=Policy(adapter_threads=5)) as (
+            _,
+            url,
+        ):
+            bearer = {"authorization": f"Bearer {HOST_TOKEN}"}  # the counts are the token's
+            async with httpx2.AsyncClient(headers=bearer) as client:
+                health = (await client.get(f"{url}health")).json()
+    assert health["threads"] == {"limit": 5, "running": 0, "abandoned": 0, "abandoned_running": 0}

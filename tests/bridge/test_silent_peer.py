@@ -17,7 +17,6 @@ seconds for httpx2's backstop.
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import AsyncIterator
 
 import httpx2
@@ -25,12 +24,12 @@ import pytest
 import trio
 
 from band_trio.adapters import A2AAdapter
-from band_trio.bridge import A2ATargetConfig, BridgePolicy, HostApp, IdentityConfig, serve_host
+from band_trio.bridge import A2ATargetConfig, BridgePolicy, IdentityConfig
 from band_trio.platform import Platform
 from peers import SilentPeer, silent_peer
 from support import HOST_TOKEN, envelope, status
 
-from ._helpers import FAST, Run, identity, running_bridge
+from ._helpers import FAST, Run, identity, running_bridge, running_host
 from .conftest import seeded
 
 GRACE = 2.0
@@ -141,6 +140,24 @@ async def test_a_forward_past_its_deadline_ends_a_start_held_by_a_silent_peer(
         assert trio.current_time() - posted <= deadline + GRACE + MARGIN
 
 
+RETRY = 0.5
+"""A failed forward is retried this soon (and the start cut this long after the abort)."""
+
+
+@contextlib.asynccontextmanager
+async def retrying_bridge(platform: Platform) -> AsyncIterator[tuple[Run, SilentPeer]]:
+    """A bridge to a silent A2A peer whose failed forwards are retried every `RETRY`."""
+    policy = POLICY.replace(backend_stop_grace=RETRY)
+    bridge_policy = BridgePolicy(retry_first=RETRY, retry_max=RETRY, shutdown_grace=RETRY)
+    async with (
+        silent_peer() as peer,
+        running_bridge(
+            a2a_identity(platform, peer), policy=policy, bridge_policy=bridge_policy
+        ) as run,
+    ):
+        yield run, peer
+
+
 async def test_an_interrupt_that_cuts_the_start_consumes_the_message_and_forwards_it_once(
     platform: Platform, autojump_clock: object
 ) -> None:
@@ -148,20 +165,12 @@ async def test_an_interrupt_that_cuts_the_start_consumes_the_message_and_forward
     forward — `delivering` cleared, the consume skipped, a retry scheduled — and sent
     the interrupted message to the peer a second time."""
     agent, room, _ = seeded(platform)
-    policy = POLICY.replace(backend_stop_grace=0.5)
-    bridge_policy = BridgePolicy(retry_first=0.5, retry_max=0.5, shutdown_grace=0.5)
-    async with (
-        within(VIRTUAL),
-        silent_peer() as peer,
-        running_bridge(
-            a2a_identity(platform, peer), policy=policy, bridge_policy=bridge_policy
-        ) as run,
-    ):
+    async with within(VIRTUAL), retrying_bridge(platform) as (run, peer):
         ident = run.bridge.identities[agent]
         message = await forward_held(run, platform, peer)
         platform.send_control(agent, "interrupt", room_id=room)
         await platform.wait_until(lambda: status(platform, message) == "processed")
-        await trio.sleep(10 * bridge_policy.retry_max)  # a retry would have come by now
+        await trio.sleep(10 * RETRY)  # a retry would have come by now
         assert peer.requests == 1
         assert (ident.counters.failed, ident.counters.cancelled) == (0, 1)
         rooms = ident.rooms
@@ -172,25 +181,17 @@ async def test_a_stop_that_cuts_the_start_leaves_the_message_and_play_forwards_i
     platform: Platform, autojump_clock: object
 ) -> None:
     agent, room, _ = seeded(platform)
-    policy = POLICY.replace(backend_stop_grace=0.5)
-    bridge_policy = BridgePolicy(retry_first=0.5, retry_max=0.5, shutdown_grace=0.5)
-    async with (
-        within(VIRTUAL),
-        silent_peer() as peer,
-        running_bridge(
-            a2a_identity(platform, peer), policy=policy, bridge_policy=bridge_policy
-        ) as run,
-    ):
+    async with within(VIRTUAL), retrying_bridge(platform) as (run, peer):
         ident = run.bridge.identities[agent]
         message = await forward_held(run, platform, peer)
         platform.send_control(agent, "stop", room_id=room)
         await run.bridge.wait_until(lambda: ident.counters.cancelled == 1 and ident.rooms_idle)
-        await trio.sleep(10 * bridge_policy.retry_max)  # no retry while stopped
+        await trio.sleep(10 * RETRY)  # no retry while stopped
         assert peer.requests == 1 and ident.counters.failed == 0
         assert status(platform, message) == "processing"
         platform.send_control(agent, "play", room_id=room)
         await peer.wait_requests(2)  # the replay: once
-        await trio.sleep(10 * bridge_policy.retry_max)
+        await trio.sleep(10 * RETRY)
         assert peer.requests == 2
 
 
@@ -201,42 +202,24 @@ async def test_the_host_stopping_ends_a_turn_held_by_a_silent_peer_within_its_gr
     """The host's open turns are cancelled by the server past its grace: the lifeline
     task records the abort as it is cancelled with them (before: the start stayed
     shielded until httpx2's 300 s backstop); a hard stop cuts it to its grace."""
-    agent, room, user = seeded(platform)
-    info = platform.info
+    _, room, user = seeded(platform)
     message = platform.post_message(room, user, "hello")
     grace = 0.2
-    async with silent_peer() as peer:
-        app = HostApp(
+
+    async def forward(url: str) -> None:
+        bearer = {"authorization": f"Bearer {HOST_TOKEN}"}
+        async with httpx2.AsyncClient(timeout=None, headers=bearer) as client:
+            with contextlib.suppress(httpx2.HTTPError):  # the host going away is the point
+                await client.post(url, json=envelope(platform, message))
+
+    async with silent_peer() as peer, trio.open_nursery() as nursery:
+        async with running_host(
+            platform,
             A2AAdapter(peer.url, streaming=True),
-            agent_id=agent,
-            token=HOST_TOKEN,
             policy=POLICY.replace(hard_stop_grace=0.1),
             bridge_policy=BridgePolicy(health_grace=grace),
-        )
-        stop = trio.Event()
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(
-                functools.partial(
-                    serve_host,
-                    app,
-                    api_key=info.api_key or "",
-                    rest_url=info.rest_url,
-                    host="127.0.0.1",
-                    port=0,
-                    stop=stop,
-                )
-            )
-
-            async def forward() -> None:
-                async with httpx2.AsyncClient(timeout=None) as client:
-                    with contextlib.suppress(httpx2.HTTPError):
-                        await client.post(
-                            f"http://127.0.0.1:{port}/",
-                            json=envelope(platform, message),
-                            headers={"authorization": f"Bearer {HOST_TOKEN}"},
-                        )
-
-            nursery.start_soon(forward)
+        ) as (app, url):
+            nursery.start_soon(forward, url)
             await peer.wait_requests(1)
             stopped = trio.current_time()
             if how == "hard stop":
@@ -244,6 +227,5 @@ async def test_the_host_stopping_ends_a_turn_held_by_a_silent_peer_within_its_gr
                 while app.running(room) is not None:  # until the turn has ended
                     await app.changes.wait()
                 assert trio.current_time() - stopped <= 0.1 + 0.1
-            stop.set()
         assert trio.current_time() - stopped <= 2 * grace + GRACE + MARGIN
     assert status(platform, message) == "processing"

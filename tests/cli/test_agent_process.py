@@ -10,10 +10,10 @@ import signal
 from pathlib import Path
 
 import trio
-from test_commands import agent_env, process, read_until
+from test_commands import process, read_until
 
 from band_trio.platform import Platform
-from support import claims, pid_pipe, rooms_with_the_agent, status
+from support import agent_env, claims, pid_pipe, rooms_with_the_agent, status
 
 DEADLINE = 30
 

@@ -19,7 +19,16 @@ import httpx2
 import trio
 
 from band_trio.platform import Platform
-from support import HOST_TOKEN, band_trio, envelope, identity_env, replies, seeded, status
+from support import (
+    HOST_TOKEN,
+    agent_env,
+    band_trio,
+    conformance,
+    envelope,
+    replies,
+    seeded,
+    status,
+)
 
 HERE = Path(__file__).resolve().parent
 DEADLINE = 30
@@ -30,7 +39,7 @@ KEY = "a-runs-api-key-of-16+"
 async def test_agent(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        env = identity_env(platform)
+        env = agent_env(platform)
         argv = ["agent", "--adapter", "base_exits:raises"]
         async with band_trio(*argv, env=env, cwd=HERE) as cmd:
             await platform.wait_until(lambda: bool(platform.connected_agents()))
@@ -49,7 +58,7 @@ async def test_host(platform: Platform) -> None:
     failing = {kind: platform.post_message(room, user, f"raise {kind}") for kind in KINDS}
     after = platform.post_message(room, user, "still there?")
     argv = ["host", "--adapter", "base_exits:raises", "--listen", "127.0.0.1:0"]
-    env = {**identity_env(platform), "BAND_HOST_TOKEN": HOST_TOKEN}
+    env = {**agent_env(platform), "BAND_HOST_TOKEN": HOST_TOKEN}
     headers = {"authorization": f"Bearer {HOST_TOKEN}"}
     with trio.fail_after(DEADLINE):
         async with band_trio(*argv, env=env, cwd=HERE) as cmd:
@@ -93,13 +102,7 @@ async def test_runs_api() -> None:
 async def test_conformance() -> None:
     """Every probe's turn raises one of the three, in turn: each probe is a failed row."""
     with trio.fail_after(120):
-        done = await trio.run_process(
-            [sys.executable, "-m", "band_trio", "conformance", "base_exits:always"],
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-            cwd=HERE,
-        )
+        done = await conformance("base_exits:always", cwd=HERE)
     out = done.stdout.decode()
     assert done.returncode == 1, (out, done.stderr.decode())
     assert "| interrupt mid-work | failed |" in out  # a failed row, not a crash

@@ -19,11 +19,10 @@ from contextlib import suppress
 from pathlib import Path
 
 import trio
-from test_commands import agent_env
 
 from band_trio.platform import Platform
 from peers import fault_proxy, plan
-from support import seeded, status
+from support import agent_env, seeded, status
 
 DEADLINE = 30
 CEILING = 256 * 1024 * 1024

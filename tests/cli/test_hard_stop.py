@@ -24,7 +24,7 @@ import trio
 
 from band_trio.platform import Platform
 from peers import SilentPeer, silent_peer
-from support import HOST_TOKEN, Command, band_trio, envelope, identity_env, seeded, status
+from support import HOST_TOKEN, Command, agent_env, band_trio, envelope, seeded, status
 
 STARTUP = 30
 AFTER_SECOND_SIGNAL = 5
@@ -53,7 +53,7 @@ def a2a_env(peer: SilentPeer) -> dict[str, str]:
 async def test_agent(platform: Platform) -> None:
     _, room, user = seeded(platform)
     async with silent_peer() as peer:
-        env = {**identity_env(platform), **a2a_env(peer)}
+        env = {**agent_env(platform), **a2a_env(peer)}
         async with band_trio("agent", "--adapter", "band_trio.adapters:a2a", env=env) as cmd:
             with trio.fail_after(STARTUP):
                 await platform.wait_until(lambda: bool(platform.connected_agents()))
@@ -102,7 +102,7 @@ async def test_host(platform: Platform) -> None:
     _, room, user = seeded(platform)
     message = platform.post_message(room, user, "hello")
     async with silent_peer() as peer, trio.open_nursery() as nursery:
-        env = {**identity_env(platform), **a2a_env(peer), "BAND_HOST_TOKEN": HOST_TOKEN}
+        env = {**agent_env(platform), **a2a_env(peer), "BAND_HOST_TOKEN": HOST_TOKEN}
         argv = ["host", "--adapter", "band_trio.adapters:a2a", "--listen", "127.0.0.1:0"]
         async with band_trio(*argv, env=env) as cmd:
             with trio.fail_after(STARTUP):
@@ -153,7 +153,7 @@ async def test_an_adapter_that_ignores_the_cancel_cannot_hold_the_agent(platform
     exits 1, naming the turn still running, without it."""
     _, room, user = seeded(platform)
     argv = ["agent", "--adapter", "base_exits:stuck"]
-    async with band_trio(*argv, env=identity_env(platform), cwd=Path(__file__).parent) as cmd:
+    async with band_trio(*argv, env=agent_env(platform), cwd=Path(__file__).parent) as cmd:
         with trio.fail_after(STARTUP):
             await platform.wait_until(lambda: bool(platform.connected_agents()))
             message = platform.post_message(room, user, "hello")

@@ -9,14 +9,11 @@ measured), and `run_command`'s spawn inside a shielded start with it.
 
 from __future__ import annotations
 
-import functools
 import threading
 
-import httpx2
 import trio
 
 from band_trio import Policy
-from band_trio.bridge import HostApp, serve_host
 from band_trio.contract import (
     Message,
     Threads,
@@ -26,7 +23,7 @@ from band_trio.contract import (
     run_in_thread,
 )
 from band_trio.platform import Platform
-from support import HOST_TOKEN, NoPlatform, Recorder, echo, running_agent, seeded, status
+from support import NoPlatform, Recorder, running_agent, seeded, status
 
 DEADLINE = 10
 
@@ -145,30 +142,3 @@ async def test_the_agent_counts_a_thread_its_interrupt_abandoned(platform: Platf
                 assert agent.threads == ThreadStats(4, 0, 1, 0)
     finally:
         blocked.release.set()
-
-
-async def test_the_hosts_health_counts_its_threads(platform: Platform) -> None:
-    info = platform.info
-    assert info.agent_id and info.api_key
-    app = HostApp(
-        Recorder(echo), agent_id=info.agent_id, token=HOST_TOKEN, policy=Policy(adapter_threads=5)
-    )
-    stop = trio.Event()
-    with trio.fail_after(DEADLINE):
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(
-                functools.partial(
-                    serve_host,
-                    app,
-                    api_key=info.api_key,
-                    rest_url=info.rest_url,
-                    host="127.0.0.1",
-                    port=0,
-                    stop=stop,
-                )
-            )
-            headers = {"authorization": f"Bearer {HOST_TOKEN}"}  # the counts are the token's
-            async with httpx2.AsyncClient(headers=headers) as client:
-                health = (await client.get(f"http://127.0.0.1:{port}/health")).json()
-            stop.set()
-    assert health["threads"] == {"limit": 5, "running": 0, "abandoned": 0, "abandoned_running": 0}

@@ -25,6 +25,7 @@ from broken import BlockingThread, ShieldedForever
 from band_trio import Adapter, Policy
 from band_trio.testing import ProbeResult, Subject, run_probes, select_probes, swallowed_cancel
 from band_trio.testing._bounded import run_bounded, run_here
+from support import conformance
 
 HERE = Path(__file__).resolve().parent
 FAST = Policy(cleanup_grace=0.2, backend_stop_grace=0.3, shutdown_grace=0.3)
@@ -112,14 +113,9 @@ def test_probes_are_chosen_by_part_of_their_name() -> None:
 
 
 async def test_the_command_fails_a_stuck_adapter_naming_its_probe() -> None:
-    argv = [sys.executable, "-m", "band_trio", "conformance", "broken:ShieldedForever"]
     with trio.fail_after(60):  # before: hung for ever
-        done = await trio.run_process(
-            [*argv, "--probe", "interrupt mid-work", "--deadline", "2"],
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-            cwd=HERE,
+        done = await conformance(
+            "broken:ShieldedForever", "--probe", "interrupt mid-work", "--deadline", "2", cwd=HERE
         )
     out = done.stdout.decode()
     assert done.returncode == 1, (out, done.stderr.decode())
