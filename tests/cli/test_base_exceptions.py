@@ -106,6 +106,8 @@ async def test_conformance() -> None:
     out = done.stdout.decode()
     assert done.returncode == 1, (out, done.stderr.decode())
     assert "| interrupt mid-work | failed |" in out  # a failed row, not a crash
+    assert "the adapter finished the long prompt (raised)" in out  # the turn's failure...
+    assert "the probe's run broke" not in out  # ...not a probe whose agent died under it
     assert "probes passed or do not apply" in out
 
 
