@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx2
 import trio
 
-from .test_cli import _Process
+from support import Command
 
 DOC = Path(__file__).parents[2] / "docs" / "how-to" / "bridge.md"
 DEADLINE = 20
@@ -37,7 +37,7 @@ def _walkthrough_config() -> str:
     return "\n".join(line[len("#      ") :] for line in walkthrough.splitlines()[1:]) + "\n"
 
 
-class Proc(_Process):
+class Proc(Command):
     """A band-trio process; its stderr read on demand."""
 
     async def stop(self) -> int:
