@@ -51,6 +51,7 @@ __all__ = [
     "PlatformResponseError",
     "PlatformUnavailableError",
     "RateLimitedError",
+    "StartCutError",
     "UpstreamError",
 ]
 

@@ -10,8 +10,9 @@ import functools
 
 import trio
 
-from band_trio.bridge import A2ATargetConfig, BridgePolicy, open_recording_target
+from band_trio.bridge import A2ATargetConfig, BridgePolicy
 from band_trio.platform import Platform
+from band_trio.testing import open_recording_target
 from peers import a2a_peer
 from support import status
 

@@ -120,6 +120,7 @@ class _Policy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     forward_deadline: float | None = None
     target_connections: int | None = None
     forwarded_memory: int | None = None
+    room_queue: int | None = None
     shutdown_grace: float | None = None
     health_grace: float | None = None
     host_max_body: int | None = None
