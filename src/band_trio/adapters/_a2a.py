@@ -54,7 +54,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import ssl
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
@@ -72,7 +71,7 @@ from ..contract import (
     UpstreamFault,
     call_upstream,
     request_body,
-    upstream_timeout,
+    upstream_client,
 )
 from ..errors import ConfigurationError, PeerProtocolError
 from ..policy import UpstreamPolicy
@@ -154,7 +153,6 @@ class A2AAdapter(Adapter):
         """The protocol spoken: fixed by `protocol`, or by the first answer of the peer."""
         self._may_fall_back = protocol is None
         self._rooms: dict[str, _Room] = {}
-        self._tls: ssl.SSLContext | None = None
 
     def context_id(self, room_id: str) -> str | None:
         """The A2A context a room's conversation continues in (None before its first task)."""
@@ -306,10 +304,7 @@ class A2AAdapter(Adapter):
 
     @asynccontextmanager
     async def _client(self, upstream: UpstreamPolicy) -> AsyncIterator[httpx2.AsyncClient]:
-        if self._tls is None:
-            self._tls = httpx2.create_ssl_context()
-        timeout = upstream_timeout(upstream)
-        client = httpx2.AsyncClient(headers=self.headers, timeout=timeout, verify=self._tls)
+        client = upstream_client(upstream, headers=self.headers)
         try:
             yield client
         finally:

@@ -51,7 +51,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,7 +67,7 @@ from ..contract import (
     close_tool_calls,
     read_body,
     stream_request,
-    upstream_timeout,
+    upstream_client,
 )
 from ..errors import ConfigurationError
 from ..policy import UpstreamPolicy
@@ -160,7 +159,6 @@ class OpenAIChatAdapter(Adapter):
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
         self._rooms: dict[str, _Room] = {}
-        self._tls: ssl.SSLContext | None = None
 
     def history(self, room_id: str) -> list[Msg]:
         """A copy of the conversation kept for a room (without the system prompt)."""
@@ -192,11 +190,8 @@ class OpenAIChatAdapter(Adapter):
 
     async def _converse(self, turn: Turn, messages: list[Msg]) -> str:
         """Ask the model, run the tools it asks for, ask again; return its final text."""
-        if self._tls is None:
-            self._tls = httpx2.create_ssl_context()
         upstream = self.upstream or turn.upstream
-        timeout = upstream_timeout(upstream)
-        client = httpx2.AsyncClient(headers=self._headers, timeout=timeout, verify=self._tls)
+        client = upstream_client(upstream, headers=self._headers)
 
         async def complete() -> Msg:
             return await self._complete(turn, client, messages, upstream)

@@ -53,7 +53,6 @@ import json
 import logging
 import os
 import re
-import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -70,7 +69,7 @@ from ..contract import (
     UpstreamFault,
     call_upstream,
     request_body,
-    upstream_timeout,
+    upstream_client,
 )
 from ..errors import ConfigurationError
 from ..policy import UpstreamPolicy
@@ -132,7 +131,6 @@ class OpenCodeAdapter(Adapter):
         self.max_retries = max_retries
         self.upstream = upstream
         self._rooms: dict[str, _Room] = {}
-        self._tls: ssl.SSLContext | None = None
 
     def session(self, room_id: str) -> str | None:
         """The OpenCode session kept for a room, if one was created."""
@@ -329,12 +327,7 @@ class OpenCodeAdapter(Adapter):
 
     @asynccontextmanager
     async def _client(self, upstream: UpstreamPolicy) -> AsyncIterator[httpx2.AsyncClient]:
-        if self._tls is None:
-            self._tls = httpx2.create_ssl_context()
-        timeout = upstream_timeout(upstream)
-        client = httpx2.AsyncClient(
-            base_url=self.base_url, auth=self.auth, timeout=timeout, verify=self._tls
-        )
+        client = upstream_client(upstream, base_url=self.base_url, auth=self.auth)
         try:
             yield client
         finally:

@@ -25,6 +25,7 @@ import httpx2
 import trio
 import trio_websocket
 
+from ..tls import shared_ssl_context
 from ._protocol import observe
 
 WARM_UP = 20
@@ -47,7 +48,9 @@ def _tcp(port: int, n: int) -> None:
 
 async def _rest(rest_url: str, key: str, room: str, n: int) -> None:
     url = f"{rest_url}/api/v1/agent/chats/{room}/messages/next"
-    async with httpx2.AsyncClient(headers={"x-api-key": key}) as client:
+    async with httpx2.AsyncClient(
+        headers={"x-api-key": key}, verify=shared_ssl_context()
+    ) as client:
         for _ in range(WARM_UP):
             (await client.get(url)).raise_for_status()
         for i in range(n):

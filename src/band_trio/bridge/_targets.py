@@ -35,6 +35,7 @@ from ..adapters import A2AAdapter
 from ..contract import Turn, UpstreamFault, call_upstream, error_detail, read_body, run_command
 from ..errors import ForwardError, PeerProtocolError
 from ..retry import retry_after
+from ..tls import shared_ssl_context
 from ._config import A2ATargetConfig, CommandTargetConfig, HttpTargetConfig, TargetConfig
 from ._envelope import Envelope
 from ._policy import BridgePolicy
@@ -148,6 +149,7 @@ async def open_target(config: TargetConfig, policy: BridgePolicy, stack: AsyncEx
                 max_connections=policy.target_connections,
                 max_keepalive_connections=policy.target_connections,
             ),
+            verify=shared_ssl_context(),  # one per process, not a CA bundle per identity
         )
         await stack.enter_async_context(client)
         return HttpTarget(config, client, max_body=policy.target_max_body)

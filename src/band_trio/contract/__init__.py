@@ -23,7 +23,8 @@ how remote work is owned by the turn.
 * Calls to an upstream: `call_upstream`, the one retry helper (Retry-After,
   backoff with full jitter, attempts capped, never after a post or an abort,
   the wait cancellable), `UpstreamFault` for an attempt to raise, and bounded
-  reads (`check_status`, `read_body`, `request_body`, `upstream_timeout`), all
+  reads (`check_status`, `read_body`, `request_body`, `upstream_timeout`), and
+  `upstream_client` (those timeouts and the process's one TLS context), all
   under `Turn.upstream` (`Policy.upstream`), or an adapter's own
   `UpstreamPolicy` (`upstream_from_env` reads one from `BAND_*` variables).
 """
@@ -44,6 +45,7 @@ from ._http import read_body as read_body
 from ._http import request_body as request_body
 from ._http import server_sent_events as server_sent_events
 from ._http import stream_request as stream_request
+from ._http import upstream_client as upstream_client
 from ._http import upstream_timeout as upstream_timeout
 from ._message import MAX_ANSWER_CHARS as MAX_ANSWER_CHARS
 from ._message import AgentInfo as AgentInfo
@@ -108,6 +110,7 @@ __all__ = [
     "run_in_thread",
     "server_sent_events",
     "stream_request",
+    "upstream_client",
     "upstream_from_env",
     "upstream_timeout",
 ]

@@ -12,7 +12,9 @@ reads a body up to `max_body` and `check_status` reads only the head of an
 error answer (`max_error_body`); past a limit the response is closed unread,
 which drops its connection (httpx2 never returns a half-read one to its pool).
 `server_sent_events` bounds each event; `upstream_timeout` gives a client the
-policy's connect and read timeouts, so a silent peer is a `ReadTimeout`.
+policy's connect and read timeouts, so a silent peer is a `ReadTimeout`, and
+`upstream_client` builds a client with them and the process's one TLS context
+(`band_trio.tls`): an adapter per identity costs no CA bundle of its own.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import httpx2
 from ..errors import PeerProtocolError
 from ..policy import UpstreamPolicy
 from ..retry import retry_after
+from ..tls import shared_ssl_context
 from ._remote import StopAnswer, StopOutcome
 from ._turn import Turn
 from ._upstream import UpstreamFault
@@ -41,6 +44,7 @@ __all__ = [
     "request_body",
     "server_sent_events",
     "stream_request",
+    "upstream_client",
     "upstream_timeout",
 ]
 
@@ -54,6 +58,15 @@ def upstream_timeout(upstream: UpstreamPolicy) -> httpx2.Timeout:
         read=upstream.read_timeout,
         write=upstream.read_timeout,
         pool=upstream.connect_timeout,
+    )
+
+
+def upstream_client(upstream: UpstreamPolicy, **options: Any) -> httpx2.AsyncClient:
+    """An `httpx2.AsyncClient` for an upstream: the policy's timeouts
+    (`upstream_timeout`), the shared TLS context, and `options` (headers, base_url,
+    auth...). The caller owns it (`aclose`, or `async with`)."""
+    return httpx2.AsyncClient(
+        timeout=upstream_timeout(upstream), verify=shared_ssl_context(), **options
     )
 
 

@@ -37,6 +37,7 @@ from ..retry import (
     equal_jitter,
     retry_after,
 )
+from ..tls import shared_ssl_context
 from ..wire import (
     PAGE_LIMIT_MAX,
     ActivityReport,
@@ -148,6 +149,7 @@ class RestClient:
                 max_keepalive_connections=self._policy.rest_connections,
             ),
             transport=transport,
+            verify=shared_ssl_context(),  # one per process, not a CA bundle per client
         )
 
     async def __aenter__(self) -> RestClient:
