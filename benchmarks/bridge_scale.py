@@ -26,13 +26,18 @@ Per size it measures:
   outgoing `agent.control` frame to the target seeing the forward's request
   close (both `time.perf_counter()`, one clock across processes on Linux);
   p50 and p99 over `--trials`;
-* **SIGTERM → exit**: the signal sent → the process gone, with its exit status,
-  the number of identities that logged a clean close, and the platform's live
-  connections afterwards (0: every identity closed its socket).
+* **SIGTERM → exit**: the signal sent → the process gone, with its exit status;
+  "closed cleanly" counts the identities whose socket the platform saw closed by
+  the agent with code 1000 (its log's `ws_close` entries), then the platform's
+  live connections afterwards (0) and the bridge's WARNING/ERROR lines from the
+  signal on (none: no forward cancelled after the grace, no close overran).
 
-`--profile DIR` also runs the largest size once under `py-spy record` (the
-start-up, as a flame graph: DIR/startup-N.svg) and once with tracemalloc
-(DIR/tracemalloc-N.txt: the top allocations by line once connected).
+`--profile DIR` also runs the largest size once under `py-spy record`, attached
+by pid (the start-up's samples in DIR/startup-N.txt, summed by function in
+DIR/startup-N-top.txt, and the platform's meanwhile in DIR/startup-N-platform*.txt;
+the SIGTERM's teardown likewise in DIR/shutdown-N*.txt),
+and once under tracemalloc (DIR/tracemalloc-N.txt: the top allocations once
+connected).
 """
 
 from __future__ import annotations
@@ -78,6 +83,9 @@ class Figures:
     live_after_exit: int
     load: str
     signal_ms: list[float] = field(default_factory=list)
+    complaints: list[str] = field(default_factory=list)
+    """The bridge's WARNING and ERROR lines from the SIGTERM on (a forward cancelled
+    after the grace, a close that overran): none for a clean stop."""
 
     @property
     def per_identity_kib(self) -> float:
@@ -256,8 +264,14 @@ async def _signal_trials(
 
 
 async def _measure(
-    n: int, trials: int, folder: Path, policy: dict[str, Any], rss_one: int | None
+    n: int,
+    trials: int,
+    folder: Path,
+    policy: dict[str, Any],
+    bridge_command: list[str] | None = None,
 ) -> Figures:
+    """One size, one fresh platform and bridge. `bridge_command` replaces `band-trio`
+    (a wrapper that runs the CLI, for an experiment)."""
     band_trio = str(BIN / "band-trio")
     ready_file = folder / f"ready-{n}.json"
     async with trio.open_nursery() as nursery:
@@ -273,7 +287,7 @@ async def _measure(
             load = _load()
             platform_cpu = _cpu_seconds(platform.pid)
             launched = time.perf_counter()
-            bridge_argv = [band_trio, "--log-level", "INFO", "bridge", "--config", str(config)]
+            bridge_argv = [*(bridge_command or [band_trio]), "bridge", "--config", str(config)]
             async with _process(bridge_argv, nursery) as (bridge, lines):
                 with trio.fail_after(WAIT):
                     ready = await lines.wait_for("ready:")
@@ -291,6 +305,9 @@ async def _measure(
                             await trio.sleep(0.1)
                 rss, hwm = _memory_kib(bridge.pid)
                 samples = await _signal_trials(seeded, target, trials, random.Random(n))
+                async with httpx2.AsyncClient(base_url=seeded.admin_url, timeout=30) as admin:
+                    mark = (await admin.get("/log", params={"since": 1 << 60})).json()["next"]
+                before_exit = len(lines.lines)
                 signalled = time.perf_counter()
                 bridge.send_signal(signal.SIGTERM)
                 with trio.fail_after(WAIT):
@@ -302,14 +319,19 @@ async def _measure(
                         if time.perf_counter() - signalled > 5:
                             break
                         await trio.sleep(0.05)
+                entries = (await admin.get("/log", params={"since": mark})).json()["entries"]
             platform.send_signal(signal.SIGTERM)
             with trio.fail_after(WAIT):
                 await platform.wait()
         nursery.cancel_scope.cancel()
-    closed = sum(
-        1 for line in lines.lines if line.rstrip().endswith(" closed") and "identity" in line
-    )
-    del rss_one
+    clean = {
+        entry["agent_id"]
+        for entry in entries
+        if entry["kind"] == "ws_close" and entry.get("body") == "closed by the agent: 1000"
+    }
+    complaints = [
+        line for line in lines.lines[before_exit:] if " WARNING " in line or " ERROR " in line
+    ]
     return Figures(
         identities=n,
         connected_s=connected,
@@ -319,7 +341,8 @@ async def _measure(
         hwm_kib=hwm,
         exit_s=exit_s,
         exit_status=status,
-        closed_cleanly=closed,
+        closed_cleanly=len(clean),
+        complaints=complaints,
         live_after_exit=live,
         load=load,
         signal_ms=[s * 1000 for s in samples],
@@ -350,14 +373,14 @@ def _table(rows: list[Figures]) -> str:
             f"{r.platform_cpu_s:.2f} s | {r.rss_kib / 1024:.0f} MiB | "
             f"{r.per_identity_kib:.0f} KiB | {marginal} | {r.exit_s:.2f} s "
             f"(exit {r.exit_status}) | {r.closed_cleanly} of {r.identities}, "
-            f"{r.live_after_exit} live | {signal_cell} | {r.load} |"
+            f"{r.live_after_exit} live, {len(r.complaints)} warnings | {signal_cell} | {r.load} |"
         )
     return "\n".join(lines)
 
 
 async def _profile(n: int, folder: Path, out: Path, policy: dict[str, Any]) -> None:
     """The start-up under py-spy (attached by pid at once, stopped at the ready line),
-    and a tracemalloc snapshot once connected."""
+    the SIGTERM's teardown likewise, and a tracemalloc snapshot once connected."""
     band_trio = str(BIN / "band-trio")
     for mode in ("py-spy", "tracemalloc"):
         ready_file = folder / f"ready-profile-{mode}.json"
@@ -385,18 +408,35 @@ async def _profile(n: int, folder: Path, out: Path, policy: dict[str, Any]) -> N
                         spy_argv = [str(BIN / "py-spy"), "record", "--rate", "100", "--format"]
                         spy_argv += ["raw", "-o", str(raw), "--pid", str(process.pid)]
                         spy = await trio.lowlevel.open_process(spy_argv, stdout=subprocess.DEVNULL)
+                        platform_raw = out / f"startup-{n}-platform.txt"
+                        platform_spy = await trio.lowlevel.open_process(
+                            [*spy_argv[:-3], str(platform_raw), "--pid", str(platform.pid)],
+                            stdout=subprocess.DEVNULL,
+                        )
                     with trio.fail_after(WAIT * 5):
                         await lines.wait_for("ready:")
                         if mode == "tracemalloc":
                             process.send_signal(signal.SIGUSR1)
                             await lines.wait_for("tracemalloc snapshot written")
                         else:
-                            spy.send_signal(signal.SIGINT)
-                            await spy.wait()
+                            for each in (spy, platform_spy):
+                                each.send_signal(signal.SIGINT)
+                                await each.wait()
                             _summarise(raw, out / f"startup-{n}-top.txt")
+                            _summarise(platform_raw, out / f"startup-{n}-platform-top.txt")
+                            raw = out / f"shutdown-{n}.txt"  # the teardown, once more
+                            spy_argv[-3:] = [str(raw), "--pid", str(process.pid)]
+                            spy = await trio.lowlevel.open_process(
+                                spy_argv, stdout=subprocess.DEVNULL
+                            )
+                            await trio.sleep(1)  # py-spy attached and sampling
                     process.send_signal(signal.SIGTERM)
                     with trio.fail_after(WAIT):
                         await process.wait()
+                    if mode == "py-spy":
+                        with trio.fail_after(WAIT):
+                            await spy.wait()  # it writes its samples once the process is gone
+                        _summarise(raw, out / f"shutdown-{n}-top.txt")
                 platform.send_signal(signal.SIGTERM)
                 with trio.fail_after(WAIT):
                     await platform.wait()
@@ -433,11 +473,8 @@ async def _main(args: argparse.Namespace) -> None:
     rows: list[Figures] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        rss_one: int | None = None
         for n in args.identities:
-            figures = await _measure(n, args.trials, folder, policy, rss_one)
-            if n == 1:
-                rss_one = figures.rss_kib
+            figures = await _measure(n, args.trials, folder, policy)
             rows.append(figures)
             print(_table([*(r for r in rows if r.identities == 1), figures]), file=sys.stderr)
         if args.profile is not None:

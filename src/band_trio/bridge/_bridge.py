@@ -8,7 +8,9 @@
 `run` returns once every identity has ended: all closed (`close()`, a signal),
 or ended for good; `BridgeResult.all_lost` says the second, and the CLI exits
 non-zero then. One `CapacityLimiter` caps the forwards in flight over every
-identity and room (`BridgePolicy.max_forwards`).
+identity and room (`BridgePolicy.max_forwards`), another the connection attempts
+in their set-up (`BridgePolicy.max_connects`): a thousand identities start (or
+reconnect after an outage) a bounded number at a time, never all at once.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..policy import Policy
 from ..runtime._parts import Changes, LinkEnd
 from ..server import Listening, ServeSettings, check_bind, serve
 from ._config import BridgeConfig
-from ._health import HealthApp
+from ._health import ConnectStats, HealthApp
 from ._identity import Identity, IdentityStatus
 from ._policy import BridgePolicy
 
@@ -81,12 +83,14 @@ class Bridge:
         self.bridge_policy = bridge_policy or config.policy
         self.changes = Changes()
         self._limiter = trio.CapacityLimiter(self.bridge_policy.max_forwards)
+        self._connects = trio.CapacityLimiter(self.bridge_policy.max_connects)
         self.identities = {
             identity.name: Identity(
                 identity,
                 policy=self.policy,
                 bridge_policy=self.bridge_policy,
                 limiter=self._limiter,
+                connects=self._connects,
                 changes=self.changes,
             )
             for identity in config.identities
@@ -97,6 +101,16 @@ class Bridge:
 
     def statuses(self) -> list[IdentityStatus]:
         return [identity.status() for identity in self.identities.values()]
+
+    @property
+    def connects(self) -> ConnectStats:
+        """The connect limiter now: its limit, attempts in their set-up, and waiting."""
+        stats = self._connects.statistics()
+        return ConnectStats(
+            limit=int(stats.total_tokens),
+            connecting=stats.borrowed_tokens,
+            waiting=stats.tasks_waiting,
+        )
 
     @property
     def healthy(self) -> bool:
@@ -136,7 +150,7 @@ class Bridge:
                     policy=self.bridge_policy.server,
                     log=logging.getLogger("band_trio.bridge.server"),  # quiet unless asked
                 )
-                app = HealthApp(self.statuses)
+                app = HealthApp(self.statuses, lambda: self.connects)
                 listening: Listening = await nursery.start(
                     partial(serve, app, health[0], health[1], settings, stop=stop_health)
                 )

@@ -3,7 +3,7 @@
     [bridge]                       # optional
     health = "127.0.0.1:8765"      # GET /health; "" (the default) serves none
     allow_remote = false           # true: health may listen on a non-loopback address
-    policy = { max_forwards = 32, shutdown_grace = 10 }   # BridgePolicy fields, optional
+    policy = { max_forwards = 32, max_connects = 32 }     # BridgePolicy fields, optional
     rest_url = "http://127.0.0.1:4000"                   # defaults for every identity
     ws_url = "ws://127.0.0.1:4000/api/v1/socket/websocket"
 
@@ -116,6 +116,7 @@ class _Policy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     set from the file."""
 
     max_forwards: int | None = None
+    max_connects: int | None = None
     forward_connect: float | None = None
     forward_deadline: float | None = None
     target_connections: int | None = None

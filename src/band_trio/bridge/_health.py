@@ -4,7 +4,8 @@
       "connected": true, "rooms": 3, "forwards_in_flight": 1, "delivered": 10,
       "failed": 0, "cancelled": 1, "dropped": 2, "remote_stops": {...},
       "threads": {"limit": 16, "running": 0, "abandoned": 0, "abandoned_running": 0},
-      "last_disconnect_reason": null, "ended": null}]}
+      "last_disconnect_reason": null, "ended": null}],
+     "connects": {"limit": 32, "connecting": 0, "waiting": 0}}
 
 An identity that ended (a terminal disconnect) stays listed, not connected,
 with its reason, so the endpoint answers 503 and says why.
@@ -20,28 +21,48 @@ import msgspec
 
 from ._identity import IdentityStatus
 
-__all__ = ["HealthApp", "answer", "health_body"]
+__all__ = ["ConnectStats", "HealthApp", "answer", "health_body"]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
-def health_body(statuses: Sequence[IdentityStatus]) -> tuple[int, bytes]:
-    """The status code and JSON body for these identities."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConnectStats:
+    """The bridge's connect limiter (`BridgePolicy.max_connects`) as `/health` shows it."""
+
+    limit: int
+    connecting: int
+    """Connection attempts in their set-up now (each holds a slot)."""
+    waiting: int
+    """Attempts waiting for a slot."""
+
+
+def health_body(
+    statuses: Sequence[IdentityStatus], connects: ConnectStats | None = None
+) -> tuple[int, bytes]:
+    """The status code and JSON body for these identities (and the connect limiter)."""
     healthy = bool(statuses) and all(s.connected for s in statuses)
-    body = {
+    body: dict[str, Any] = {
         "healthy": healthy,
         "identities": [dataclasses.asdict(s) for s in statuses],
     }
+    if connects is not None:
+        body["connects"] = dataclasses.asdict(connects)
     return (200 if healthy else 503), msgspec.json.encode(body)
 
 
 class HealthApp:
-    """The ASGI app; `statuses` is read on every request."""
+    """The ASGI app; `statuses` (and `connects`) are read on every request."""
 
-    def __init__(self, statuses: Callable[[], Sequence[IdentityStatus]]) -> None:
+    def __init__(
+        self,
+        statuses: Callable[[], Sequence[IdentityStatus]],
+        connects: Callable[[], ConnectStats] | None = None,
+    ) -> None:
         self._statuses = statuses
+        self._connects = connects
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -51,7 +72,8 @@ class HealthApp:
         elif scope["method"] != "GET":
             await answer(send, 405, b'{"error":"method not allowed"}')
         else:
-            await answer(send, *health_body(self._statuses()))
+            connects = self._connects() if self._connects is not None else None
+            await answer(send, *health_body(self._statuses(), connects))
 
 
 async def answer(

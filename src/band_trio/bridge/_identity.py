@@ -88,11 +88,14 @@ class Identity:
         bridge_policy: BridgePolicy,
         limiter: trio.CapacityLimiter,
         changes: Changes,
+        connects: trio.CapacityLimiter | None = None,
     ) -> None:
         self.config = config
         self._policy = policy
         self._bridge_policy = bridge_policy
         self._limiter = limiter
+        self._connects = connects
+        """The bridge's connect limiter, shared by every identity's link."""
         self._changes = changes
         self._closing = trio.Event()
         self._hard: str | None = None
@@ -122,6 +125,17 @@ class Identity:
     def link_connects(self) -> int:
         """Connections of this run that finished joining their rooms."""
         return self._link.connects if self._link is not None else 0
+
+    @property
+    def link_failures(self) -> int:
+        """Connection attempts of this run that ended before joining."""
+        return self._link.failed_attempts if self._link is not None else 0
+
+    @property
+    def settled(self) -> bool:
+        """Connected, ended, or one connection attempt failed: what the ready line
+        waits for, so an identity that cannot connect never holds it back."""
+        return self.link_connects > 0 or self.link_failures > 0 or self.ended is not None
 
     @property
     def rooms_idle(self) -> bool:
@@ -243,6 +257,7 @@ class Identity:
             changes=self._changes,
             disconnect_reason=self.disconnect_reason,
             tap=self._tap,
+            connects=self._connects,
         )
         async with trio.open_nursery() as nursery:
             await nursery.start(rooms.run)

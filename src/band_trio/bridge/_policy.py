@@ -22,6 +22,11 @@ class BridgePolicy:
 
     max_forwards: int = 32
     """Forwards in flight at once, over every identity and room."""
+    max_connects: int = 32
+    """Connection attempts in their set-up at once, over every identity: the upgrade,
+    the agent's topics joined and the room list read. Start-up and a reconnect after
+    an outage go through it alike; a backoff wait never holds a slot, so an identity
+    that cannot connect takes one only while an attempt runs (under its deadlines)."""
     forward_connect: float = 5.0
     """Deadline for an HTTP target to accept the connection of one forward."""
     forward_deadline: float = math.inf
@@ -68,6 +73,8 @@ class BridgePolicy:
     def __post_init__(self) -> None:
         if self.max_forwards < 1:
             raise ValueError("max_forwards must be at least 1")
+        if self.max_connects < 1:
+            raise ValueError("max_connects must be at least 1")
         if self.forwarded_memory < 1:
             raise ValueError("forwarded_memory must be at least 1")
         if self.room_queue < 2:

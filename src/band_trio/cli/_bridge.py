@@ -53,7 +53,22 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_DISCONNECTED if result.all_refused else EXIT_CRASH
+    print(f"band-trio bridge: stopped: {_stopped(bridge)}", file=sys.stderr, flush=True)
     return EXIT_OK
+
+
+def _stopped(bridge: Bridge) -> str:
+    """How the stop went, in one line: identities closed, and what the shutdown cut."""
+    identities = bridge.identities.values()
+    closed = sum(1 for i in identities if i.ended == "closed")
+    said = [f"{closed} of {len(bridge.identities)} identities closed"]
+    cancelled = sum(len(i.journal.cancelled) for i in identities)
+    if cancelled:
+        said.append(f"{cancelled} forward(s) cancelled after the shutdown grace (left processing)")
+    overran = sum(len(i.journal.overran) for i in identities)
+    if overran:
+        said.append(f"{overran} cleanup(s) overran their grace")
+    return ", ".join(said)
 
 
 async def _serve(bridge: Bridge) -> BridgeResult:
@@ -89,16 +104,25 @@ async def _serve(bridge: Bridge) -> BridgeResult:
 
 
 async def _say_ready(bridge: Bridge) -> None:
-    """One line once every identity has connected (or ended): for scripts and people."""
-    identities = bridge.identities.values()
-    await bridge.wait_until(
-        lambda: all(i.link_connects > 0 or i.ended is not None for i in identities)
-    )
+    """One line once every identity has connected, ended, or failed a first attempt
+    (an identity that cannot connect goes on retrying, but holds the line back no
+    longer than its first attempt): for scripts and people."""
+    identities = list(bridge.identities.values())
+    waiting = iter(identities)
+    pending = next(waiting, None)
+
+    def settled() -> bool:  # each identity checked until it settles, not all every time
+        nonlocal pending
+        while pending is not None and pending.settled:
+            pending = next(waiting, None)
+        return pending is None
+
+    await bridge.wait_until(settled)
     where = bridge.config.health
     health = f", health on http://{where[0]}:{bridge.health_port}/health" if where else ""
     connected = sum(1 for i in identities if i.connected)
     print(
-        f"band-trio bridge: ready: {connected} of {len(bridge.identities)} identities connected"
+        f"band-trio bridge: ready: {connected} of {len(identities)} identities connected"
         f"{health}",
         file=sys.stderr,
         flush=True,

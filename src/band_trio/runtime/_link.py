@@ -10,6 +10,17 @@
                 │                      reconcile them, join each room
                 └── room joins         later ones too (a `room_added` push)
 
+A link may be given a connect limiter shared with other links (the bridge's
+identities: `BridgePolicy.max_connects`). Each connection attempt then holds one
+of its slots from the upgrade until the room list is read — the part of a
+connect that costs the platform most — and gives it back before the room joins,
+the connection's life and the backoff before a reconnect. So an attempt that
+cannot succeed holds a slot only while it runs, under its own deadlines
+(`connect_deadline`, `join_deadline`, the room list's `request_deadline` and
+the retries the platform asks for with a 429 or 5xx), and links that connect
+fine go on through the other slots. The key check (`GET /me`, once per run)
+takes no slot: a refused key ends the link without waiting for one.
+
 The link owns each connection and hands it down: a room learns which socket
 its topics are joined on (`Room.joined`), and uses it to leave. A close at any
 moment — during the room list, a join, or a quiet hour — ends that
@@ -40,7 +51,7 @@ from ._control import ControlLane
 from ._hosting import LinkedRooms
 from ._reconnect import TERMINAL_CLOSE_CODES, TERMINAL_UPGRADE_STATUSES, Backoff
 
-__all__ = ["Link", "LinkEnd", "LinkSettings"]
+__all__ = ["ConnectSlot", "Link", "LinkEnd", "LinkSettings"]
 
 log = logging.getLogger("band_trio.runtime.link")
 
@@ -80,8 +91,11 @@ class Link:
         changes: Changes,
         disconnect_reason: errors.DisconnectReason | None = None,
         tap: Callable[[str, str, Any], None] | None = None,
+        connects: trio.CapacityLimiter | None = None,
     ) -> None:
         self._settings = settings
+        self._connects = connects
+        """Shared with other links: one slot per connection attempt, for its set-up."""
         self._tap = tap
         """Shown every live push after the link routed it (the bridge forwards from it);
         called on the socket's reader, so it must not block."""
@@ -100,6 +114,8 @@ class Link:
         """The open connection, if any (for observation)."""
         self.connects = 0
         """Connections that finished joining."""
+        self.failed_attempts = 0
+        """Connection attempts that ended before joining (refused, unreachable, cut)."""
         self.disconnect_reason = disconnect_reason
         """Why the platform last ended the session for good (carried over from an earlier
         run of the agent); cleared by a fresh connect."""
@@ -143,7 +159,11 @@ class Link:
         )
         started = False
         while True:
+            joined = self.connects
             retry_after, terminal = await self._connection(backoff, task_status, started)
+            if self.connects == joined:
+                self.failed_attempts += 1
+                self._changes.notify()
             started = started or self.connects > 0
             if terminal is not None:
                 log.info("disconnected for good: %s", terminal)  # run() raises it
@@ -193,7 +213,9 @@ class Link:
         refused: errors.PlatformResponseError | None = None
         failed: BaseException | None = None
         self._ended_by = "closed"
+        slot = ConnectSlot(self._connects, self._changes)
         try:
+            await slot.acquire()
             async with trio.open_nursery() as nursery:
                 socket: Socket = await nursery.start(
                     functools.partial(
@@ -213,7 +235,7 @@ class Link:
                 log.info("connected to %s as %s", settings.ws_url, settings.agent_id)
                 self._changes.notify()
                 try:
-                    await self._work(conn, socket, backoff, task_status, started)
+                    await self._work(conn, socket, backoff, task_status, started, slot)
                 finally:
                     conn.live = False
                     self.socket = None
@@ -225,6 +247,8 @@ class Link:
             refused = leaf
         except* errors.PlatformError as group:
             failed = _leaf(group)
+        finally:
+            slot.release()
         if refused is not None:
             if refused.status in TERMINAL_UPGRADE_STATUSES:
                 return None, errors.DisconnectReason(
@@ -260,6 +284,7 @@ class Link:
         backoff: Backoff,
         task_status: trio.TaskStatus[None],
         started: bool,
+        slot: ConnectSlot,
     ) -> None:
         """The connection's work, from set-up until the socket closes."""
         async with trio.open_nursery() as work:
@@ -268,6 +293,7 @@ class Link:
             try:
                 await conn.join_agent_topics(socket)
                 wanted = [summary.id for summary in await self._rest.rooms()]
+                slot.release()  # the costly part of the connect is done
                 self._rooms.reconcile(wanted)
                 async with trio.open_nursery() as joins:
                     for room in list(self._rooms.current.values()):
@@ -295,6 +321,38 @@ def _why_closed(code: int | None, superseded: bool) -> str:
     if code == CLOSE_HEARTBEAT_DEAD:
         return "heartbeat_timeout"
     return "closed" if code in (1000, 1001) else "dropped"
+
+
+class ConnectSlot:
+    """One connection attempt's hold on a shared connect limiter (none: no limit).
+
+    `release` may be called more than once (at the end of the set-up, and again
+    on the way out of the attempt): only the first gives the slot back. Waiting
+    for a slot and getting one pulse `Changes`, so `/health` and a test see who
+    waits."""
+
+    __slots__ = ("_changes", "_held", "_limiter")
+
+    def __init__(self, limiter: trio.CapacityLimiter | None, changes: Changes) -> None:
+        self._limiter = limiter
+        self._changes = changes
+        self._held = False
+
+    async def acquire(self) -> None:
+        limiter = self._limiter
+        if limiter is None:
+            return
+        if limiter.available_tokens == 0:
+            self._changes.notify()  # one more waiting
+        await limiter.acquire_on_behalf_of(self)
+        self._held = True
+        self._changes.notify()
+
+    def release(self) -> None:
+        if self._held and self._limiter is not None:
+            self._held = False
+            self._limiter.release_on_behalf_of(self)
+            self._changes.notify()
 
 
 async def _end_with(socket: Socket, scope: trio.CancelScope) -> None:

@@ -1,0 +1,230 @@
+"""One bridge, many identities: connects concurrent but bounded, and an identity that
+cannot connect never holds the others back (issue 27).
+
+The sizes are tens of identities, over real loopback sockets; how long a thousand
+take is the benchmark's (benchmarks/bridge_scale.py, docs/benchmarks.md), never a
+timed test's."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import trio
+
+from band_trio import errors
+from band_trio.bridge import BridgePolicy, IdentityConfig, open_recording_target
+from band_trio.platform import Platform
+from peers import silent_peer
+from support import band_trio
+
+from ._helpers import FAST, identity, running_bridge, second_agent
+from .conftest import seeded
+
+DEADLINE = 10
+
+
+def _identities(platform: Platform, url: str, count: int) -> list[IdentityConfig]:
+    """`count` agents, each in a room of its own with the seeded user."""
+    return [
+        identity(platform, url, agent_id=agent, api_key=key, name=f"id-{index:02d}")
+        for index, (agent, key, _room) in enumerate(
+            second_agent(platform, f"room {index}") for index in range(count)
+        )
+    ]
+
+
+@contextmanager
+def _refused_port() -> Iterator[int]:
+    """A loopback port bound but not listening: every connect to it is refused."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+async def test_connects_are_bounded_by_max_connects_at_start_and_on_reconnect(
+    platform: Platform,
+) -> None:
+    """12 identities, 3 slots: with every room list held, 3 identities are in their
+    set-up (3 upgrades reached the platform) and 9 wait; released, all 12 connect. A
+    reconnect of all of them (every socket dropped) goes through the same 3 slots."""
+    identities = _identities(platform, "http://127.0.0.1:9/", 12)
+    agents = {config.agent_id for config in identities}
+    policy = BridgePolicy(max_connects=3)
+
+    def upgrades(since: int) -> int:
+        return sum(
+            1
+            for entry in platform.log(since)
+            if entry.kind == "ws_open" and entry.status == 101 and entry.agent_id in agents
+        )
+
+    mark = platform.request_log.next_seq
+    hold = platform.faults.hold_rest("chats", count=len(identities))
+    async with running_bridge(identities, bridge_policy=policy, wait=False) as run:
+        bridge = run.bridge
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: hold.held == 3)
+            await bridge.wait_until(lambda: bridge.connects.waiting == 9)
+            assert bridge.connects.connecting == 3
+            assert hold.held == 3 and upgrades(mark) == 3
+            hold.release()
+            await run.connected()
+        assert bridge.connects.connecting == 0 and bridge.connects.waiting == 0
+        assert upgrades(mark) == 12
+
+        mark = platform.request_log.next_seq
+        hold = platform.faults.hold_rest("chats", count=len(identities))
+        for agent in agents:
+            assert platform.faults.drop_socket(agent)
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: hold.held == 3)
+            await bridge.wait_until(lambda: bridge.connects.waiting == 9)
+            assert hold.held == 3 and upgrades(mark) == 3
+            hold.release()
+            await bridge.wait_until(
+                lambda: all(i.link_connects == 2 for i in bridge.identities.values())
+            )
+        assert upgrades(mark) == 12
+
+
+async def test_identities_that_cannot_connect_never_delay_the_others(platform: Platform) -> None:
+    """2 slots; among 12 identities a wrong key, a platform that refuses connections
+    (REST and websocket), one whose websocket is refused while its REST answers, and
+    one whose websocket accepts and never answers the upgrade (a 60 s connect
+    deadline: it holds its slot the whole test). The 8 others all connect; the one
+    refused keeps retrying on its backoff, holding no slot between attempts."""
+    good = _identities(platform, "http://127.0.0.1:9/", 8)
+    agent, key, _ = second_agent(platform, "bad key")
+    wrong_key = identity(platform, "http://127.0.0.1:9/", agent_id=agent, api_key="wrong-key")
+    policy = dataclasses.replace(FAST, connect_deadline=60.0, rest_retry_base=0.01)
+    with _refused_port() as refused:
+        async with silent_peer() as silent:
+            bad = [
+                dataclasses.replace(wrong_key, name="wrong key"),
+                dataclasses.replace(
+                    identity(platform, "http://127.0.0.1:9/", agent_id=agent, api_key=key),
+                    name="platform refused",
+                    rest_url=f"http://127.0.0.1:{refused}",
+                    ws_url=f"ws://127.0.0.1:{refused}/socket",
+                ),
+                *(
+                    dataclasses.replace(
+                        identity(platform, "http://127.0.0.1:9/", agent_id=a, api_key=k),
+                        name=name,
+                        ws_url=f"ws://127.0.0.1:{port}/socket",
+                    )
+                    for name, port, (a, k, _r) in (
+                        ("ws refused", refused, second_agent(platform)),
+                        ("ws silent", silent.port, second_agent(platform)),
+                    )
+                ),
+            ]
+            async with running_bridge(
+                [bad[0], bad[2], bad[3], *good, bad[1]],  # the bad ones first in line
+                policy=policy,
+                bridge_policy=BridgePolicy(max_connects=2),
+                wait=False,
+            ) as run:
+                bridge = run.bridge
+                by_name = bridge.identities
+                with trio.fail_after(DEADLINE):
+                    await silent.wait_requests(1)  # the silent one holds a slot
+                    await bridge.wait_until(
+                        lambda: (
+                            all(by_name[c.name].connected for c in good)
+                            and by_name["ws refused"].link_failures >= 3
+                            and by_name["wrong key"].ended is not None
+                            and by_name["platform refused"].ended is not None
+                        )
+                    )
+                assert by_name["ws silent"].link_failures == 0  # still in its first attempt
+                assert bridge.connects.connecting <= 1  # its slot only, if anyone's
+                assert not by_name["ws refused"].connected
+                assert "AuthenticationError" in (by_name["wrong key"].ended or "")
+                assert "PlatformUnavailableError" in (by_name["platform refused"].ended or "")
+    assert run.result is not None
+    assert set(run.result.lost) == {"wrong key", "platform refused"}
+    assert isinstance(run.result.ends["wrong key"].error, errors.AuthenticationError)
+
+
+async def test_the_bridge_process_is_ready_and_stops_cleanly_past_identities_that_cannot_connect(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """`band-trio bridge` with one connect slot: 8 identities that connect, one with a
+    wrong key and one whose websocket is refused (it retries for ever). The ready line
+    comes once each has connected, ended or failed an attempt — the retrying one does
+    not hold it — forwards flow, and SIGTERM stops every identity cleanly."""
+    info = platform.info
+    _, _, user = seeded(platform)
+    agents = [second_agent(platform, f"room {index}") for index in range(9)]
+    async with open_recording_target() as target:
+        with _refused_port() as refused:
+            identities = [
+                {"agent_id": agent, "api_key": key, "target": {"type": "http", "url": target.url}}
+                for agent, key, _room in agents[:8]
+            ]
+            identities.append({**identities[0], "agent_id": "WRONG", "api_key": "wrong-key"})
+            identities.append(
+                {
+                    "agent_id": agents[8][0],
+                    "api_key": agents[8][1],
+                    "ws_url": f"ws://127.0.0.1:{refused}/socket",
+                    "target": {"type": "http", "url": target.url},
+                }
+            )
+            config = tmp_path / "bridge.json"
+            config.write_text(
+                json.dumps(
+                    {
+                        "bridge": {
+                            "rest_url": info.rest_url,
+                            "ws_url": info.ws_url,
+                            "policy": {"max_connects": 1},
+                        },
+                        "identity": identities,
+                    }
+                )
+            )
+            async with band_trio("bridge", "--config", str(config)) as bridge:
+                with trio.fail_after(DEADLINE * 2):
+                    ready = await bridge.line("ready:")
+                    assert "ready: 8 of 10 identities connected" in ready
+                    room = agents[7][2]
+                    message = platform.post_message(room, user, "to the last one in line")
+                    await target.wait_until(lambda: message in target.message_ids())
+                    assert await bridge.stop() == 0
+    err = bridge.err.decode()
+    assert "band-trio bridge: stopped: 9 of 10 identities closed\n" in err, err
+    assert "Traceback" not in err
+    with trio.fail_after(DEADLINE):  # every identity closed its socket
+        await platform.wait_until(lambda: platform.stats["connections_live"] == 0)
+
+
+async def test_waiting_for_a_connect_slot_is_cut_by_the_close(platform: Platform) -> None:
+    """A bridge closed while most identities still wait for a slot ends at once: the
+    waits are cancelled, nothing is left running."""
+    identities = _identities(platform, "http://127.0.0.1:9/", 6)
+    hold = platform.faults.hold_rest("chats", count=len(identities))
+    async with running_bridge(
+        identities, bridge_policy=BridgePolicy(max_connects=1), wait=False
+    ) as run:
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: hold.held == 1)
+            await run.bridge.wait_until(lambda: run.bridge.connects.waiting == 5)
+    # running_bridge closed it within its deadline and found no task left
+    hold.release()
+    assert run.result is not None and not run.result.lost
+
+
+def test_max_connects_must_be_at_least_one() -> None:
+    with pytest.raises(ValueError, match="max_connects must be at least 1"):
+        BridgePolicy(max_connects=0)
