@@ -27,10 +27,10 @@ Per size it measures:
   close (both `time.perf_counter()`, one clock across processes on Linux);
   p50 and p99 over `--trials`;
 * **SIGTERM → exit**: the signal sent → the process gone, with its exit status;
-  "closed cleanly" counts the identities whose socket the platform saw closed by
-  the agent with code 1000 (its log's `ws_close` entries), then the platform's
-  live connections afterwards (0) and the bridge's WARNING/ERROR lines from the
-  signal on (none: no forward cancelled after the grace, no close overran).
+  "closed cleanly" is the bridge's own last line (`stopped: N of N identities
+  closed`, and nothing cancelled after the shutdown grace, no cleanup overran),
+  then the platform's live connections afterwards (0: every socket closed) and
+  the bridge's WARNING/ERROR lines from the signal on (none).
 
 `--profile DIR` also runs the largest size once under `py-spy record`, attached
 by pid (the start-up's samples in DIR/startup-N.txt, summed by function in
@@ -82,6 +82,12 @@ class Figures:
     closed_cleanly: int
     live_after_exit: int
     load: str
+    signalled_at: float
+    """When the SIGTERM was sent (`time.perf_counter()`: the bridge's clock too)."""
+    cpu_before_exit: float
+    """The bridge's CPU seconds when the SIGTERM was sent."""
+    platform_exit_cpu: float
+    """The platform's CPU seconds from the SIGTERM to the bridge's exit."""
     signal_ms: list[float] = field(default_factory=list)
     complaints: list[str] = field(default_factory=list)
     """The bridge's WARNING and ERROR lines from the SIGTERM on (a forward cancelled
@@ -269,13 +275,15 @@ async def _measure(
     folder: Path,
     policy: dict[str, Any],
     bridge_command: list[str] | None = None,
+    platform_command: list[str] | None = None,
 ) -> Figures:
-    """One size, one fresh platform and bridge. `bridge_command` replaces `band-trio`
-    (a wrapper that runs the CLI, for an experiment)."""
+    """One size, one fresh platform and bridge. `bridge_command` and `platform_command`
+    replace `band-trio` (a wrapper that runs the CLI, for an experiment)."""
     band_trio = str(BIN / "band-trio")
     ready_file = folder / f"ready-{n}.json"
     async with trio.open_nursery() as nursery:
-        platform_argv = [band_trio, "platform", "--port", "0", "--ready-file", str(ready_file)]
+        platform_argv = [*(platform_command or [band_trio]), "platform", "--port", "0"]
+        platform_argv += ["--ready-file", str(ready_file)]
         async with (
             _process(platform_argv, nursery) as (platform, platform_lines),
             open_recording_target() as target,
@@ -305,30 +313,27 @@ async def _measure(
                             await trio.sleep(0.1)
                 rss, hwm = _memory_kib(bridge.pid)
                 samples = await _signal_trials(seeded, target, trials, random.Random(n))
-                async with httpx2.AsyncClient(base_url=seeded.admin_url, timeout=30) as admin:
-                    mark = (await admin.get("/log", params={"since": 1 << 60})).json()["next"]
                 before_exit = len(lines.lines)
+                cpu_before_exit = _cpu_seconds(bridge.pid)
+                platform_before_exit = _cpu_seconds(platform.pid)
                 signalled = time.perf_counter()
                 bridge.send_signal(signal.SIGTERM)
                 with trio.fail_after(WAIT):
                     status = await bridge.wait()
                 exit_s = time.perf_counter() - signalled
+                platform_exit_cpu = _cpu_seconds(platform.pid) - platform_before_exit
             async with httpx2.AsyncClient(base_url=seeded.admin_url, timeout=30) as admin:
                 with trio.fail_after(WAIT):  # the platform notices every close
                     while (live := (await admin.get("/stats")).json()["connections_live"]) > 0:
                         if time.perf_counter() - signalled > 5:
                             break
                         await trio.sleep(0.05)
-                entries = (await admin.get("/log", params={"since": mark})).json()["entries"]
             platform.send_signal(signal.SIGTERM)
             with trio.fail_after(WAIT):
                 await platform.wait()
         nursery.cancel_scope.cancel()
-    clean = {
-        entry["agent_id"]
-        for entry in entries
-        if entry["kind"] == "ws_close" and entry.get("body") == "closed by the agent: 1000"
-    }
+    stopped = next((line for line in lines.lines if "band-trio bridge: stopped:" in line), "")
+    closed = int(stopped.split("stopped: ", 1)[1].split(" ", 1)[0]) if stopped else 0
     complaints = [
         line for line in lines.lines[before_exit:] if " WARNING " in line or " ERROR " in line
     ]
@@ -341,10 +346,13 @@ async def _measure(
         hwm_kib=hwm,
         exit_s=exit_s,
         exit_status=status,
-        closed_cleanly=len(clean),
+        closed_cleanly=closed if stopped.endswith(" identities closed") else 0,
         complaints=complaints,
         live_after_exit=live,
         load=load,
+        signalled_at=signalled,
+        cpu_before_exit=cpu_before_exit,
+        platform_exit_cpu=platform_exit_cpu,
         signal_ms=[s * 1000 for s in samples],
     )
 
@@ -395,7 +403,7 @@ async def _profile(n: int, folder: Path, out: Path, policy: dict[str, Any]) -> N
                     await platform_lines.wait_for("band-trio platform listening")
                     seeded = await _seed(json.loads(ready_file.read_text()), n)
                 config = _config(seeded, target.url, folder, policy)
-                bridge_args = ["--log-level", "INFO", "bridge", "--config", str(config)]
+                bridge_args = ["bridge", "--config", str(config)]
                 snapshot = out / f"tracemalloc-{n}.txt"
                 if mode == "py-spy":
                     argv = [band_trio, *bridge_args]
@@ -405,7 +413,7 @@ async def _profile(n: int, folder: Path, out: Path, policy: dict[str, Any]) -> N
                 async with _process(argv, nursery) as (process, lines):
                     if mode == "py-spy":
                         raw = out / f"startup-{n}.txt"
-                        spy_argv = [str(BIN / "py-spy"), "record", "--rate", "100", "--format"]
+                        spy_argv = [str(BIN / "py-spy"), "record", "--rate", "250", "--format"]
                         spy_argv += ["raw", "-o", str(raw), "--pid", str(process.pid)]
                         spy = await trio.lowlevel.open_process(spy_argv, stdout=subprocess.DEVNULL)
                         platform_raw = out / f"startup-{n}-platform.txt"

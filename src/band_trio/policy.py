@@ -341,6 +341,11 @@ class PlatformPolicy:
     """The request log keeps this many entries, the newest (a ring)..."""
     log_text_limit: int = 1024
     """...and cuts each logged body, frame, path or query string to this many characters."""
+    collector_threshold: int = 20_000
+    """`band-trio platform` only: the garbage collector's first threshold (Python's is
+    700), with what is alive as it starts frozen out of its sight: serving a
+    thousand agents, the default ran a full collection of the whole heap every few
+    seconds. A program that runs the platform itself keeps its own settings."""
 
     # -- the browser console (`band-trio platform --console`) --------------------
     console_push_interval: float = 0.05
@@ -383,6 +388,7 @@ class PlatformPolicy:
             "console_rooms",
             "console_presses",
             "console_streams",
+            "collector_threshold",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"PlatformPolicy.{name} must be >= 1")

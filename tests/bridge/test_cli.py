@@ -4,6 +4,7 @@ exit 2; SIGTERM stops gracefully with 0; every identity lost exits 3 by itself."
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import signal
 import subprocess
@@ -182,6 +183,15 @@ async def test_the_host_process_runs_the_adapter_for_an_envelope(
 def test_a_platform_out_of_reach_for_every_identity_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    thresholds = gc.get_threshold()  # the command tunes the collector: put it back
+    try:
+        _out_of_reach(tmp_path, capsys)
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+
+
+def _out_of_reach(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "bridge.json"
     nowhere = "127.0.0.1:9"  # the discard port: nothing listens
     path.write_text(

@@ -131,6 +131,7 @@ class _Policy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retry_first: float | None = None
     retry_max: float | None = None
     forward_attempts: int | None = None
+    collector_threshold: int | None = None
 
 
 class _Bridge(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

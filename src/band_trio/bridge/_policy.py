@@ -69,6 +69,12 @@ class BridgePolicy:
     forward_attempts: int = 5
     """Consecutive failed forwards of one message before the bridge (when it settles)
     marks it `failed` and moves on: one bad message must not hold its room for ever."""
+    collector_threshold: int = 20_000
+    """`band-trio bridge` only: the garbage collector's first threshold (Python's is
+    700), with what is alive once the config is read frozen out of its sight. At a
+    thousand identities the default ran a full collection of the whole heap every
+    few seconds while starting and stopping (docs/benchmarks.md). A program that runs
+    `Bridge` itself keeps its own collector settings."""
 
     def __post_init__(self) -> None:
         if self.max_forwards < 1:
@@ -87,6 +93,7 @@ class BridgePolicy:
             "host_rooms",
             "host_lookup_pages",
             "target_max_body",
+            "collector_threshold",
         ):
             if getattr(self, count) < 1:
                 raise ValueError(f"{count} must be at least 1")

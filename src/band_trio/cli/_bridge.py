@@ -20,6 +20,7 @@ import trio
 
 from ..policy import Policy
 from ._agent import upstream_policy
+from ._collector import collect_rarely, freeze_for_exit
 from ._exits import EXIT_CRASH, EXIT_DISCONNECTED, EXIT_OK
 from ._observe import add_flags as add_observe_flags
 from ._observe import observing
@@ -46,7 +47,11 @@ def _run(args: argparse.Namespace) -> int:
     seen = observing(args, "bridge")
     policy = Policy(upstream=upstream_policy())  # BAND_UPSTREAM_*: the targets' retries
     bridge = Bridge(load_config(args.config), policy=policy)
-    result = trio.run(seen.wrap(_serve), bridge)
+    collect_rarely(bridge.bridge_policy.collector_threshold)
+    try:
+        result = trio.run(seen.wrap(_serve), bridge)
+    finally:
+        freeze_for_exit()
     if result.all_lost:
         print(
             f"band-trio bridge: every identity ended for good ({', '.join(result.lost)})",
@@ -122,8 +127,7 @@ async def _say_ready(bridge: Bridge) -> None:
     health = f", health on http://{where[0]}:{bridge.health_port}/health" if where else ""
     connected = sum(1 for i in identities if i.connected)
     print(
-        f"band-trio bridge: ready: {connected} of {len(identities)} identities connected"
-        f"{health}",
+        f"band-trio bridge: ready: {connected} of {len(identities)} identities connected{health}",
         file=sys.stderr,
         flush=True,
     )

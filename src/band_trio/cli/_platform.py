@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ._collector import collect_rarely, freeze_for_exit
+
 if TYPE_CHECKING:
     from ..wire.admin import ReadyInfo
 
@@ -39,12 +41,19 @@ def add_parser(commands: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    trio.run(_serve, args)
+    try:
+        trio.run(_serve, args)
+    finally:
+        freeze_for_exit()
     return 0
 
 
 async def _serve(args: argparse.Namespace) -> None:
     from ..platform import run_platform  # here: `band-trio agent` need not load hypercorn
+    from ..policy import PlatformPolicy
+
+    policy = PlatformPolicy()
+    collect_rarely(policy.collector_threshold)
 
     # Signals are taken from before the start on: a SIGTERM sent the moment the ready
     # line appears must shut down cleanly, not kill the process with the default action.
@@ -59,6 +68,7 @@ async def _serve(args: argparse.Namespace) -> None:
                     seed=args.seed,
                     ready_file=str(args.ready_file) if args.ready_file else None,
                     console=args.console,
+                    policy=policy,
                 )
             )
             _announce(platform.info)

@@ -1,0 +1,45 @@
+"""The cyclic garbage collector of a long-running command with a large heap.
+
+CPython's collector walks every object of the generations it collects. With its
+default first threshold (700 allocations) and a heap of long-lived objects — the
+bridge at a thousand identities holds about half a million, the platform serving
+them a similar number — a full collection came every few seconds while the
+process started and stopped, each walking the whole heap: most of the bridge's
+start-up CPU and of its SIGTERM → exit, and pauses of up to a second under which
+every identity's signals waited (docs/benchmarks.md, "One bridge, many
+identities"). Short-lived garbage is still collected: only how often the
+collector runs changes, not what it frees.
+
+* `collect_rarely(threshold)`, once the command's modules are loaded and its
+  configuration read: what is alive then (modules, classes, the configuration)
+  lives as long as the process, so after one collection (the garbage of the
+  imports) `gc.freeze()` puts it out of the collector's sight; and the first threshold becomes `threshold`, so the young generation is
+  collected every `threshold` net allocations, the middle one every ten of those,
+  and the whole heap only after ten of the middle one's collections (and a quarter
+  more long-lived objects than the last full one saw, CPython's own rule).
+* `freeze_for_exit()`, as the command returns: the interpreter's last collection
+  would walk every object still tracked; the process is ending, nothing needs it.
+
+Only the commands do this (`band-trio bridge`, `band-trio platform`): a program
+that runs a `Bridge` or the platform itself keeps its own collector settings.
+"""
+
+from __future__ import annotations
+
+import gc
+
+__all__ = ["collect_rarely", "freeze_for_exit"]
+
+
+def collect_rarely(threshold: int) -> None:
+    """Freeze what is alive now, and collect the young generation every `threshold`
+    net allocations (the other two thresholds kept)."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(threshold, middle, old)
+
+
+def freeze_for_exit() -> None:
+    """Spare the interpreter's final collection: the process is exiting."""
+    gc.freeze()

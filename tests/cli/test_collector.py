@@ -1,0 +1,83 @@
+"""The long-running commands collect garbage rarely, and skip the final collection.
+
+Only the commands do it (`band-trio bridge`, `band-trio platform`): the figures that
+made it worth it are the benchmark's (docs/benchmarks.md, "One bridge, many
+identities"); here, that the settings are applied, and only by the commands."""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from band_trio.bridge import Bridge, BridgeConfig, BridgePolicy
+from band_trio.cli import EXIT_CRASH, main
+from band_trio.cli._collector import collect_rarely, freeze_for_exit
+from band_trio.policy import PlatformPolicy
+
+
+@pytest.fixture
+def collector() -> Iterator[None]:
+    """The test process's collector as it was, whatever the test did to it."""
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
+def test_collect_rarely_freezes_what_is_alive_and_raises_the_first_threshold(
+    collector: None,
+) -> None:
+    gc.unfreeze()
+    middle, old = gc.get_threshold()[1:]
+    collect_rarely(12_345)
+    assert gc.get_threshold() == (12_345, middle, old)
+    assert gc.get_freeze_count() > 0
+    frozen = gc.get_freeze_count()
+    freeze_for_exit()
+    assert gc.get_freeze_count() >= frozen
+
+
+def test_the_bridge_command_applies_the_policys_threshold(
+    collector: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nowhere = "127.0.0.1:9"  # nothing listens: the run ends at once, exit 1
+    path = tmp_path / "bridge.json"
+    path.write_text(
+        json.dumps(
+            {
+                "bridge": {"policy": {"collector_threshold": 4321}},
+                "identity": [
+                    {
+                        "agent_id": "a",
+                        "api_key": "k",
+                        "rest_url": f"http://{nowhere}",
+                        "ws_url": f"ws://{nowhere}/api/v1/socket/websocket",
+                        "target": {"type": "http", "url": f"http://{nowhere}/"},
+                    }
+                ],
+            }
+        )
+    )
+    gc.unfreeze()
+    assert main(["bridge", "--config", str(path)]) == EXIT_CRASH
+    assert gc.get_threshold()[0] == 4321
+    assert gc.get_freeze_count() > 0
+    capsys.readouterr()
+
+
+def test_a_bridge_run_as_a_library_leaves_the_collector_alone(collector: None) -> None:
+    before = gc.get_threshold()
+    Bridge(BridgeConfig(()), bridge_policy=BridgePolicy(collector_threshold=99))
+    assert gc.get_threshold() == before
+
+
+@pytest.mark.parametrize("value", [0, -1])
+def test_the_thresholds_are_checked(value: int) -> None:
+    with pytest.raises(ValueError, match="collector_threshold"):
+        BridgePolicy(collector_threshold=value)
+    with pytest.raises(ValueError, match="collector_threshold"):
+        PlatformPolicy(collector_threshold=value)
