@@ -61,7 +61,7 @@ from typing import Any
 import httpx2
 import trio
 
-from band_trio.bridge import RecordingTarget, open_recording_target
+from band_trio.testing import RecordingTarget, open_recording_target
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -302,7 +302,9 @@ async def _measure(
                 connected = time.perf_counter() - launched
                 bridge_cpu = _cpu_seconds(bridge.pid)
                 platform_cpu = _cpu_seconds(platform.pid) - platform_cpu
-                assert f"ready: {n} of {n} identities connected" in ready, ready
+                if f"ready: {n} of {n} identities connected" not in ready:
+                    said = "\n".join(line for line in lines.lines if "WARNING" in line)
+                    raise AssertionError(f"{ready}\n{said[:4000]}")
                 health_url = ready.rsplit("health on ", 1)[1].strip()
                 async with httpx2.AsyncClient(timeout=30) as client:
                     with trio.fail_after(WAIT):  # every room's start-up catch-up done

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,8 +19,9 @@ import pytest
 import trio
 
 from band_trio import errors
-from band_trio.bridge import BridgePolicy, IdentityConfig, open_recording_target
+from band_trio.bridge import BridgePolicy, IdentityConfig
 from band_trio.platform import Platform
+from band_trio.testing import open_recording_target
 from peers import silent_peer
 from support import band_trio
 
@@ -228,3 +230,91 @@ async def test_waiting_for_a_connect_slot_is_cut_by_the_close(platform: Platform
 def test_max_connects_must_be_at_least_one() -> None:
     with pytest.raises(ValueError, match="max_connects must be at least 1"):
         BridgePolicy(max_connects=0)
+
+
+def _config_file(
+    platform: Platform, tmp_path: Path, url: str, agents: list[tuple[str, str, str]]
+) -> Path:
+    info = platform.info
+    config = tmp_path / "bridge.json"
+    config.write_text(
+        json.dumps(
+            {
+                "bridge": {"rest_url": info.rest_url, "ws_url": info.ws_url},
+                "identity": [
+                    {"agent_id": agent, "api_key": key, "target": {"type": "http", "url": url}}
+                    for agent, key, _room in agents
+                ],
+            }
+        )
+    )
+    return config
+
+
+def _statuses(
+    platform: Platform, agents: list[tuple[str, str, str]], messages: list[str]
+) -> list[str]:
+    """Each message's delivery status for the agent of its room."""
+    return [
+        str(platform.delivery(message)[agent]["status"])
+        for (agent, _key, _room), message in zip(agents, messages, strict=True)
+    ]
+
+
+async def test_sigterm_lets_every_identitys_forward_finish_and_leaves_every_room(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """`band-trio bridge`, 20 identities, each with a forward held by the target when
+    SIGTERM comes: the links close, the forwards finish within the grace once the
+    target answers, every message is `processed`, every identity closed, exit 0."""
+    _, _, user = seeded(platform)
+    agents = [second_agent(platform, f"room {index}") for index in range(20)]
+    async with open_recording_target() as target:
+        config = _config_file(platform, tmp_path, target.url, agents)
+        async with band_trio("bridge", "--config", str(config)) as bridge:
+            with trio.fail_after(DEADLINE * 2):
+                await bridge.line("ready: 20 of 20 identities connected")
+                target.hold = True
+                messages = [platform.post_message(room, user, "held") for _, _, room in agents]
+                await target.wait_until(lambda: set(messages) <= set(target.message_ids()))
+                bridge.process.send_signal(signal.SIGTERM)
+                await bridge.line("stopping (again to force)")
+                target.release_all()
+                await bridge.rest_of_stderr()
+                assert await bridge.process.wait() == 0
+    err = bridge.err.decode()
+    assert "band-trio bridge: stopped: 20 of 20 identities closed\n" in err, err
+    assert _statuses(platform, agents, messages) == ["processed"] * 20
+    with trio.fail_after(DEADLINE):
+        await platform.wait_until(lambda: platform.stats["connections_live"] == 0)
+
+
+async def test_a_second_sigterm_cuts_every_identitys_forward_and_says_so(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """The same 20 held forwards, and a second SIGTERM: each is cancelled (its
+    request closed, its message left `processing` for a replay), the stopped line
+    counts them, and every identity still closes its socket."""
+    _, _, user = seeded(platform)
+    agents = [second_agent(platform, f"room {index}") for index in range(20)]
+    async with open_recording_target() as target:
+        config = _config_file(platform, tmp_path, target.url, agents)
+        async with band_trio("bridge", "--config", str(config)) as bridge:
+            with trio.fail_after(DEADLINE * 2):
+                await bridge.line("ready: 20 of 20 identities connected")
+                target.hold = True
+                messages = [platform.post_message(room, user, "held") for _, _, room in agents]
+                await target.wait_until(lambda: set(messages) <= set(target.message_ids()))
+                bridge.process.send_signal(signal.SIGTERM)
+                await bridge.line("stopping (again to force)")
+                assert await bridge.stop() == 0  # the second SIGTERM
+                for received in target.received:
+                    await received.closed.wait()
+    err = bridge.err.decode()
+    assert (
+        "band-trio bridge: stopped: 20 of 20 identities closed, 20 forward(s) cancelled "
+        "after the shutdown grace (left processing)\n"
+    ) in err, err
+    assert _statuses(platform, agents, messages) == ["processing"] * 20
+    with trio.fail_after(DEADLINE):
+        await platform.wait_until(lambda: platform.stats["connections_live"] == 0)
