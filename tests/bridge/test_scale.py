@@ -8,19 +8,22 @@ timed test's."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import signal
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
 from band_trio import errors
-from band_trio.bridge import BridgePolicy, IdentityConfig
+from band_trio.bridge import BridgePolicy, HttpTargetConfig, IdentityConfig
 from band_trio.platform import Platform
+from band_trio.server import Listening, ServeSettings, serve
 from band_trio.testing import open_recording_target
 from peers import silent_peer
 from support import band_trio
@@ -318,3 +321,71 @@ async def test_a_second_sigterm_cuts_every_identitys_forward_and_says_so(
     assert _statuses(platform, agents, messages) == ["processing"] * 20
     with trio.fail_after(DEADLINE):
         await platform.wait_until(lambda: platform.stats["connections_live"] == 0)
+
+
+class _CookieTarget:
+    """An HTTP target that answers every forward with a cookie, and records each
+    request's agent, bearer token and cookie header, and the connection it came on."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+        self.connections: set[tuple[str, int]] = set()
+        self.changed = trio.Event()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        agent = json.loads(body)["agent_id"]
+        self.seen.append((agent, headers.get("authorization", ""), headers.get("cookie", "")))
+        self.connections.add(tuple(scope["client"]))
+        self.changed.set()
+        self.changed = trio.Event()
+        answer = [(b"content-type", b"application/json"), (b"set-cookie", f"who={agent}".encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": answer})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+
+async def test_identities_sharing_a_targets_origin_never_see_each_others_cookies(
+    platform: Platform,
+) -> None:
+    """Two identities forward to one origin: one client between them (their four
+    forwards, one after another, come on one kept-alive connection), yet each request
+    carries its own identity's token, and no cookie the target set for the other."""
+    _, _, user = seeded(platform)
+    app = _CookieTarget()
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        listening: Listening = await nursery.start(
+            functools.partial(serve, app, "127.0.0.1", 0, ServeSettings(grace=1.0), stop=stop)
+        )
+        agents = [second_agent(platform, f"room {index}") for index in range(2)]
+        identities = [
+            identity(
+                platform,
+                HttpTargetConfig(url=f"{listening.url}/{index}", token=f"token-{index}" * 4),
+                agent_id=agent,
+                api_key=key,
+            )
+            for index, (agent, key, _room) in enumerate(agents)
+        ]
+        async with running_bridge(identities):
+            with trio.fail_after(DEADLINE):
+                for _agent, _key, room in [*agents, *agents]:  # each twice, in turn
+                    seen = len(app.seen)
+                    platform.post_message(room, user, "hello")
+                    while len(app.seen) == seen:
+                        await app.changed.wait()
+        stop.set()
+    tokens = {agent: f"Bearer {f'token-{index}' * 4}" for index, (agent, _, _) in enumerate(agents)}
+    assert [(agent, token) for agent, token, _ in app.seen] == [
+        (agent, tokens[agent]) for agent, _, _ in [*agents, *agents]
+    ]
+    assert [cookie for _, _, cookie in app.seen] == ["", "", "", ""]
+    assert len(app.connections) == 1

@@ -17,7 +17,7 @@ from band_trio import tls
 from band_trio.adapters import A2AAdapter, OpenCodeAdapter
 from band_trio.bridge import HttpTargetConfig
 from band_trio.bridge._policy import BridgePolicy
-from band_trio.bridge._targets import open_target
+from band_trio.bridge._targets import TargetClients, open_target
 from band_trio.contract import upstream_client
 from band_trio.link import RestClient
 from band_trio.policy import UpstreamPolicy
@@ -48,11 +48,13 @@ async def test_rest_clients_and_http_targets_share_one_context_built_once(
     built: list[ssl.SSLContext],
 ) -> None:
     async with AsyncExitStack() as stack:
+        clients = TargetClients(BridgePolicy(), stack)
         for index in range(10):
             await stack.enter_async_context(RestClient("http://127.0.0.1:9", f"key-{index}"))
             await open_target(
-                HttpTargetConfig(url=f"http://127.0.0.1:9/{index}"), BridgePolicy(), stack
+                HttpTargetConfig(url=f"http://127.0.0.1:{9000 + index}/"), BridgePolicy(), clients
             )
+        assert len(clients) == 10  # ten origins: ten clients, one context
     assert len(built) == 1
     assert built[0] is tls.shared_ssl_context()
 

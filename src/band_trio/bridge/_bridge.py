@@ -3,6 +3,8 @@
     Bridge.run (nursery)
     ├── identity <name>         one runner each (`Identity.run`); one ending for
     │                           good does not touch the others
+    ├── the targets' clients    one HTTP client per target origin, shared by the
+    │                           identities forwarding there, closed after them all
     └── health server           `GET /health`, if configured
 
 `run` returns once every identity has ended: all closed (`close()`, a signal),
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 
@@ -30,6 +33,7 @@ from ._config import BridgeConfig
 from ._health import ConnectStats, HealthApp
 from ._identity import Identity, IdentityStatus
 from ._policy import BridgePolicy
+from ._targets import TargetClients
 
 __all__ = ["Bridge", "BridgeResult"]
 
@@ -155,10 +159,14 @@ class Bridge:
                     partial(serve, app, health[0], health[1], settings, stop=stop_health)
                 )
                 self.health_port = listening.port
-            async with trio.open_nursery() as runners:
-                for name, identity in self.identities.items():
-                    runners.start_soon(_run_one, identity, ends, name=f"identity {name}")
-                task_status.started()
+            async with AsyncExitStack() as stack:  # the targets' clients, once all ended
+                clients = TargetClients(self.bridge_policy, stack)
+                async with trio.open_nursery() as runners:
+                    for name, identity in self.identities.items():
+                        runners.start_soon(
+                            _run_one, identity, ends, clients, name=f"identity {name}"
+                        )
+                    task_status.started()
             stop_health.set()
         result = BridgeResult(ends)
         if result.all_lost:
@@ -166,11 +174,11 @@ class Bridge:
         return result
 
 
-async def _run_one(identity: Identity, ends: dict[str, LinkEnd]) -> None:
+async def _run_one(identity: Identity, ends: dict[str, LinkEnd], clients: TargetClients) -> None:
     """One identity's runner; a crash (a bug) ends that identity only, logged."""
     name = identity.config.name
     try:
-        ends[name] = await identity.run()
+        ends[name] = await identity.run(clients)
     except Exception as exc:
         log.exception("identity %s crashed; the other identities go on", name)
         identity.ended = f"crashed: {type(exc).__name__}: {exc}"

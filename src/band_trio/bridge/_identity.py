@@ -45,7 +45,7 @@ from ._envelope import FORWARDED_EVENTS, envelope_for
 from ._policy import BridgePolicy
 from ._rooms import ForwardRooms
 from ._shared import Counters, Forwarded, Shared
-from ._targets import open_target
+from ._targets import TargetClients, open_target
 
 __all__ = ["Identity", "IdentityStatus"]
 
@@ -96,6 +96,7 @@ class Identity:
         self._limiter = limiter
         self._connects = connects
         """The bridge's connect limiter, shared by every identity's link."""
+
         self._changes = changes
         self._closing = trio.Event()
         self._hard: str | None = None
@@ -197,8 +198,9 @@ class Identity:
 
     # -- the runner ------------------------------------------------------------
 
-    async def run(self) -> LinkEnd:
-        """Serve until closed or ended for good; the end says which."""
+    async def run(self, clients: TargetClients) -> LinkEnd:
+        """Serve until closed or ended for good; the end says which. An HTTP target's
+        client comes from `clients` (the bridge's, one per origin: it closes them)."""
         config = self.config
         tracked = observe.track(self._sample)  # the gauges of /metrics, while it runs
         try:
@@ -206,7 +208,7 @@ class Identity:
                 rest = await stack.enter_async_context(
                     RestClient(config.rest_url, config.api_key, policy=self._policy)
                 )
-                target = await open_target(config.target, self._bridge_policy, stack)
+                target = await open_target(config.target, self._bridge_policy, clients)
                 shared = self._shared = Shared(
                     agent_id=config.agent_id,
                     rest=rest,

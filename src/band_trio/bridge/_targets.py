@@ -11,7 +11,8 @@ the way its kind of work stops:
   with full jitter, the wait cancelled by an interrupt or stop). No read
   timeout: the host keeps the request open for its whole turn
   (`BridgePolicy.forward_deadline` bounds it). Only `target_max_body` bytes of
-  the answer are read; past them the connection is dropped.
+  the answer are read; past them the connection is dropped. Identities whose
+  targets share an origin share one client (`TargetClients`, the bridge's).
 * A2A — through `A2AAdapter`: a cancelled forward cancels the A2A task
   (`CancelTask`) under the remote-stop deadline, and the outcome is recorded;
   its requests are retried as the adapter's are.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import AsyncExitStack
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Protocol
 
 import httpx2
@@ -40,7 +42,14 @@ from ._config import A2ATargetConfig, CommandTargetConfig, HttpTargetConfig, Tar
 from ._envelope import Envelope
 from ._policy import BridgePolicy
 
-__all__ = ["A2ATarget", "CommandTarget", "HttpTarget", "Target", "open_target"]
+__all__ = [
+    "A2ATarget",
+    "CommandTarget",
+    "HttpTarget",
+    "Target",
+    "TargetClients",
+    "open_target",
+]
 
 log = logging.getLogger("band_trio.bridge.target")
 
@@ -140,18 +149,59 @@ class A2ATarget:
         await self._adapter.on_room_left(room_id)
 
 
-async def open_target(config: TargetConfig, policy: BridgePolicy, stack: AsyncExitStack) -> Target:
-    """The target for `config`; what it holds open (an HTTP client) closes with `stack`."""
+class TargetClients:
+    """The HTTP targets' clients: one per origin (scheme, host, port), shared by every
+    identity that forwards there, owned by whoever made this (the bridge) and closed
+    with its `stack`.
+
+    A thousand identities in front of one host keep the host's connections to
+    `target_connections`, not one or more per identity, and the bridge builds one
+    client, not a thousand. Sharing costs no identity a wait: a pool holds
+    `max(target_connections, max_forwards)` connections, and no more than
+    `max_forwards` forwards are in flight over the whole bridge (its one limiter).
+    Each forward sends its own target's headers and token, and a shared client keeps
+    no cookies: what a target set in its answer to one identity is never sent with
+    another's forward."""
+
+    def __init__(self, policy: BridgePolicy, stack: AsyncExitStack) -> None:
+        self._policy = policy
+        self._stack = stack
+        self._clients: dict[tuple[str, str, int | None], httpx2.AsyncClient] = {}
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    async def for_url(self, url: str) -> httpx2.AsyncClient:
+        """The client for `url`'s origin, built (and entered into the stack) once."""
+        parsed = httpx2.URL(url)
+        origin = (parsed.scheme, parsed.host, parsed.port)
+        client = self._clients.get(origin)
+        if client is None:
+            policy = self._policy
+            connections = max(policy.target_connections, policy.max_forwards)
+            client = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(None, connect=policy.forward_connect),
+                limits=httpx2.Limits(
+                    max_connections=connections, max_keepalive_connections=connections
+                ),
+                verify=shared_ssl_context(),  # one per process, not a CA bundle per client
+                cookies=_no_cookies(),
+            )
+            self._clients[origin] = client  # before the await: a second asker shares it
+            await self._stack.enter_async_context(client)
+        return client
+
+
+def _no_cookies() -> CookieJar:
+    """A jar that takes no cookie from any domain."""
+    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+
+
+async def open_target(config: TargetConfig, policy: BridgePolicy, clients: TargetClients) -> Target:
+    """The target for `config`; an HTTP target's client comes from `clients` (its
+    owner closes it)."""
     if isinstance(config, HttpTargetConfig):
-        client = httpx2.AsyncClient(
-            timeout=httpx2.Timeout(None, connect=policy.forward_connect),
-            limits=httpx2.Limits(
-                max_connections=policy.target_connections,
-                max_keepalive_connections=policy.target_connections,
-            ),
-            verify=shared_ssl_context(),  # one per process, not a CA bundle per identity
-        )
-        await stack.enter_async_context(client)
+        client = await clients.for_url(config.url)
         return HttpTarget(config, client, max_body=policy.target_max_body)
     if isinstance(config, CommandTargetConfig):
         return CommandTarget(config)

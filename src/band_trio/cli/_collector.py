@@ -13,10 +13,11 @@ collector runs changes, not what it frees.
 * `collect_rarely(threshold)`, once the command's modules are loaded and its
   configuration read: what is alive then (modules, classes, the configuration)
   lives as long as the process, so after one collection (the garbage of the
-  imports) `gc.freeze()` puts it out of the collector's sight; and the first threshold becomes `threshold`, so the young generation is
-  collected every `threshold` net allocations, the middle one every ten of those,
-  and the whole heap only after ten of the middle one's collections (and a quarter
-  more long-lived objects than the last full one saw, CPython's own rule).
+  imports) `gc.freeze()` puts it out of the collector's sight; and the first
+  threshold becomes `threshold`, so the young generation is collected every
+  `threshold` net allocations, the middle one every ten of those, and the whole
+  heap only after ten of the middle one's collections (and a quarter more
+  long-lived objects than the last full one saw, CPython's own rule).
 * `freeze_for_exit()`, as the command returns: the interpreter's last collection
   would walk every object still tracked; the process is ending, nothing needs it.
 

@@ -19,6 +19,9 @@ TERMINAL_UPGRADE_STATUSES = frozenset({400, 401, 403, 404, 409})
 the platform does not serve (404), is not retried forever."""
 TERMINAL_CLOSE_CODES = frozenset({1008})
 """A close with these (policy violation) is final."""
+_JITTER = random.Random()
+"""One generator for every link's jitter: a `Random` of its own per link is 2.5 KB of
+state (and a seed read from the OS) for each of a bridge's thousand identities."""
 
 
 class Backoff:
@@ -36,7 +39,7 @@ class Backoff:
         self.cap = cap
         self.stable_after = stable_after
         self.failures = 0
-        self._rng = rng or random.Random()
+        self._rng = rng or _JITTER
         self._connected_at: float | None = None
 
     def connected(self, now: float) -> None:
