@@ -1,7 +1,7 @@
 """One bridge process for many identities: start-up, memory, shutdown, signal latency.
 
     .venv/bin/python benchmarks/bridge_scale.py --identities 1 200 1000 [--trials 200]
-        [--json FILE] [--profile DIR]
+        [--json FILE] [--profile DIR] [--policy JSON] [--src OLD/src]
 
 Three kinds of process, all on loopback, as a user would run them:
 
@@ -276,6 +276,7 @@ async def _measure(
     policy: dict[str, Any],
     bridge_command: list[str] | None = None,
     platform_command: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Figures:
     """One size, one fresh platform and bridge. `bridge_command` and `platform_command`
     replace `band-trio` (a wrapper that runs the CLI, for an experiment)."""
@@ -285,7 +286,7 @@ async def _measure(
         platform_argv = [*(platform_command or [band_trio]), "platform", "--port", "0"]
         platform_argv += ["--ready-file", str(ready_file)]
         async with (
-            _process(platform_argv, nursery) as (platform, platform_lines),
+            _process(platform_argv, nursery, env=env) as (platform, platform_lines),
             open_recording_target() as target,
         ):
             with trio.fail_after(WAIT):
@@ -296,7 +297,7 @@ async def _measure(
             platform_cpu = _cpu_seconds(platform.pid)
             launched = time.perf_counter()
             bridge_argv = [*(bridge_command or [band_trio]), "bridge", "--config", str(config)]
-            async with _process(bridge_argv, nursery) as (bridge, lines):
+            async with _process(bridge_argv, nursery, env=env) as (bridge, lines):
                 with trio.fail_after(WAIT):
                     ready = await lines.wait_for("ready:")
                 connected = time.perf_counter() - launched
@@ -483,8 +484,11 @@ async def _main(args: argparse.Namespace) -> None:
     rows: list[Figures] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        env = None
+        if args.src is not None:  # the platform and the bridge from another tree
+            env = {**os.environ, "PYTHONPATH": str(args.src.resolve())}
         for n in args.identities:
-            figures = await _measure(n, args.trials, folder, policy)
+            figures = await _measure(n, args.trials, folder, policy, env=env)
             rows.append(figures)
             print(_table([*(r for r in rows if r.identities == 1), figures]), file=sys.stderr)
         if args.profile is not None:
@@ -503,6 +507,12 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="also profile the largest size into DIR")
     parser.add_argument(
         "--policy", default="{}", help="BridgePolicy fields for [bridge] policy, as JSON"
+    )
+    parser.add_argument(
+        "--src",
+        type=Path,
+        help="run the platform and the bridge from this src/ folder (an older checkout: "
+        "the before of a before/after); the driver and its target stay this tree's",
     )
     args = parser.parse_args()
     if args.profile is not None:

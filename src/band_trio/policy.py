@@ -341,7 +341,7 @@ class PlatformPolicy:
     """The request log keeps this many entries, the newest (a ring)..."""
     log_text_limit: int = 1024
     """...and cuts each logged body, frame, path or query string to this many characters."""
-    collector_threshold: int = 20_000
+    collector_threshold: int = 50_000
     """`band-trio platform` only: the garbage collector's first threshold (Python's is
     700), with what is alive as it starts frozen out of its sight: serving a
     thousand agents, the default ran a full collection of the whole heap every few

@@ -69,7 +69,7 @@ class BridgePolicy:
     forward_attempts: int = 5
     """Consecutive failed forwards of one message before the bridge (when it settles)
     marks it `failed` and moves on: one bad message must not hold its room for ever."""
-    collector_threshold: int = 20_000
+    collector_threshold: int = 50_000
     """`band-trio bridge` only: the garbage collector's first threshold (Python's is
     700), with what is alive once the config is read frozen out of its sight. At a
     thousand identities the default ran a full collection of the whole heap every
