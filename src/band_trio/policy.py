@@ -310,6 +310,11 @@ class ServerPolicy:
                 raise ValueError(f"ServerPolicy.{name} must be > 0")
 
 
+COLLECTOR_THRESHOLD_MAX = 2**31 - 1
+"""The largest first threshold the garbage collector takes (`gc.set_threshold` reads a
+C int): a larger `collector_threshold` is refused when the policy is built."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlatformPolicy:
     """Durations (seconds) and counts of the embedded platform (the server side)."""
@@ -392,6 +397,10 @@ class PlatformPolicy:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"PlatformPolicy.{name} must be >= 1")
+        if self.collector_threshold > COLLECTOR_THRESHOLD_MAX:
+            raise ValueError(
+                f"PlatformPolicy.collector_threshold must be at most {COLLECTOR_THRESHOLD_MAX}"
+            )
         if not isinstance(self.server, ServerPolicy):
             raise ValueError(f"PlatformPolicy.server must be a ServerPolicy, got {self.server!r}")
 

@@ -75,8 +75,10 @@ def test_a_bridge_run_as_a_library_leaves_the_collector_alone(collector: None) -
     assert gc.get_threshold() == before
 
 
-@pytest.mark.parametrize("value", [0, -1])
+@pytest.mark.parametrize("value", [0, -1, 2**31])
 def test_the_thresholds_are_checked(value: int) -> None:
+    """Below 1, or past what `gc.set_threshold` takes (a C int: it would raise
+    `OverflowError` in the command, a traceback)."""
     with pytest.raises(ValueError, match="collector_threshold"):
         BridgePolicy(collector_threshold=value)
     with pytest.raises(ValueError, match="collector_threshold"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..policy import ServerPolicy
+from ..policy import COLLECTOR_THRESHOLD_MAX, ServerPolicy
 
 __all__ = ["BridgePolicy"]
 
@@ -97,6 +97,10 @@ class BridgePolicy:
         ):
             if getattr(self, count) < 1:
                 raise ValueError(f"{count} must be at least 1")
+        if self.collector_threshold > COLLECTOR_THRESHOLD_MAX:
+            raise ValueError(
+                f"collector_threshold must be at most {COLLECTOR_THRESHOLD_MAX} (a C int)"
+            )
         for name in (
             "forward_connect",
             "forward_deadline",
