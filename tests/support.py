@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -354,3 +355,22 @@ async def conformance(*argv: str, cwd: Path) -> subprocess.CompletedProcess[byte
         check=False,
         cwd=cwd,
     )
+
+
+def bridge_config_out_of_reach(path: Path, policy: dict[str, Any] | None = None) -> Path:
+    """A bridge config file (JSON) of one identity `a` whose platform and target are
+    the discard port, where nothing listens: the run ends at once, every identity
+    lost at start-up (exit 1)."""
+    nowhere = "127.0.0.1:9"
+    identity = {
+        "agent_id": "a",
+        "api_key": "k",
+        "rest_url": f"http://{nowhere}",
+        "ws_url": f"ws://{nowhere}/api/v1/socket/websocket",
+        "target": {"type": "http", "url": f"http://{nowhere}/"},
+    }
+    data: dict[str, Any] = {"identity": [identity]}
+    if policy is not None:
+        data["bridge"] = {"policy": policy}
+    path.write_text(json.dumps(data))
+    return path

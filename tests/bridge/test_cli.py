@@ -20,7 +20,7 @@ import trio
 from band_trio.cli import EXIT_CONFIG, EXIT_CRASH, EXIT_DISCONNECTED, main
 from band_trio.platform import Platform
 from band_trio.testing import open_recording_target
-from support import HOST_TOKEN, Command, envelope
+from support import HOST_TOKEN, Command, bridge_config_out_of_reach, envelope
 
 from .conftest import seeded
 
@@ -192,22 +192,6 @@ def test_a_platform_out_of_reach_for_every_identity_exits_1(
 
 
 def _out_of_reach(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "bridge.json"
-    nowhere = "127.0.0.1:9"  # the discard port: nothing listens
-    path.write_text(
-        json.dumps(
-            {
-                "identity": [
-                    {
-                        "agent_id": "a",
-                        "api_key": "k",
-                        "rest_url": f"http://{nowhere}",
-                        "ws_url": f"ws://{nowhere}/api/v1/socket/websocket",
-                        "target": {"type": "http", "url": f"http://{nowhere}/"},
-                    }
-                ]
-            }
-        )
-    )
+    path = bridge_config_out_of_reach(tmp_path / "bridge.json")
     assert main(["bridge", "--config", str(path)]) == EXIT_CRASH
     assert "every identity ended for good (a)" in capsys.readouterr().err

@@ -12,8 +12,8 @@ import functools
 import json
 import signal
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,10 @@ import trio
 from band_trio import errors
 from band_trio.bridge import BridgePolicy, HttpTargetConfig, IdentityConfig
 from band_trio.platform import Platform
-from band_trio.server import Listening, ServeSettings, serve
-from band_trio.testing import open_recording_target
+from band_trio.server import Listening, ServeSettings, read_body, serve
+from band_trio.testing import RecordingTarget, open_recording_target
 from peers import silent_peer
-from support import band_trio
+from support import Command, band_trio
 
 from ._helpers import FAST, identity, running_bridge, second_agent
 from .conftest import seeded
@@ -168,37 +168,16 @@ async def test_the_bridge_process_is_ready_and_stops_cleanly_past_identities_tha
     wrong key and one whose websocket is refused (it retries for ever). The ready line
     comes once each has connected, ended or failed an attempt — the retrying one does
     not hold it — forwards flow, and SIGTERM stops every identity cleanly."""
-    info = platform.info
     _, _, user = seeded(platform)
     agents = [second_agent(platform, f"room {index}") for index in range(9)]
     async with open_recording_target() as target:
         with _refused_port() as refused:
-            identities = [
-                {"agent_id": agent, "api_key": key, "target": {"type": "http", "url": target.url}}
-                for agent, key, _room in agents[:8]
-            ]
+            identities = _forwarding(agents[:8], target.url)
             identities.append({**identities[0], "agent_id": "WRONG", "api_key": "wrong-key"})
             identities.append(
-                {
-                    "agent_id": agents[8][0],
-                    "api_key": agents[8][1],
-                    "ws_url": f"ws://127.0.0.1:{refused}/socket",
-                    "target": {"type": "http", "url": target.url},
-                }
+                {**_forwarding(agents[8:], target.url)[0], "ws_url": f"ws://127.0.0.1:{refused}/"}
             )
-            config = tmp_path / "bridge.json"
-            config.write_text(
-                json.dumps(
-                    {
-                        "bridge": {
-                            "rest_url": info.rest_url,
-                            "ws_url": info.ws_url,
-                            "policy": {"max_connects": 1},
-                        },
-                        "identity": identities,
-                    }
-                )
-            )
+            config = _config_file(platform, tmp_path, identities, {"max_connects": 1})
             async with band_trio("bridge", "--config", str(config)) as bridge:
                 with trio.fail_after(DEADLINE * 2):
                     ready = await bridge.line("ready:")
@@ -236,22 +215,48 @@ def test_max_connects_must_be_at_least_one() -> None:
 
 
 def _config_file(
-    platform: Platform, tmp_path: Path, url: str, agents: list[tuple[str, str, str]]
+    platform: Platform,
+    tmp_path: Path,
+    identities: list[dict[str, Any]],
+    policy: dict[str, Any] | None = None,
 ) -> Path:
+    """A bridge config (JSON) of these identities on the platform."""
     info = platform.info
+    bridge: dict[str, Any] = {"rest_url": info.rest_url, "ws_url": info.ws_url}
+    if policy is not None:
+        bridge["policy"] = policy
     config = tmp_path / "bridge.json"
-    config.write_text(
-        json.dumps(
-            {
-                "bridge": {"rest_url": info.rest_url, "ws_url": info.ws_url},
-                "identity": [
-                    {"agent_id": agent, "api_key": key, "target": {"type": "http", "url": url}}
-                    for agent, key, _room in agents
-                ],
-            }
-        )
-    )
+    config.write_text(json.dumps({"bridge": bridge, "identity": identities}))
     return config
+
+
+def _forwarding(agents: list[tuple[str, str, str]], url: str) -> list[dict[str, Any]]:
+    """One identity per agent, forwarding to `url`."""
+    return [
+        {"agent_id": agent, "api_key": key, "target": {"type": "http", "url": url}}
+        for agent, key, _room in agents
+    ]
+
+
+@asynccontextmanager
+async def _stopping_with_held_forwards(
+    platform: Platform, tmp_path: Path
+) -> AsyncIterator[tuple[Command, RecordingTarget, list[tuple[str, str, str]], list[str]]]:
+    """`band-trio bridge` of 20 identities, each with a forward the target holds, and
+    the first SIGTERM taken (the caller's deadline): the bridge, the target, the
+    agents and the held messages."""
+    _, _, user = seeded(platform)
+    agents = [second_agent(platform, f"room {index}") for index in range(20)]
+    async with open_recording_target() as target:
+        config = _config_file(platform, tmp_path, _forwarding(agents, target.url))
+        async with band_trio("bridge", "--config", str(config)) as bridge:
+            await bridge.line("ready: 20 of 20 identities connected")
+            target.hold = True
+            messages = [platform.post_message(room, user, "held") for _, _, room in agents]
+            await target.wait_until(lambda: set(messages) <= set(target.message_ids()))
+            bridge.process.send_signal(signal.SIGTERM)
+            await bridge.line("stopping (again to force)")
+            yield bridge, target, agents, messages
 
 
 def _statuses(
@@ -270,21 +275,12 @@ async def test_sigterm_lets_every_identitys_forward_finish_and_leaves_every_room
     """`band-trio bridge`, 20 identities, each with a forward held by the target when
     SIGTERM comes: the links close, the forwards finish within the grace once the
     target answers, every message is `processed`, every identity closed, exit 0."""
-    _, _, user = seeded(platform)
-    agents = [second_agent(platform, f"room {index}") for index in range(20)]
-    async with open_recording_target() as target:
-        config = _config_file(platform, tmp_path, target.url, agents)
-        async with band_trio("bridge", "--config", str(config)) as bridge:
-            with trio.fail_after(DEADLINE * 2):
-                await bridge.line("ready: 20 of 20 identities connected")
-                target.hold = True
-                messages = [platform.post_message(room, user, "held") for _, _, room in agents]
-                await target.wait_until(lambda: set(messages) <= set(target.message_ids()))
-                bridge.process.send_signal(signal.SIGTERM)
-                await bridge.line("stopping (again to force)")
-                target.release_all()
-                await bridge.rest_of_stderr()
-                assert await bridge.process.wait() == 0
+    with trio.fail_after(DEADLINE * 2):
+        async with _stopping_with_held_forwards(platform, tmp_path) as held:
+            bridge, target, agents, messages = held
+            target.release_all()
+            await bridge.rest_of_stderr()
+            assert await bridge.process.wait() == 0
     err = bridge.err.decode()
     assert "band-trio bridge: stopped: 20 of 20 identities closed\n" in err, err
     assert _statuses(platform, agents, messages) == ["processed"] * 20
@@ -298,21 +294,12 @@ async def test_a_second_sigterm_cuts_every_identitys_forward_and_says_so(
     """The same 20 held forwards, and a second SIGTERM: each is cancelled (its
     request closed, its message left `processing` for a replay), the stopped line
     counts them, and every identity still closes its socket."""
-    _, _, user = seeded(platform)
-    agents = [second_agent(platform, f"room {index}") for index in range(20)]
-    async with open_recording_target() as target:
-        config = _config_file(platform, tmp_path, target.url, agents)
-        async with band_trio("bridge", "--config", str(config)) as bridge:
-            with trio.fail_after(DEADLINE * 2):
-                await bridge.line("ready: 20 of 20 identities connected")
-                target.hold = True
-                messages = [platform.post_message(room, user, "held") for _, _, room in agents]
-                await target.wait_until(lambda: set(messages) <= set(target.message_ids()))
-                bridge.process.send_signal(signal.SIGTERM)
-                await bridge.line("stopping (again to force)")
-                assert await bridge.stop() == 0  # the second SIGTERM
-                for received in target.received:
-                    await received.closed.wait()
+    with trio.fail_after(DEADLINE * 2):
+        async with _stopping_with_held_forwards(platform, tmp_path) as held:
+            bridge, target, agents, messages = held
+            assert await bridge.stop() == 0  # the second SIGTERM
+            for received in target.received:
+                await received.closed.wait()
     err = bridge.err.decode()
     assert (
         "band-trio bridge: stopped: 20 of 20 identities closed, 20 forward(s) cancelled "
@@ -335,12 +322,7 @@ class _CookieTarget:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(scope, receive, 64 * 1024)
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         agent = json.loads(body)["agent_id"]
         self.seen.append((agent, headers.get("authorization", ""), headers.get("cookie", "")))

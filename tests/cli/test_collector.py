@@ -7,7 +7,6 @@ identities"); here, that the settings are applied, and only by the commands."""
 from __future__ import annotations
 
 import gc
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from band_trio.bridge import Bridge, BridgeConfig, BridgePolicy
 from band_trio.cli import EXIT_CRASH, main
 from band_trio.cli._collector import collect_rarely, freeze_for_exit
 from band_trio.policy import PlatformPolicy
+from support import bridge_config_out_of_reach
 
 
 @pytest.fixture
@@ -44,23 +44,8 @@ def test_collect_rarely_freezes_what_is_alive_and_raises_the_first_threshold(
 def test_the_bridge_command_applies_the_policys_threshold(
     collector: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    nowhere = "127.0.0.1:9"  # nothing listens: the run ends at once, exit 1
-    path = tmp_path / "bridge.json"
-    path.write_text(
-        json.dumps(
-            {
-                "bridge": {"policy": {"collector_threshold": 4321}},
-                "identity": [
-                    {
-                        "agent_id": "a",
-                        "api_key": "k",
-                        "rest_url": f"http://{nowhere}",
-                        "ws_url": f"ws://{nowhere}/api/v1/socket/websocket",
-                        "target": {"type": "http", "url": f"http://{nowhere}/"},
-                    }
-                ],
-            }
-        )
+    path = bridge_config_out_of_reach(
+        tmp_path / "bridge.json", policy={"collector_threshold": 4321}
     )
     gc.unfreeze()
     assert main(["bridge", "--config", str(path)]) == EXIT_CRASH
