@@ -6,6 +6,9 @@
 * No wait of the runtime takes its duration from a literal: `trio.sleep`,
   `move_on_after`, `fail_after` and a `CancelScope(deadline=...)` read a policy
   (the benchmark harness paces itself, and says so).
+* Every HTTP client band-trio builds shares the process's TLS context
+  (`band_trio.tls`): an `httpx2.AsyncClient(...)` without `verify=` loads a CA
+  bundle of its own (docs/benchmarks.md, "One bridge, many identities").
 """
 
 from __future__ import annotations
@@ -73,3 +76,25 @@ def test_no_wait_of_the_runtime_has_a_literal_duration() -> None:
             if any(_literal(arg) and arg.value != 0 for arg in args):  # type: ignore[attr-defined]
                 literal.append(f"{name}:{node.lineno}")
     assert literal == []
+
+
+STANDALONE = {"bench/_peers/fault_proxy.py"}
+"""Scripts run as processes of their own, importing nothing of band-trio's."""
+
+
+def test_every_http_client_is_given_the_shared_tls_context() -> None:
+    unshared = []
+    for name, tree in _modules():
+        if name in STANDALONE:
+            continue
+        for node in ast.walk(tree):
+            is_client = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("AsyncClient", "Client")
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "httpx2"
+            )
+            if is_client and not any(k.arg == "verify" for k in node.keywords):
+                unshared.append(f"{name}:{node.lineno}")
+    assert unshared == []

@@ -26,6 +26,7 @@ import trio
 from .. import errors
 from ..contract import read_body
 from ..policy import Policy
+from ..tls import shared_ssl_context
 from ..wire import ErrorEnvelope
 from ..wire.admin import AdminControl, ControlAccepted
 from ._exits import EXIT_CONFIG, EXIT_OK
@@ -76,7 +77,9 @@ async def _post(url: str, body: bytes, policy: Policy) -> ControlAccepted:
     try:
         with trio.fail_after(policy.admin_request):
             async with (
-                httpx2.AsyncClient(timeout=policy.admin_request) as client,
+                httpx2.AsyncClient(
+                    timeout=policy.admin_request, verify=shared_ssl_context()
+                ) as client,
                 client.stream(
                     "POST", url, content=body, headers={"content-type": "application/json"}
                 ) as response,
