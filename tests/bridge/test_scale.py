@@ -161,6 +161,27 @@ async def test_identities_that_cannot_connect_never_delay_the_others(platform: P
     assert isinstance(run.result.ends["wrong key"].error, errors.AuthenticationError)
 
 
+async def test_a_room_whose_join_is_refused_holds_no_connect_slot(platform: Platform) -> None:
+    """One slot; the first identity's room refuses its joins, retried on a 30 s
+    backoff: the slot was given back once its room list was read, so the other
+    identities connect meanwhile (and the refused room is still being retried)."""
+    identities = _identities(platform, "http://127.0.0.1:9/", 4)
+    first = platform.store.rooms_of(identities[0].agent_id)[0].id
+    platform.faults.refuse_joins(f"chat_room:{first}")
+    policy = dataclasses.replace(FAST, join_retry_base=30.0, join_retry_cap=30.0)
+    async with running_bridge(
+        identities, policy=policy, bridge_policy=BridgePolicy(max_connects=1), wait=False
+    ) as run:
+        bridge = run.bridge
+        by_name = bridge.identities
+        with trio.fail_after(DEADLINE):
+            await bridge.wait_until(
+                lambda: all(by_name[c.name].link_connects > 0 for c in identities[1:])
+            )
+        assert by_name[identities[0].name].link_connects == 0  # still joining its room
+        assert bridge.connects.connecting == 0
+
+
 async def test_the_bridge_process_is_ready_and_stops_cleanly_past_identities_that_cannot_connect(
     platform: Platform, tmp_path: Path
 ) -> None:
