@@ -68,3 +68,23 @@ def test_the_thresholds_are_checked(value: int) -> None:
         BridgePolicy(collector_threshold=value)
     with pytest.raises(ValueError, match="collector_threshold"):
         PlatformPolicy(collector_threshold=value)
+
+
+def test_the_platform_command_applies_its_policys_threshold(
+    collector: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`band-trio platform` tunes the collector before it serves (the serving itself
+    is replaced: it runs until a signal)."""
+    from band_trio.cli import _platform
+
+    served: list[object] = []
+
+    async def serve(*args: object) -> None:
+        served.append(args)
+
+    monkeypatch.setattr(_platform, "_serve", serve)
+    gc.unfreeze()
+    assert main(["platform", "--port", "0"]) == 0
+    assert len(served) == 1
+    assert gc.get_threshold()[0] == PlatformPolicy().collector_threshold
+    assert gc.get_freeze_count() > 0

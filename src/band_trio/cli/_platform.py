@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..policy import PlatformPolicy
 from ._collector import collect_rarely, freeze_for_exit
 
 if TYPE_CHECKING:
@@ -41,19 +42,17 @@ def add_parser(commands: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    policy = PlatformPolicy()
+    collect_rarely(policy.collector_threshold)
     try:
-        trio.run(_serve, args)
+        trio.run(_serve, args, policy)
     finally:
         freeze_for_exit()
     return 0
 
 
-async def _serve(args: argparse.Namespace) -> None:
+async def _serve(args: argparse.Namespace, policy: PlatformPolicy) -> None:
     from ..platform import run_platform  # here: `band-trio agent` need not load hypercorn
-    from ..policy import PlatformPolicy
-
-    policy = PlatformPolicy()
-    collect_rarely(policy.collector_threshold)
 
     # Signals are taken from before the start on: a SIGTERM sent the moment the ready
     # line appears must shut down cleanly, not kill the process with the default action.
