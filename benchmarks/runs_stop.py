@@ -25,7 +25,6 @@ same for a `GET /v1/runs/{id}` (the key checked, a status encoded).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -41,6 +40,7 @@ from typing import IO
 
 import httpx2
 import trio
+from _stopwatch import run_cli
 
 from band_trio.bench._peer import Peer, open_peer
 
@@ -262,14 +262,7 @@ def table(rows: dict[str, list[float]]) -> str:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trials", type=int, default=30)
-    parser.add_argument("--json", action="store_true", help="also print the raw seconds as JSON")
-    args = parser.parse_args()
-    if args.trials < 1:
-        parser.error("--trials must be at least 1")
-    results = trio.run(main, args.trials)
-    print(f"{args.trials} trials per mode; stubllm 0.1.5 streaming 50 ms a chunk\n")
-    print(table(results))
-    if args.json:
-        print(json.dumps(results, indent=1, ensure_ascii=False))
+    run_cli(
+        main, "{trials} trials per mode; stubllm 0.1.5 streaming 50 ms a chunk", __doc__,
+        trials=30, render=table,
+    )  # fmt: skip

@@ -23,8 +23,6 @@ the two processes are comparable. `stop took` is the adapter's own record:
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +33,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _stopwatch import control_frame_after, table
+from _stopwatch import control_frame_after, run_cli
 
 from band_trio import Agent, Turn
 from band_trio.adapters import A2AAdapter
@@ -165,14 +163,4 @@ async def main(trials: int) -> dict[str, list[float]]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--json", action="store_true", help="also print the raw seconds as JSON")
-    args = parser.parse_args()
-    if args.trials < 1:
-        parser.error("--trials must be at least 1")
-    results = trio.run(main, args.trials)
-    print(f"{args.trials} trials per row; a2a-sdk 1.3.0 streaming 20 ms a chunk\n")
-    print(table(results))
-    if args.json:
-        print(json.dumps(results, indent=1, ensure_ascii=False))
+    run_cli(main, "{trials} trials per row; a2a-sdk 1.3.0 streaming 20 ms a chunk", __doc__)

@@ -38,14 +38,11 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import re
-import socket
 import time
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from a2a.helpers.proto_helpers import new_task, new_text_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -67,6 +64,8 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.errors import UnsupportedOperationError
 from starlette.applications import Starlette
 
+from band_trio.bench._peers._uvicorn import EventLog, listen, serve
+
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_FAILED,
@@ -74,18 +73,6 @@ TERMINAL = {
     TaskState.TASK_STATE_REJECTED,
 }
 MODES = {"normal", "silent", "stubborn", "swallow", "message", "quick", "fail"}
-
-
-class EventLog:
-    """Append-only JSON-lines log; one write + flush per event so readers see whole lines."""
-
-    def __init__(self, path: Path) -> None:
-        self._file = path.open("a", encoding="utf-8")
-
-    def emit(self, event: str, **fields: Any) -> None:
-        record = {"event": event, "perf": time.perf_counter(), "time": time.time(), **fields}
-        self._file.write(json.dumps(record, default=str) + "\n")
-        self._file.flush()
 
 
 def parse_directives(text: str) -> dict[str, Any]:
@@ -363,53 +350,13 @@ def build_app(url: str, log: EventLog) -> Any:
     return RecordingMiddleware(Starlette(routes=routes), log)
 
 
-def write_ready(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
-
-
 async def main(args: argparse.Namespace) -> None:
     log = EventLog(Path(args.events_file))
-    # proto=IPPROTO_TCP matters: asyncio/uvloop set TCP_NODELAY on accepted sockets only when
-    # the listening socket says IPPROTO_TCP. With proto 0, Nagle + the client's delayed ACK
-    # add ~40 ms to every small response after the first on a connection. Set it here too.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", args.port))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    config = uvicorn.Config(
-        build_app(url, log),
-        host="127.0.0.1",
-        port=port,
-        log_level=args.log_level,
-        lifespan="off",
-        timeout_graceful_shutdown=2,
+    sock = listen(args.port)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    await serve(
+        sock, build_app(url, log), log, Path(args.ready_file), args.log_level, url=url + "/"
     )
-    server = uvicorn.Server(config)
-    handle_exit = server.handle_exit
-
-    def record_signal(sig: int, frame: Any) -> None:
-        log.emit("signal", signum=sig)
-        handle_exit(sig, frame)
-
-    # uvicorn installs this for SIGTERM/SIGINT, shuts down (at most 2 s grace), then re-raises
-    # the signal, so the process ends by that signal and nothing after serve() runs.
-    server.handle_exit = record_signal  # type: ignore[method-assign]
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if serving.done():
-            await serving  # startup failed: raise its error
-            raise SystemExit("uvicorn exited during startup")
-        await asyncio.sleep(0.005)
-    ready = {"port": port, "url": url + "/", "pid": os.getpid()}
-    log.emit("ready", **ready)
-    write_ready(Path(args.ready_file), ready)
-    await serving
-    log.emit("shutdown")
 
 
 def cli() -> None:

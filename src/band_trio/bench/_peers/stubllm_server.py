@@ -38,18 +38,17 @@ import argparse
 import asyncio
 import contextvars
 import json
-import os
-import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import stubllm.streaming.sse as sse
-import uvicorn
 from stubllm.fixtures.loader import FixtureLoader
 from stubllm.fixtures.models import Fixture, MockResponse
 from stubllm.server import create_app
+
+from band_trio.bench._peers._uvicorn import EventLog, listen, serve
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_FIXTURES = HERE / "stubllm_fixtures.yaml"
@@ -58,18 +57,6 @@ current_req: contextvars.ContextVar[int] = contextvars.ContextVar("current_req",
 current_fixture: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "current_fixture", default=None
 )
-
-
-class EventLog:
-    """Append-only JSON-lines log; one write + flush per event so readers see whole lines."""
-
-    def __init__(self, path: Path) -> None:
-        self._file = path.open("a", encoding="utf-8")
-
-    def emit(self, event: str, **fields: Any) -> None:
-        record = {"event": event, "perf": time.perf_counter(), "time": time.time(), **fields}
-        self._file.write(json.dumps(record, default=str) + "\n")
-        self._file.flush()
 
 
 def load_fixtures(path: Path, chunk_delay_ms: int) -> list[Fixture]:
@@ -244,60 +231,17 @@ class RecordingMiddleware:
             self.log.emit("response_end", req=req, path=path, status=status[0] if status else None)
 
 
-def write_ready(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
-
-
 async def main(args: argparse.Namespace) -> None:
     log = EventLog(Path(args.events_file))
     install_stream_wrapper(log, raw=args.raw)
     app = create_app(fixtures=load_fixtures(Path(args.fixture_file), args.chunk_delay_ms))
     install_match_recorder(app, log)
-
-    # proto=IPPROTO_TCP matters: asyncio/uvloop set TCP_NODELAY on accepted sockets only when
-    # the listening socket says IPPROTO_TCP. With proto 0, Nagle + the client's delayed ACK
-    # add ~40 ms to every small response after the first on a connection. Set it here too.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", args.port))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        RecordingMiddleware(app, log),
-        host="127.0.0.1",
-        port=port,
-        log_level=args.log_level,
-        lifespan="off",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    handle_exit = server.handle_exit
-
-    def record_signal(sig: int, frame: Any) -> None:
-        log.emit("signal", signum=sig)
-        handle_exit(sig, frame)
-
-    # uvicorn shuts down on SIGTERM (at most 2 s grace), then re-raises the signal.
-    server.handle_exit = record_signal  # type: ignore[method-assign]
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if serving.done():
-            await serving
-            raise SystemExit("uvicorn exited during startup")
-        await asyncio.sleep(0.005)
-    ready = {
-        "port": port,
-        "url": f"http://127.0.0.1:{port}/",
-        "base_url": f"http://127.0.0.1:{port}/v1",
-        "pid": os.getpid(),
-    }
-    log.emit("ready", **ready)
-    write_ready(Path(args.ready_file), ready)
-    await serving
-    log.emit("shutdown")
+    sock = listen(args.port)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    await serve(
+        sock, RecordingMiddleware(app, log), log, Path(args.ready_file), args.log_level,
+        url=url + "/", base_url=url + "/v1",
+    )  # fmt: skip
 
 
 def cli() -> None:
