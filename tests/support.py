@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import trio
 
 from band_trio import Adapter, Agent, Policy, StopResult, Turn
 from band_trio.contract import Message, Participant
+from band_trio.contract._process import _group_alive as group_alive
 from band_trio.platform import Platform
 from band_trio.testing import RecordingAdapter, TaskTracker
 from band_trio.testing import client_sockets as client_sockets
@@ -244,6 +246,25 @@ async def pid_pipe(path: Path) -> AsyncIterator[PidPipe]:
         yield pipe
     finally:
         await pipe.aclose()
+
+
+async def wait_group_gone(pgid: int, deadline: float) -> None:
+    """Until no process of group `pgid` is alive, a zombie aside. Polled: nothing can be
+    awaited for processes that are not the test's children."""
+    with trio.fail_after(deadline):
+        while group_alive(pgid):
+            await trio.sleep(0.01)
+
+
+@asynccontextmanager
+async def group_killed_at_exit(pgid: int) -> AsyncIterator[None]:
+    """A test's own backstop: SIGKILL group `pgid` at the end, should the code under
+    test have left it running."""
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 class NoPlatform:

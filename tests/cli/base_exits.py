@@ -5,7 +5,8 @@ tests (`--adapter base_exits:raises`, run with this folder as the cwd).
 `GeneratorExit` makes the turn raise it (`sys.exit(3)` for the first); any other
 is echoed, so a test can show that the process went on after each failed turn.
 `always`: every turn raises, the next of the three each time (the conformance
-kit's probes see each of them).
+kit's probes see each of them). `stuck` and `stuck_with_child` never let the cancel
+in, the second while a command it started runs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import itertools
 import trio
 
 from band_trio import Adapter, Turn
+from band_trio.contract import run_command
 
 RAISED: dict[str, type[BaseException]] = {
     "SystemExit": SystemExit,
@@ -62,3 +64,17 @@ class Stuck(Adapter):
 
 def stuck() -> Adapter:
     return Stuck()
+
+
+class StuckWithChild(Adapter):
+    """Runs a command (its pid written to `$BAND_TEST_PIDS`) and never lets the cancel
+    reach it: the process exits without the turn, and must not leave the command."""
+
+    async def on_turn(self, turn: Turn) -> None:
+        with trio.CancelScope(shield=True):
+            script = 'echo $$ >> "$BAND_TEST_PIDS"; exec sleep 600'  # a named pipe
+            await run_command(turn, ["sh", "-c", script])
+
+
+def stuck_with_child() -> Adapter:
+    return StuckWithChild()

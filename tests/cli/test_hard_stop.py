@@ -24,7 +24,18 @@ import trio
 
 from band_trio.platform import Platform
 from peers import SilentPeer, silent_peer
-from support import HOST_TOKEN, Command, agent_env, band_trio, envelope, seeded, status
+from support import (
+    HOST_TOKEN,
+    Command,
+    agent_env,
+    band_trio,
+    envelope,
+    group_killed_at_exit,
+    pid_pipe,
+    seeded,
+    status,
+    wait_group_gone,
+)
 
 STARTUP = 30
 AFTER_SECOND_SIGNAL = 5
@@ -169,3 +180,27 @@ async def test_an_adapter_that_ignores_the_cancel_cannot_hold_the_agent(platform
         err = (await cmd.rest_of_stderr()).decode()
     assert f"still running 1s after the second signal (turns {room}: {message})" in err
     assert "Traceback" not in err
+
+
+async def test_the_backstops_exit_leaves_no_command_running(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """Past `Policy.hard_stop_deadline` the command exits without the turn; the process
+    group its `run_command` leads (a session of its own) is SIGKILLed first, not left
+    running for ever."""
+    _, room, user = seeded(platform)
+    argv = ["agent", "--adapter", "base_exits:stuck_with_child"]
+    async with pid_pipe(tmp_path / "pids") as pids:
+        env = {**agent_env(platform), "BAND_TEST_PIDS": str(pids.path)}
+        async with band_trio(*argv, env=env, cwd=Path(__file__).parent) as cmd:
+            with trio.fail_after(STARTUP):
+                await platform.wait_until(lambda: bool(platform.connected_agents()))
+                platform.post_message(room, user, "hello")
+                [pgid] = await pids.wait(1)
+            async with group_killed_at_exit(pgid):
+                cmd.process.send_signal(signal.SIGTERM)
+                await cmd.line("stopping")
+                cmd.process.send_signal(signal.SIGTERM)
+                with trio.fail_after(AFTER_SECOND_SIGNAL):
+                    assert await cmd.process.wait() == 1
+                await wait_group_gone(pgid, AFTER_SECOND_SIGNAL)

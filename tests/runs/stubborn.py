@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 
-from band_trio.contract import Adapter, Turn
+from band_trio.contract import Adapter, Turn, run_command
 
 
 class Stubborn(Adapter):
@@ -17,3 +17,16 @@ class Stubborn(Adapter):
 
 def adapter() -> Stubborn:
     return Stubborn()
+
+
+class StubbornWithChild(Adapter):
+    """Runs a command (its pid written to the named pipe `$BAND_TEST_PIDS`) and never
+    lets the stop reach it."""
+
+    async def on_turn(self, turn: Turn) -> None:
+        with trio.CancelScope(shield=True):
+            await run_command(turn, ["sh", "-c", 'echo $$ >> "$BAND_TEST_PIDS"; exec sleep 600'])
+
+
+def with_child() -> StubbornWithChild:
+    return StubbornWithChild()

@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from band_trio.cli import main
+from support import group_killed_at_exit, pid_pipe, wait_group_gone
 
 from .conftest import AUTH, DEADLINE, KEY
 
@@ -49,9 +50,9 @@ def test_bad_settings_are_one_line_and_exit_2(
     assert "Traceback" not in err
 
 
-async def _serve(*flags: str) -> tuple[trio.Process, str]:
+async def _serve(*flags: str, **env_vars: str) -> tuple[trio.Process, str]:
     """`band-trio runs-api` in its own process; its URL once it listens."""
-    env = {**os.environ, "BAND_RUNS_API_KEY": KEY}
+    env = {**os.environ, "BAND_RUNS_API_KEY": KEY, **env_vars}
     command = "import sys; from band_trio.cli import main; sys.exit(main())"
     argv = [sys.executable, "-c", command, "runs-api", "--port", "0", *flags]
     process = await trio.lowlevel.open_process(
@@ -115,3 +116,31 @@ async def test_a_second_signal_exits_1_naming_the_runs_that_ignore_the_stop() ->
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_the_forced_exit_leaves_no_command_running(tmp_path: Path) -> None:
+    """The runs that ignore the stop are left at the forced exit, but not the process
+    groups their commands lead (sessions of their own): SIGKILLed first."""
+    async with pid_pipe(tmp_path / "pids") as pids:
+        process, url = await _serve(
+            "--adapter", "stubborn:with_child", BAND_TEST_PIDS=str(pids.path)
+        )
+        try:
+            assert process.stderr is not None
+            async with httpx2.AsyncClient(base_url=url, headers=AUTH) as client:
+                await client.post("/v1/runs", json={"input": "x"})
+                with trio.fail_after(DEADLINE):
+                    [pgid] = await pids.wait(1)
+            async with group_killed_at_exit(pgid):
+                process.send_signal(signal.SIGTERM)
+                err = b""
+                with trio.fail_after(DEADLINE):
+                    while b"stopping 1 run(s)" not in err:
+                        err += await process.stderr.receive_some(65536)
+                    process.send_signal(signal.SIGTERM)
+                    assert await process.wait() == 1
+                await wait_group_gone(pgid, DEADLINE)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()

@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 
 import trio
 
+from ..contract._groups import forget_group, note_group
+
 __all__ = ["CliProcess", "spawn"]
 
 log = logging.getLogger("band_trio.adapters.copilot")
@@ -58,7 +60,17 @@ class CliProcess:
         self._pidfd: int | None = None
         with contextlib.suppress(AttributeError, OSError):  # Linux >= 5.3
             self._pidfd = os.pidfd_open(proc.pid)
-        self.reaped = False
+        self._reaped = False
+        note_group(self.pid)  # for an exit that cannot wait for this owner
+
+    @property
+    def reaped(self) -> bool:
+        """Whether the leader has been reaped: its pid, the group id, may be reused."""
+        return self._reaped
+
+    def _was_reaped(self) -> None:
+        self._reaped = True
+        forget_group(self.pid)
 
     @property
     def stdin(self) -> trio.abc.SendStream:
@@ -84,21 +96,32 @@ class CliProcess:
 
     def has_exited(self) -> bool:
         if self.reaped or self._pidfd is None:
-            return self.proc.poll() is not None
+            return self._poll() is not None
         return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+    def _poll(self) -> int | None:
+        """The exit status, reaping the leader if it has exited: only once it is reaped
+        anyway, or with no pidfd (nothing else can say whether it exited)."""
+        code = self.proc.poll()
+        if code is not None and not self._reaped:
+            self._was_reaped()
+        return code
 
     async def exited(self) -> None:
         """Return once the CLI has exited (with a pidfd, it is left unreaped)."""
         if self._pidfd is None or self.reaped:
             await self.proc.wait()
-            self.reaped = True
+            self._was_reaped()
             return
         await trio.lowlevel.wait_readable(self._pidfd)
 
     def describe_exit(self) -> str:
-        """`exited with status 1` / `killed by SIGKILL` (once it has exited)."""
-        code = self.proc.returncode
-        if code is None and self._pidfd is not None and not self.reaped:
+        """`exited with status 1` / `killed by SIGKILL` (once it has exited). With a
+        pidfd it never reaps: trio's `returncode` would, behind `reaped`'s back."""
+        code: int | None = None
+        if self.reaped or self._pidfd is None:
+            code = self._poll()
+        else:
             found = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             if found is not None:
                 killed = found.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
@@ -136,7 +159,7 @@ class CliProcess:
             self.signal_group(signal.SIGKILL)  # the leader, if still there; what it left
             with trio.move_on_after(kill_grace) as reaping:
                 await self.proc.wait()
-                self.reaped = True
+                self._was_reaped()
             self._close()
             if reaping.cancelled_caught:
                 log.error("the Copilot CLI (pid %d) outlived SIGKILL; given up on", self.pid)

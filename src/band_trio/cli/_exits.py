@@ -6,6 +6,11 @@ holds the same table (a test compares them).
 
 from __future__ import annotations
 
+import os
+from typing import NoReturn
+
+from ..contract._groups import kill_live_groups
+
 __all__ = [
     "EXIT_CONFIG",
     "EXIT_CRASH",
@@ -14,6 +19,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_STATUSES",
+    "exit_at_once",
     "single",
 ]
 
@@ -52,3 +58,11 @@ def single(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
+
+
+def exit_at_once(code: int) -> NoReturn:
+    """Exit now, without unwinding: the commands' backstop after a second signal, when
+    some work ignores its cancel. The process groups band-trio leads are SIGKILLed
+    first — a command in a session of its own would outlive us (`contract._groups`)."""
+    kill_live_groups()
+    os._exit(code)

@@ -22,7 +22,7 @@ import trio
 
 from .. import errors
 from ._agent import load_adapter
-from ._exits import EXIT_CRASH
+from ._exits import EXIT_CRASH, exit_at_once
 from ._observe import add_flags as add_observe_flags
 from ._observe import observing
 
@@ -173,4 +173,4 @@ async def _on_signals(server: RunsServer, signals: Any, policy: RunsPolicy) -> N
         file=sys.stderr,
         flush=True,
     )
-    os._exit(EXIT_CRASH)
+    exit_at_once(EXIT_CRASH)

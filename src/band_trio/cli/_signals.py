@@ -14,7 +14,6 @@ already stops every run).
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -24,7 +23,7 @@ from typing import Any, TypeVar
 import trio
 
 from ..policy import Policy
-from ._exits import EXIT_CRASH
+from ._exits import EXIT_CRASH, exit_at_once
 
 __all__ = ["serve_until_signalled"]
 
@@ -91,4 +90,4 @@ async def _on_signals(signals: Any, actions: _Actions) -> None:
             file=sys.stderr,
             flush=True,
         )
-        os._exit(EXIT_CRASH)
+        exit_at_once(EXIT_CRASH)

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 
 import trio
 
+from ._groups import forget_group, note_group
 from ._remote import StopAnswer, StopOutcome
 from ._turn import Turn
 
@@ -231,6 +232,7 @@ class _Group:
     def __init__(self, proc: trio.Process) -> None:
         self.proc = proc
         self.pgid = proc.pid
+        note_group(self.pgid)  # for an exit that cannot wait for this owner (`_groups`)
         self.closed = False
         """No member is alive and the leader is reaped: nothing may be signalled now."""
         self.terminated_at: float | None = None
@@ -281,6 +283,7 @@ class _Group:
         """Reap the leader (it has exited) and close the group for good."""
         returncode = await self.proc.wait()
         self.closed = True
+        forget_group(self.pgid)
         return returncode
 
     async def clear(self, grace: float) -> int:

@@ -1,0 +1,53 @@
+"""The process groups band-trio leads are noted while their leader is unreaped, so the
+commands' forced exit (`os._exit`, past the hard-stop deadline) can SIGKILL them first
+(tests/cli/test_hard_stop.py, tests/runs/test_cli.py hold that end to end). Each place
+that starts a group in a session of its own is held here: `run_command` and the
+Copilot CLI's process."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import trio
+
+from band_trio.adapters._copilot_process import spawn
+from band_trio.contract import Message, Turn, TurnControl, run_command
+from band_trio.contract._groups import _LIVE, kill_live_groups
+from support import NoPlatform, pid_pipe
+
+DEADLINE = 10
+
+
+async def test_a_commands_group_is_noted_while_it_runs_and_killed_at_a_forced_exit(
+    tmp_path: Path,
+) -> None:
+    message = Message(id="m1", room_id="r1", content="run", sender_id="u1", sender_type="User")
+    control = TurnControl("r1", "m1", stop_grace=5, kill_grace=1)
+    turn = Turn(message, NoPlatform(), control=control)
+    results = []
+    with trio.fail_after(DEADLINE):
+        async with pid_pipe(tmp_path / "pids") as pids, trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                script = f'echo $$ >> "{pids.path}"; exec sleep 600'
+                results.append(await run_command(turn, ["sh", "-c", script]))
+
+            nursery.start_soon(run)
+            [pgid] = await pids.wait(1)
+            assert pgid in _LIVE
+            assert kill_live_groups() >= 1
+    [result] = results  # the group was SIGKILLed: the command ended
+    assert result.returncode == -signal.SIGKILL
+    assert pgid not in _LIVE  # reaped: forgotten, its id may be reused
+
+
+async def test_the_copilot_clis_group_is_noted_until_it_is_reaped() -> None:
+    cli = await spawn(["sh", "-c", "exec sleep 600"], cwd=".", env={}, stderr_tail=100)
+    with trio.fail_after(DEADLINE):
+        assert cli.pid in _LIVE
+        kill_live_groups()
+        await cli.exited()
+        assert cli.describe_exit() == "was killed by SIGKILL"
+        await cli.stop(kill_grace=1)
+    assert cli.reaped and cli.pid not in _LIVE
