@@ -87,6 +87,7 @@ async def test_stop_in_the_room_stops_the_host_adapter_and_play_replays_it_once(
     assert adapter.told == [None, "stop"]  # the replay is told why the first was cut off
     replies = [m.content for m in platform.messages(room_id) if m.sender_id == agent_id]
     assert replies == ["answered: work on this"]
+    assert platform.stats["reopened"] == 0  # the replay's claim kept the stopped attempt
 
 
 async def test_the_host_answers_a_finished_turn_and_ignores_other_events(
@@ -167,6 +168,8 @@ async def test_an_interrupt_reaches_the_host_through_the_forward_and_consumes_th
     assert adapter.cancelled == [message_id]
     assert adapter.calls == [message_id]  # never run again
     assert [m.content for m in platform.messages(room_id) if m.sender_id == agent_id] == []
+    assert app.outcomes["consumed"] == 1  # the host consumed it, told by the bridge
+    assert platform.stats["reopened"] == 0
 
 
 async def test_a_stop_reaches_the_a2a_task_behind_the_bridge_and_the_host(

@@ -68,6 +68,9 @@ class _Target:
         self.taken.append(envelope.message_id)
         self.changes.notify()
 
+    async def interrupted(self, envelope: Envelope) -> bool | None:
+        return None  # consumes nothing: the room marks it
+
 
 class _Rest:
     """`next_message` answers from a queue of ids (None: 204), each call counted."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["FORWARDED_EVENTS", "Envelope", "decode_envelope", "envelope_for"]
+__all__ = ["FORWARDED_EVENTS", "INTERRUPTED", "Envelope", "decode_envelope", "envelope_for"]
 
 FORWARDED_EVENTS = frozenset(
     {
@@ -29,6 +29,11 @@ FORWARDED_EVENTS = frozenset(
 )
 """The pushes a bridge forwards: message, room and participant events. Control
 signals and `supersede` are acted on by the bridge itself, never forwarded."""
+
+INTERRUPTED = "message_interrupted"
+"""The bridge's own envelope to a target that settles what it runs (`band-trio host`):
+the forward of the message `payload["id"]` was cut off by an interrupt, consume it.
+Only the claimer can consume without racing its own claim (docs/how-to/bridge.md)."""
 
 
 class Envelope(msgspec.Struct, frozen=True, kw_only=True):

@@ -4,7 +4,9 @@
                             a `message_created` runs a turn on the platform's copy
                             of the message: claim (`/processing`) → adapter →
                             settle, as the runtime does; the answer, once the
-                            turn settled, says what happened (`HostOutcome`)
+                            turn settled, says what happened (`HostOutcome`);
+                            a `message_interrupted` consumes the message whose
+                            forward an interrupt cut off
     GET /health             200 while serving; with the token: turns started,
                             running, the answers by outcome, remote stops,
                             worker threads (abandoned ones counted)
@@ -22,9 +24,11 @@ lifeline: when the request goes away (the bridge cancelled the forward on an
 interrupt or stop, or the bridge is gone) the turn is aborted as a stop —
 the adapter sees the cancel, its remote work is stopped, and the message is
 left `processing`, so a play (the bridge's `/next` catch-up) replays it. The
-host cannot tell an interrupt from a stop; the bridge can, and consumes an
-interrupted message itself (`processed`, on the host's claim). The host settles
-what it runs, so its bridge target says `settle = "target"`.
+request going away cannot say whether it was an interrupt or a stop; for an
+interrupt the bridge then posts a `message_interrupted` envelope (`{"id": ...}`),
+and the host consumes the message itself (`processed`), after its own claim
+(`HostRooms.interrupted`). The host settles what it runs, so its bridge target
+says `settle = "target"`.
 
 Turns of one room run one at a time (a replay waits until the aborted turn it
 replaces has settled); different rooms run concurrently. The host never runs
@@ -49,9 +53,10 @@ from ..policy import BusyPolicy, Policy
 from ..runtime._parts import ActiveTurn, Changes, Journal, RemoteStopLog, RoomContext
 from ..server import BodyTooLarge, ClientGone, Listening, ServeSettings, read_body, serve
 from ..wire import MessageCreated
-from ._envelope import decode_envelope
+from ._envelope import INTERRUPTED, decode_envelope
 from ._health import Receive, Scope, Send, answer
-from ._host_turns import HostOutcome, HostRooms, Lifeline
+from ._host_outcome import HostOutcome
+from ._host_turns import HostRooms, Lifeline
 from ._identity import thread_counts
 from ._policy import BridgePolicy
 
@@ -207,6 +212,16 @@ class HostApp:
             return 422, _error("invalid_envelope", "not a bridge envelope: nested too deeply")
         if envelope.agent_id != self.agent_id:
             return 422, _error("wrong_agent", "this host runs another agent")
+        if envelope.event_type == INTERRUPTED and envelope.room_id is not None:
+            message_id = envelope.payload.get("id")
+            reason = envelope.payload.get("reason")
+            if not isinstance(message_id, str) or not (reason is None or isinstance(reason, str)):
+                return 422, _error("invalid_envelope", "an interrupt names its message's id")
+            ctx = self._ctx
+            assert ctx is not None, "HostApp.bind(rest) first"
+            return self._answer(
+                await self.rooms.interrupted(ctx, envelope.room_id, message_id, reason)
+            )
         if envelope.event_type != "message_created" or envelope.room_id is None:
             return self._answer(HostOutcome.IGNORED)
         try:

@@ -8,10 +8,7 @@ that room, or holds differently, runs nothing. Messages are immutable on the
 platform, so reading before the claim is reading what the claim claims, and a
 refused envelope leaves no trace on the platform (no attempt is opened).
 
-Each answer says what really happened (`HostOutcome`): a turn that did not run,
-or whose mark did not land, is never reported done. The statuses follow what
-the bridge's target retries within a forward (`band_trio.retry`: 408, 409,
-429, 5xx): 502 and 503 where asking again may help, a 4xx where it cannot.
+Each answer says what really happened (`HostOutcome`, `_host_outcome`).
 
 Per room the host keeps a ledger (never twice), a serial lock, the last abort;
 at most `BridgePolicy.host_rooms` rooms are kept, the least recently used idle
@@ -24,7 +21,6 @@ holds it (`unknown`) — the read comes before the claim, which would re-open a
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections import OrderedDict
 
@@ -46,63 +42,12 @@ from ..runtime._parts import (
     settle,
 )
 from ..wire import ChatMessage, MessageCreated
+from ._host_outcome import SETTLED, HostOutcome
 from ._policy import BridgePolicy
 
-__all__ = ["HostOutcome", "HostRooms", "Lifeline", "platform_copy"]
+__all__ = ["HostRooms", "Lifeline", "platform_copy"]
 
 log = logging.getLogger("band_trio.bridge.host")
-
-
-class HostOutcome(enum.Enum):
-    """What the host answers a forward with; `status` is the HTTP status."""
-
-    PROCESSED = ("processed", 200)
-    """The adapter ran and its message is marked `processed`."""
-    SETTLED = ("settled", 200)
-    """An earlier run's outstanding mark was sent again and landed."""
-    COMPLETED = ("completed", 200)
-    """This host completed the message before: nothing is run twice."""
-    EXHAUSTED = ("exhausted", 200)
-    """This host spent the message's attempts (it failed before): it runs no more."""
-    CONSUMED = ("consumed", 200)
-    """The platform has it `processed` already (an interrupt consumed it)."""
-    SKIPPED = ("skipped", 200)
-    """The agent's own message."""
-    IGNORED = ("ignored", 200)
-    """Not a message: nothing to run."""
-    FAILED = ("failed", 422)
-    """The adapter raised (or ran past its deadline): the message is marked `failed`.
-    A status the bridge's target does not retry within the forward: asking again
-    would run nothing (the next forward is answered `exhausted`)."""
-    UNSETTLED = ("unsettled", 503)
-    """The adapter finished but its mark did not land: the next attempt sends it."""
-    NOT_CLAIMED = ("not_claimed", 502)
-    """The platform refused or failed the claim (or the read): nothing ran; worth
-    asking again (the bridge's target retries 502 within the forward)."""
-    STOPPED = ("stopped", 423)
-    """The room is stopped on the platform (its claim answered 204): nothing ran; a
-    play replays it (423 Locked: not retried until then)."""
-    UNKNOWN = ("unknown", 404)
-    """The platform holds no such message, unprocessed, for this agent in that room."""
-    MISMATCH = ("mismatch", 422)
-    """The platform's copy of the message differs from the envelope's: nothing ran."""
-
-    @property
-    def label(self) -> str:
-        return self.value[0]
-
-    @property
-    def status(self) -> int:
-        return int(self.value[1])
-
-
-_SETTLED = {
-    Outcome.SUCCEEDED: HostOutcome.PROCESSED,
-    Outcome.FAILED: HostOutcome.FAILED,
-    Outcome.NOT_CLAIMED: HostOutcome.NOT_CLAIMED,
-    Outcome.CLAIM_STOPPED: HostOutcome.STOPPED,
-    Outcome.CONSUMED: HostOutcome.CONSUMED,
-}
 
 
 async def platform_copy(
@@ -168,12 +113,15 @@ class Lifeline:
 class _Room:
     """What the host keeps per room: the ledger, the serial lock, the last abort."""
 
-    __slots__ = ("last_abort", "ledger", "lock", "turn", "users")
+    __slots__ = ("held", "last_abort", "ledger", "lock", "turn", "users")
 
     def __init__(self, policy: Policy) -> None:
         self.ledger = Ledger(max_attempts=policy.max_attempts, memory=policy.completed_memory)
         self.lock = trio.Lock()
         self.last_abort: LastAbort | None = None
+        self.held: str | None = None
+        """The message an aborted turn left `processing` on its own claim (answered):
+        what a later interrupt notice consumes with a mark alone."""
         self.turn: ActiveTurn | None = None
         self.users = 0
         """Forwards of this room in progress (waiting for the lock or holding it)."""
@@ -194,6 +142,8 @@ class HostRooms:
         """Turns started (the adapter called or about to be)."""
         self.dropped = 0
         """Idle rooms forgotten to stay within `host_rooms`."""
+        self.interrupts = 0
+        """Interrupt notices received from the bridge (`interrupted`)."""
         self._cutoff = Cutoff()
         """Every shielded wait of the host's turns ends by it (`hard_stop` lowers it)."""
         self._threads = Threads(policy.adapter_threads)
@@ -317,10 +267,82 @@ class HostRooms:
             room.turn = None
             if turn.abort_kind is not None:
                 room.last_abort = turn.abort_kind.note(turn.abort_reason, turn.message.id)
+                consumed = room.ledger.standing(turn.message.id) is Standing.COMPLETED
+                room.held = turn.message.id if turn.claimed and not consumed else None
             ctx.changes.notify()
+        if turn.abort_kind is AbortKind.INTERRUPT:  # an interrupt notice: consumed on its claim
+            return HostOutcome.CONSUMED if settled else HostOutcome.UNSETTLED
         if turn.abort_kind is not None or turn.outcome is None or turn.outcome is Outcome.ABORTED:
             return None
-        outcome = _SETTLED[turn.outcome]
+        outcome = SETTLED[turn.outcome]
         if outcome is HostOutcome.PROCESSED and not settled:
             return HostOutcome.UNSETTLED
         return outcome
+
+    async def interrupted(
+        self, ctx: RoomContext, room_id: str, message_id: str, reason: str | None
+    ) -> HostOutcome:
+        """The bridge cut the forward of `message_id` off for an interrupt: consume it
+        (`processed`), after this host's claim of it, never before.
+
+        The bridge cannot consume it itself without a race: the forward's request
+        going away does not stop a claim the host already sent, and a claim that
+        lands after `processed` re-opens the message (band-client-rest 0.0.51). So
+        the consume is the claimer's, as in the runtime's turn (the abort recorded,
+        the claim's answer awaited, then the mark): a turn of `message_id` still
+        running is aborted as an interrupt now (the first abort wins: if the request's
+        going away got there first it stays a stop), and under the room's lock —
+        once that turn has settled and its claim is answered — whatever is left is
+        consumed: a mark alone on a claim of ours (`_Room.held`), else the runtime's
+        claim-then-mark, only for a message the platform still holds unprocessed
+        (read first, as a turn does), so a `processed` one is never claimed again.
+        Deferring the cut until the claim is answered (the bridge's
+        `Forward.claiming`) cannot work across the process boundary: the bridge
+        never learns when the host's claim was answered."""
+        self.interrupts += 1
+        ctx.changes.notify()
+        room = self._room(room_id)
+        room.users += 1
+        self._trim()
+        try:
+            running = room.turn
+            if running is not None and running.message.id == message_id:
+                running.abort(AbortKind.INTERRUPT, reason or "interrupted in the room")
+            async with room.lock:
+                return await self._consume(ctx, room, room_id, message_id, reason)
+        finally:
+            room.users -= 1
+            self._trim()
+
+    async def _consume(
+        self, ctx: RoomContext, room: _Room, room_id: str, message_id: str, reason: str | None
+    ) -> HostOutcome:
+        standing = room.ledger.standing(message_id)
+        if standing is Standing.COMPLETED:
+            return HostOutcome.COMPLETED  # consumed by its turn, or answered before
+        if standing is Standing.EXHAUSTED:
+            return HostOutcome.EXHAUSTED
+        if standing is Standing.ACK_PENDING:  # it ran to the end: the next forward marks it
+            return HostOutcome.UNSETTLED
+        try:
+            found = await platform_copy(
+                ctx.rest, room_id, message_id, self._bridge_policy.host_lookup_pages
+            )
+        except errors.NotFoundError:
+            found = None
+        except errors.PlatformError as exc:
+            log.warning("room %s: cannot read %s from the platform: %s", room_id, message_id, exc)
+            return HostOutcome.NOT_CLAIMED
+        if found is None:
+            return HostOutcome.UNKNOWN  # processed already (or not ours): nothing to do
+        item = inbound(room_id, ctx.agent_id, found)
+        if item.message.sender_id == ctx.agent_id:
+            return HostOutcome.SKIPPED
+        turn = ActiveTurn(item.message, self._policy, cutoff=self._cutoff, threads=self._threads)
+        turn.claimed = room.held == message_id
+        turn.abort(AbortKind.INTERRUPT, reason or "interrupted in the room")
+        room.held = None
+        if await settle(ctx.rest, ctx.policy, room.ledger, turn, Outcome.ABORTED):
+            log.info("room %s: interrupted %s consumed", room_id, message_id)
+            return HostOutcome.CONSUMED
+        return HostOutcome.UNSETTLED

@@ -13,8 +13,8 @@ turn (docs/reference/runtime.md, "The message lifecycle"):
     stop        nothing: the claim stays `processing`, and play replays it
     interrupt   POST /processed: the message is consumed (`consume`)
 
-With `settle = "target"` the target does all of it itself (`band-trio host`), and
-the bridge only consumes an interrupted message on the target's claim.
+With `settle = "target"` the target does all of it itself (`band-trio host`),
+consuming an interrupted message included: the bridge tells it (`consume`).
 
 `Retry` is a room's backoff after a failure: when its next catch-up is due, and
 how often in a row the same message failed. The room's loop waits for its wake
@@ -31,6 +31,7 @@ import trio
 
 from .. import errors
 from ..wire import ChatMessage
+from ._envelope import INTERRUPTED, envelope_for
 from ._policy import BridgePolicy
 from ._shared import Shared
 
@@ -220,17 +221,38 @@ async def consume(shared: Shared, room_id: str, message_id: str, claimed: bool) 
     agent would mark it, shielded and bounded by the cleanup grace, in the room's task
     (never on the receive path). The mark needs a live attempt: the bridge's claim,
     or the target's own. It never claims again: a claim is never cut off (`Forward`),
-    and one made now could land after the mark and re-open the message."""
+    and one made now could land after the mark and re-open the message.
+
+    A target that claims itself (`settle = "target"`: a `band-trio host`) is told
+    instead and consumes it after its own claim: cutting its forward off does not
+    stop a claim it already sent, so a mark from here could land first and that
+    claim re-open the message. Told but not consumed (the host unreachable, its
+    mark refused), the message is left `processing`, as a stop leaves it."""
     if shared.settles and not claimed:
         log.info("room %s: interrupted %s was never claimed: nothing to consume", room_id,
                  message_id)  # fmt: skip
         return
-    with shared.cutoff.shield(shared.policy.cleanup_grace):
-        try:
-            marked = await shared.rest.mark_processed(room_id, message_id)
-        except errors.PlatformError as exc:
-            log.info("room %s: interrupted %s not consumed: %s", room_id, message_id, exc)
-            return
-        if marked is not None:
+    with shared.cutoff.shield(shared.policy.cleanup_grace) as bounded:
+        told: bool | None = None
+        if not shared.settles:
+            notice = envelope_for(INTERRUPTED, shared.agent_id, room_id, {"id": message_id})
+            told = await shared.target.interrupted(notice)
+        if told is None:
+            told = await _mark_interrupted(shared, room_id, message_id)
+        elif not told:
+            log.info("room %s: interrupted %s left to the target", room_id, message_id)
+        if told:
             shared.forwarded.add(message_id)  # done with: never forwarded again
             log.info("room %s: interrupted %s consumed", room_id, message_id)
+    if bounded.cancelled_caught:
+        log.info("room %s: interrupted %s not consumed within %gs", room_id, message_id,
+                 shared.policy.cleanup_grace)  # fmt: skip
+
+
+async def _mark_interrupted(shared: Shared, room_id: str, message_id: str) -> bool:
+    try:
+        marked = await shared.rest.mark_processed(room_id, message_id)
+    except errors.PlatformError as exc:
+        log.info("room %s: interrupted %s not consumed: %s", room_id, message_id, exc)
+        return False
+    return marked is not None

@@ -56,11 +56,16 @@ log = logging.getLogger("band_trio.bridge.target")
 
 class Target(Protocol):
     """One identity's target. `forward` raises `ForwardError` if it was not taken;
-    `room_left` is told when the identity left a room (after its last forward)."""
+    `room_left` is told when the identity left a room (after its last forward);
+    `interrupted` is told when an interrupt cut off the forward of a message: True
+    once the target consumed it, False if it was told but did not (the message is
+    left, as a stop leaves it), None if it consumes nothing (the bridge marks it)."""
 
     async def forward(self, envelope: Envelope, turn: Turn) -> None: ...
 
     async def room_left(self, room_id: str) -> None: ...
+
+    async def interrupted(self, envelope: Envelope) -> bool | None: ...
 
 
 class HttpTarget:
@@ -71,6 +76,7 @@ class HttpTarget:
         self, config: HttpTargetConfig, client: httpx2.AsyncClient, *, max_body: int
     ) -> None:
         self._url = config.url
+        self._settles = config.settle == "target"
         self._headers = {**config.headers, "content-type": "application/json"}
         if config.token is not None:
             self._headers["authorization"] = f"Bearer {config.token}"
@@ -103,6 +109,46 @@ class HttpTarget:
     async def room_left(self, room_id: str) -> None:
         """Nothing is kept per room."""
 
+    async def interrupted(self, envelope: Envelope) -> bool | None:
+        """A target that settles what it runs (`settle = "target"`: a `band-trio host`)
+        is told (`message_interrupted`) and consumes the message itself, after its own
+        claim; one POST, no retry, bounded by the caller. A host that does not know the
+        envelope answers `ignored`: None, the bridge marks it as before."""
+        if not self._settles:
+            return None
+        try:
+            async with self._client.stream(
+                "POST", self._url, content=envelope.encode(), headers=self._headers
+            ) as response:
+                body = await read_body(response, self._max_body, what="the target's answer")
+        except (httpx2.HTTPError, PeerProtocolError) as exc:
+            log.warning("POST %s: the interrupt notice failed: %s", self._url, exc)
+            return False
+        try:
+            outcome = msgspec.json.decode(body, type=_Answer).outcome
+        except msgspec.MsgspecError:
+            outcome = None
+        if outcome == "ignored":
+            return None
+        if outcome in _CONSUMED:
+            return True
+        log.warning(
+            "POST %s: the interrupt notice was answered %d %s: the message is left",
+            self._url,
+            response.status_code,
+            outcome or "(no outcome)",
+        )
+        return False
+
+
+class _Answer(msgspec.Struct):
+    outcome: str | None = None
+
+
+_CONSUMED = frozenset({"consumed", "completed", "unknown"})
+"""A host's answers to an interrupt notice after which nothing is left to consume
+(`unknown`: the platform holds it unprocessed no more)."""
+
 
 class CommandTarget:
     """Run the command with the envelope on stdin; exit 0 is a delivered forward."""
@@ -126,6 +172,10 @@ class CommandTarget:
     async def room_left(self, room_id: str) -> None:
         """Nothing is kept per room."""
 
+    async def interrupted(self, envelope: Envelope) -> bool | None:
+        """A command consumes nothing: the bridge marks it."""
+        return None
+
 
 class A2ATarget:
     """Each forwarded message becomes an A2A task (the A2A adapter's turn); the
@@ -147,6 +197,10 @@ class A2ATarget:
 
     async def room_left(self, room_id: str) -> None:
         await self._adapter.on_room_left(room_id)
+
+    async def interrupted(self, envelope: Envelope) -> bool | None:
+        """An A2A agent consumes nothing on the platform: the bridge marks it."""
+        return None
 
 
 class TargetClients:
