@@ -3,14 +3,16 @@
 
 This is the one boundary where an error becomes an exit status (`_exits`): a
 `ConfigurationError` is one line and 2, a refused key 3, a platform that cannot
-be reached or answers wrongly one line and 1. Anything else is a bug, and
-Python's traceback says where.
+be reached or answers wrongly one line and 1, a reader of stdout gone (`| head`)
+nothing and 141. Anything else is a bug, and Python's traceback says where.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+import select
 import sys
 from collections.abc import Sequence
 
@@ -22,6 +24,7 @@ from ._exits import EXIT_DISCONNECTED as EXIT_DISCONNECTED
 from ._exits import EXIT_FAILED as EXIT_FAILED
 from ._exits import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from ._exits import EXIT_OK as EXIT_OK
+from ._exits import EXIT_PIPE as EXIT_PIPE
 from ._exits import EXIT_STATUSES, single
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_PIPE",
     "main",
 ]
 
@@ -97,6 +101,49 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`band-trio ARGV`: the exit status (docs/reference/cli.md, "Exit statuses").
+
+    A reader of stdout that goes away (`band-trio demo | head -3`) ends the command
+    quietly with `EXIT_PIPE`, as a tool killed by SIGPIPE would: Python ignores the
+    signal, so the write raises `BrokenPipeError` wherever it happens (often inside
+    a nursery). The last of the output is flushed here, while the error can still
+    be caught, and stdout is pointed at /dev/null so the interpreter's own flush
+    at exit finds nothing to complain about. Only a broken *stdout* is quiet: a
+    `BrokenPipeError` from anything else is a bug and keeps its traceback."""
+    try:
+        try:
+            code = _main(argv)
+        except SystemExit:  # argparse's --help and usage errors: their text may be buffered
+            sys.stdout.flush()
+            if _stdout_gone():  # argparse swallows the error of its own write
+                return EXIT_PIPE
+            raise
+        sys.stdout.flush()
+    except BaseException as exc:
+        if not (isinstance(single(exc), BrokenPipeError) and _stdout_gone()):
+            raise
+        return EXIT_PIPE
+    return code
+
+
+def _stdout_gone() -> bool:
+    """stdout is a pipe whose reader has gone (POLLERR on its write end); if so it is
+    pointed at /dev/null, so nothing more is written to the closed pipe."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        gone = any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real stdout (closed, replaced)
+        return False
+    if gone:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    return gone
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     observe.configure_logging(args.log_level, args.log_format)

@@ -18,6 +18,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_PIPE",
     "EXIT_STATUSES",
     "exit_at_once",
     "single",
@@ -34,6 +35,9 @@ EXIT_CONFIG = 2
 """Bad usage or configuration, found before any work began."""
 EXIT_DISCONNECTED = 3
 """The platform ended the agent's session for good (terminal disconnect, refused key)."""
+EXIT_PIPE = 141
+"""The reader of stdout went away (`band-trio demo | head -3`): nothing on stderr,
+the status a shell reports for a tool killed by SIGPIPE (128 + 13)."""
 EXIT_INTERRUPTED = 130
 """Interrupted: `band-trio bench` by SIGINT/SIGTERM (its table is incomplete), or a
 command that does not serve SIGINT itself (`conformance`) by Ctrl-C: one line."""
@@ -49,6 +53,7 @@ exit statuses (every command):
   3    the platform ended the agent's session for good (refused key,
        terminal disconnect); the reason on stderr
   130  interrupted: bench by SIGINT/SIGTERM, conformance by Ctrl-C (one line)
+  141  stdout's reader went away (| head): quiet, as a tool killed by SIGPIPE
 """
 
 
