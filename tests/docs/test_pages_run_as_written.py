@@ -24,6 +24,8 @@ PAGES = [
     "tutorial/getting-started.md",
     "tutorial/writing-an-adapter.md",
     "how-to/runs-api.md",
+    "how-to/observe.md",
+    "how-to/console.md",
 ]
 PAGE_DEADLINE = 150
 

@@ -135,8 +135,14 @@ async def run_demo(console: bool = False) -> None:
 
 
 async def _console(url: str) -> None:
-    print(f"\nconsole   {url}\n          open it in a browser; Ctrl-C stops the agent and platform")
+    """Serve until SIGINT/SIGTERM (exit 0). The receiver is open before the line
+    saying so is printed: a Ctrl-C right after it is a stop, not a KeyboardInterrupt."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        print(
+            f"\nconsole   {url}\n          open it in a browser; Ctrl-C stops the agent and "
+            "platform",
+            flush=True,
+        )
         async for _ in signals:
             break
 
