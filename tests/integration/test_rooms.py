@@ -12,9 +12,13 @@ DEADLINE = 10
 
 
 def topics_joined(platform: Platform, room_id: str) -> set[str]:
-    """Room topics the agent has joined minus those it left, from the platform's log."""
+    """Room topics the agent has joined minus those it left, from the platform's log: a
+    `phx_leave` leaves one topic, the close of the agent's socket every topic at once."""
     joined: set[str] = set()
     for entry in platform.log():
+        if entry.kind == "ws_close" and entry.agent_id == platform.info.agent_id:
+            joined.clear()
+            continue
         if entry.kind != "ws_in" or not entry.frame or room_id not in entry.frame:
             continue
         topic = next(
@@ -39,7 +43,7 @@ async def test_a_room_added_at_run_time_is_joined_and_served(platform: Platform)
             await running.agent.wait_until(lambda: room.id in running.agent.rooms)
             live = platform.post_message(room.id, info.user_id, "live")
             await platform.wait_until(lambda: status(platform, live) == "processed")
-    assert topics_joined(platform, room.id) == set()  # left again on stop
+    assert topics_joined(platform, room.id) == set()  # left again on stop: the socket's close
     assert adapter.calls == ["live"]
 
 

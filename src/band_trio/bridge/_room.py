@@ -244,12 +244,14 @@ class ForwardRoom:
         self._shared.changes.notify()
         return hit or dropped > 0
 
-    async def close(self) -> None:
-        """After the room's task ended (the host shields this): leave its topics, then
-        tell the target the room is gone (it drops what it kept for it: the A2A
-        target's context), under the hook deadline."""
+    async def close(self, *, leave: bool) -> None:
+        """After the room's task ended (the host shields this): leave its topics (unless
+        the host is shutting down: the socket's close leaves them all), then tell the
+        target the room is gone (it drops what it kept for it: the A2A target's
+        context), under the hook deadline."""
         policy = self._shared.policy
-        await leave_topics(self.socket, self.id, policy)
+        if leave:
+            await leave_topics(self.socket, self.id, policy)
         await tell_left(self.id, "the target's room_left", self._shared.target.room_left, policy)
 
     # -- the room's task -------------------------------------------------------

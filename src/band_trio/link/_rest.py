@@ -59,6 +59,7 @@ from ..wire import (
     RoomSummary,
     cut_event_content,
 )
+from ._lanes import Lanes
 from ._status import Codes, error_for_status
 
 __all__ = ["RestClient", "check_rest_url", "map_transport_errors"]
@@ -139,6 +140,8 @@ class RestClient:
         if not api_key:
             raise errors.ConfigurationError("api_key is required")
         self._policy = policy or Policy()
+        self.lanes = Lanes(self._policy.rest_connections)
+        """Marks first, and never more requests in the pool than it has connections."""
         self._client = httpx2.AsyncClient(
             base_url=rest_url.rstrip("/") + "/api/v1/agent/",
             headers={"X-API-Key": api_key, "content-type": "application/json"},
@@ -182,6 +185,7 @@ class RestClient:
         codes: Codes | None = None,
         lifecycle: bool = False,
         retry_unsent: bool = True,
+        urgent: bool = False,
     ) -> T | None:
         """Send one request and decode its answer into `kind`: the one path every call
         takes, so transport errors, error envelopes and unreadable bodies are
@@ -194,6 +198,8 @@ class RestClient:
         any other error status raises the error its envelope `code` names (`codes`
         first: what a code means on this route). A 204 returns None. A lifecycle
         call (`lifecycle=True`) must answer exactly 200 with `success` not false.
+        An `urgent` request (a final mark) takes the next free connection before
+        any other waiting one (`Lanes`).
         """
         content = None if body is None else _encoder.encode(body)
         what = f"{method} {path}"
@@ -211,7 +217,7 @@ class RestClient:
             while True:
                 try:
                     with trio.fail_after(deadline or policy.request_deadline):
-                        response, answer = await self._send(method, path, content, params)
+                        response, answer = await self._send(method, path, content, params, urgent)
                 except _UNSENT as exc:
                     # The request never left: the platform is restarting, or briefly
                     # away. Trying again cannot duplicate anything, even a post.
@@ -252,10 +258,27 @@ class RestClient:
             return _decode(kind, answer)
 
     async def _send(
-        self, method: str, path: str, content: bytes | None, params: dict[str, Any] | None
+        self,
+        method: str,
+        path: str,
+        content: bytes | None,
+        params: dict[str, Any] | None,
+        urgent: bool,
     ) -> tuple[httpx2.Response, bytes]:
         """One request and its answer's body, read up to `Policy.max_response_body`:
-        past it `PlatformProtocolError`, and the connection is dropped, not pooled."""
+        past it `PlatformProtocolError`, and the connection is dropped, not pooled.
+        It holds one of the lanes' slots from before it is handed to the pool until
+        its answer is read."""
+        lanes = self.lanes
+        await lanes.acquire(urgent=urgent)
+        try:
+            return await self._exchange(method, path, content, params)
+        finally:
+            lanes.release()
+
+    async def _exchange(
+        self, method: str, path: str, content: bytes | None, params: dict[str, Any] | None
+    ) -> tuple[httpx2.Response, bytes]:
         limit = self._policy.max_response_body
         async with self._client.stream(method, path, content=content, params=params) as response:
             announced = response.headers.get("content-length", "")
@@ -273,9 +296,13 @@ class RestClient:
                     )
         return response, bytes(body)
 
-    async def _lifecycle(self, path: str, body: Any = None) -> LifecycleResult | None:
+    async def _lifecycle(
+        self, path: str, body: Any = None, *, urgent: bool = False
+    ) -> LifecycleResult | None:
         """A lifecycle call: exactly 200 is success, 204 means the room is stopped."""
-        found = await self._call("POST", path, Data[LifecycleResult], body=body, lifecycle=True)
+        found = await self._call(
+            "POST", path, Data[LifecycleResult], body=body, lifecycle=True, urgent=urgent
+        )
         if found is None:
             return None
         if not found.data.success:
@@ -336,13 +363,19 @@ class RestClient:
         return await self._lifecycle(f"{_room(room_id)}/messages/{_seg(message_id)}/processing")
 
     async def mark_processed(self, room_id: str, message_id: str) -> LifecycleResult | None:
-        return await self._lifecycle(f"{_room(room_id)}/messages/{_seg(message_id)}/processed")
+        """The final mark (urgent: it goes before any other waiting request)."""
+        return await self._lifecycle(
+            f"{_room(room_id)}/messages/{_seg(message_id)}/processed", urgent=True
+        )
 
     async def mark_failed(
         self, room_id: str, message_id: str, label: str
     ) -> LifecycleResult | None:
+        """The final mark of a failed turn (urgent, as `mark_processed`)."""
         return await self._lifecycle(
-            f"{_room(room_id)}/messages/{_seg(message_id)}/failed", FailedMark(error=label)
+            f"{_room(room_id)}/messages/{_seg(message_id)}/failed",
+            FailedMark(error=label),
+            urgent=True,
         )
 
     async def report_activity(self, room_id: str, working: bool) -> bool:

@@ -113,6 +113,8 @@ class HostedRoom(LinkedRoom, Protocol):
         """The unit of work running now, if any."""
         ...
 
-    async def close(self) -> None:
-        """After the room's task ended: leave its topics, tell the adapter (or target)
-        that the room is gone. Each part is bounded; the host shields the whole."""
+    async def close(self, *, leave: bool) -> None:
+        """After the room's task ended: leave its topics (unless `leave` is False: the
+        host is shutting down, and the socket's close leaves them all), tell the
+        adapter (or target) that the room is gone. Each part is bounded; the host
+        shields the whole."""

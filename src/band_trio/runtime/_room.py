@@ -400,12 +400,14 @@ class Room:
 
     # -- leaving ---------------------------------------------------------------
 
-    async def close(self) -> None:
+    async def close(self, *, leave: bool) -> None:
         """Leave the room's topics on the connection they were joined on (if it is
-        still open; under the cleanup grace), then tell the adapter (under the hook
-        deadline). The owner shields this."""
+        still open, and `leave`: not when the agent is stopping, whose socket close
+        leaves them all; under the cleanup grace), then tell the adapter (under the
+        hook deadline). The owner shields this."""
         policy = self._ctx.policy
-        await leave_topics(self.socket, self.id, policy)
+        if leave:
+            await leave_topics(self.socket, self.id, policy)
         await tell_left(
             self.id, "the adapter's on_room_left", self._ctx.adapter.on_room_left, policy
         )

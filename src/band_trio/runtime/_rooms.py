@@ -34,7 +34,11 @@ up to the shutdown grace; then the rooms still running are cancelled — their
 units shutdown-aborted, messages left `processing` — and get their bounded
 cleanup. `settled` is set once every room has ended, except rooms whose adapter
 ignores the cancel: those are reported as overrun and still owned (the owner's
-task returns only once they end).
+task returns only once they end). A room that ends during the shutdown does
+not leave its topics one by one: the owner closes the socket once `settled`,
+and a closed connection's joins are all forgotten at once (one close frame
+rather than two leaves and their replies per room: 20,000 round trips at
+10,000 rooms). A room left while the host runs still leaves its topics.
 """
 
 from __future__ import annotations
@@ -270,9 +274,11 @@ class RoomHost(Generic[R]):
                 del self._rooms[room.id]
                 self._changes.notify()
             if room.id not in self._rooms:  # a newer room of the same id keeps the topics
-                # each part bounded inside; all of it by the cutoff (a hard stop)
+                # each part bounded inside; all of it by the cutoff (a hard stop). Once
+                # the host is shutting down, the owner closes the socket next, and that
+                # leaves every topic of the connection at once: no leave per topic then
                 with self.cutoff.shield(policy.cleanup_grace + policy.hook_deadline):
-                    await room.close()
+                    await room.close(leave=not self._closing.is_set())
             del self._live[room]
             self._pulse()
             self._changes.notify()
