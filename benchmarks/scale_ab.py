@@ -104,6 +104,22 @@ async def _idle(bench: Bench, arm: Arm, n: int) -> None:
         )
         tier = await _tier.open_tier(bench, nursery, identity, "start-up")
         _collect(bench, arm, n)
+        launched = tier.subject.launched
+        for what, stamps in (("joined", bench.watch.joined), ("synced", bench.watch.synced)):
+            got = sorted(t - launched for t in stamps.get(identity.agent_id, {}).values())
+            if got:
+                qs = [got[int(q * (len(got) - 1))] for q in (0.0, 0.1, 0.5, 0.9, 0.99, 1.0)]
+                shown = " ".join(f"{q:.2f}" for q in qs)
+                print(f"{arm.name} @{n} {what} at (0,10,50,90,99,100%): {shown} s", file=sys.stderr)
+        routes: dict[str, int] = {}
+        for entry in bench.platform.log(0):
+            if entry.kind == "rest" and entry.agent_id == identity.agent_id:
+                route = (entry.path or "").rsplit("/", 1)[-1].split("?")[0]
+                routes[route] = routes.get(route, 0) + 1
+        print(f"{arm.name} @{n} requests: {routes}", file=sys.stderr)
+        warned = [line for line in tier.subject.stderr_tail if "WARNING" in line or "ERROR" in line]
+        if warned:
+            print(f"{arm.name} @{n}: {len(warned)} warnings, e.g. {warned[:3]}", file=sys.stderr)
         rss = _rss_kib(tier.subject.process.pid)
         arm.add(f"rss KiB/room @{n}", None if rss is None else rss / n)
         await _tier.teardown(tier, "teardown", busy=False)

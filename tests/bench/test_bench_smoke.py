@@ -97,6 +97,7 @@ async def test_quick_bench_with_the_band_sdk_peer_completes_clean(tmp_path: Path
         (["--trials", "0"], "--trials takes 1..10000"),
         (["--json", "/nonexistent-folder/out.json"], "--json: cannot write"),
         (["--plot", "/nonexistent-folder/out.png"], "--plot: cannot write"),
+        (["--scale"], "--quick and --scale are two presets"),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(flags: list[str], says: str) -> None:

@@ -7,7 +7,7 @@ import logging
 import pytest
 import trio
 
-from band_trio import Policy
+from band_trio import Policy, errors
 from band_trio.link import RestClient
 from band_trio.platform import Platform
 
@@ -42,3 +42,41 @@ async def test_past_max_rooms_the_rest_is_left_out_and_said(
                 rooms = await rest.rooms()
     assert len(rooms) == 150
     assert "more than 150 rooms" in caplog.text and "250 in all" in caplog.text
+
+
+def _pages_entered(platform: Platform, position: int) -> list[float]:
+    return [
+        e.t
+        for e in platform.log(position)
+        if e.kind == "rest" and (e.path or "").endswith("/chats")
+    ]
+
+
+async def test_after_the_first_page_the_others_are_in_flight_at_once(platform: Platform) -> None:
+    _rooms(platform, 449)  # with the seeded room: 450, five pages of 100
+    info = platform.info
+    assert info.api_key
+    async with RestClient(info.rest_url, info.api_key) as rest:
+        position = platform.request_log.next_seq
+        hold = 1.0
+        platform.faults.delay_rest("chats", 0.0)  # the first page as it comes
+        platform.faults.delay_rest("chats", hold, count=4)  # each later page held a while
+        with trio.fail_after(10):
+            rooms = await rest.rooms()
+    assert len({r.id for r in rooms}) == 450
+    _first, *others = _pages_entered(platform, position)
+    assert len(others) == 4
+    # every later page reached the platform before the first of them was answered
+    assert max(others) - min(others) < hold
+
+
+async def test_a_failing_page_fails_the_list_and_ends_the_others(platform: Platform) -> None:
+    _rooms(platform, 449)
+    info = platform.info
+    assert info.api_key
+    policy = Policy(rest_max_retries=0)
+    async with RestClient(info.rest_url, info.api_key, policy=policy) as rest:
+        platform.faults.delay_rest("chats", 0.0)
+        platform.faults.fail_rest("chats", 500, count=1)
+        with trio.fail_after(10), pytest.raises(errors.PlatformError):
+            await rest.rooms()

@@ -47,6 +47,8 @@ class Options:
     """How long every busy room may take to start its first turn, and every busy
     message to settle after a scenario."""
     peer: bool = False
+    scenarios: tuple[str, ...] | None = None
+    """The signal scenarios to run (`_run.SCENARIOS` names), None for all of them."""
 
     @classmethod
     def quick(cls, *, peer: bool = False) -> Options:
@@ -58,6 +60,20 @@ class Options:
             remote_trials=5,
             startup_deadline=60.0,
             peer=peer,
+        )
+
+    @classmethod
+    def scale(cls, *, peer: bool = False) -> Options:
+        """The scale rows alone: start-up and teardown at 1,000 and 10,000 rooms, and
+        the agent-wide interrupt of 1,000 busy rooms (no remote stops)."""
+        return cls(
+            trials=20,
+            rooms=(1000,),
+            idle_rooms=(1000, 10_000),
+            floor_samples=100,
+            remote_trials=0,
+            peer=peer,
+            scenarios=("agent interrupt",),
         )
 
     @classmethod

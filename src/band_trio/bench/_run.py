@@ -74,10 +74,19 @@ class Report:
     notes: tuple[str, ...] = ()
 
 
+def _chosen(options: Options) -> tuple[tuple[str, tuple[str, ...], Trial, bool], ...]:
+    """The signal scenarios `options` asks for (`Options.scenarios`), in their order."""
+    wanted = options.scenarios
+    return tuple(s for s in SCENARIOS if wanted is None or s[0] in wanted)
+
+
 def _steps(options: Options, runtimes: int) -> int:
-    per_tier = 3 * options.trials * runtimes + 2 * runtimes
+    chosen = _chosen(options)
+    everywhere = sum(1 for *_, at_every_size in chosen if at_every_size)
+    per_tier = everywhere * options.trials * runtimes + 2 * runtimes
     peers = sum(runtimes if only is None else 1 for *_, only in PEER_SCENARIOS)
-    remote = options.remote_trials * (runtimes + peers)
+    remote_stops = runtimes * any(not at_every_size for *_, at_every_size in chosen)
+    remote = options.remote_trials * (remote_stops + peers) if options.remote_trials else 0
     idle = 2 * runtimes * len(options.idle_rooms)
     return 1 + per_tier * len(options.rooms) + remote + idle
 
@@ -103,7 +112,7 @@ async def run_bench(options: Options, *, show_progress: bool = True) -> Report:
         smallest = min(options.rooms) if options.rooms else None
         for index, n in enumerate(options.rooms):
             order = runtimes if index % 2 == 0 else runtimes[::-1]
-            await _signal_tier(bench, order, n, remote=n == smallest)
+            await _signal_tier(bench, order, n, remote=n == smallest and options.remote_trials > 0)
         for index, n in enumerate(options.idle_rooms):
             order = runtimes if index % 2 == 0 else runtimes[::-1]
             await _idle_tier(bench, order, n)
@@ -138,7 +147,7 @@ async def _signal_tier(bench: Bench, runtimes: list[Runtime], n: int, *, remote:
             progress.step(f"{runtime} started ({n} rooms)")
         given_up: set[Tier] = set()
         try:
-            for name, filed, trial, everywhere in SCENARIOS:
+            for name, filed, trial, everywhere in _chosen(options):
                 if not everywhere and not remote:
                     continue
                 trials = options.trials if everywhere else options.remote_trials

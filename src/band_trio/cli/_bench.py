@@ -36,6 +36,12 @@ def add_parser(commands: Any) -> None:
         "(2 cores, docs/benchmarks.md)",
     )
     parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="the scale rows alone: start-up and teardown at 1,000 and 10,000 rooms, and "
+        "an agent-wide interrupt of 1,000 busy rooms (docs/benchmarks.md)",
+    )
+    parser.add_argument(
         "--peer",
         choices=["band-sdk"],
         help="also run the real band-sdk 6.0.1 agent, trials alternating (the `peer` extra)",
@@ -83,7 +89,14 @@ def _options(args: argparse.Namespace) -> Options:
         raise errors.ConfigurationError(
             "--peer band-sdk needs the band-sdk agent: pip install 'band-trio[peer]'"
         )
-    base = Options.quick(peer=peer) if args.quick else Options.full(peer=peer)
+    if args.quick and args.scale:
+        raise errors.ConfigurationError("--quick and --scale are two presets: choose one")
+    if args.quick:
+        base = Options.quick(peer=peer)
+    elif args.scale:
+        base = Options.scale(peer=peer)
+    else:
+        base = Options.full(peer=peer)
     trials = base.trials if args.trials is None else args.trials
     if not 1 <= trials <= 10_000:
         raise errors.ConfigurationError(f"--trials takes 1..10000, not {trials}")
@@ -97,6 +110,7 @@ def _options(args: argparse.Namespace) -> Options:
         remote_trials=min(trials, base.remote_trials) if args.trials else base.remote_trials,
         startup_deadline=base.startup_deadline,
         peer=peer,
+        scenarios=base.scenarios,
     )
 
 
