@@ -53,7 +53,7 @@ class Lanes:
 
         No checkpoint when a slot is free: the request that follows has its own, and
         a mark should not wait one scheduling round for nothing."""
-        if self._free and not self._urgent and (urgent or not self._normal):
+        if self._free:  # then nobody waits: a slot freed with a waiter is handed over
             self._free -= 1
             return
         await (self._urgent if urgent else self._normal).park()  # handed a slot by release
