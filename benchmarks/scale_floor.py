@@ -50,7 +50,10 @@ async def _client(
     headers = [(b"x-api-key", key.encode())]
     limits = httpx2.Limits(max_connections=CONNECTIONS, max_keepalive_connections=CONNECTIONS)
     base = rest_url.rstrip("/") + "/api/v1/agent/"
-    async with httpx2.AsyncClient(base_url=base, headers={"x-api-key": key}, limits=limits) as rest:
+    timeout = httpx2.Timeout(60.0)  # 1,000 marks wait for the pool longer than its 5 s default
+    async with httpx2.AsyncClient(
+        base_url=base, headers={"x-api-key": key}, limits=limits, timeout=timeout
+    ) as rest:
         async with trio_websocket.open_websocket_url(
             url, extra_headers=headers, message_queue_size=0
         ) as ws:
