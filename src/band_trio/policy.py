@@ -228,12 +228,6 @@ class Policy:
     """Deadline of the websocket close handshake."""
     join_deadline: float = 10.0
     """A join (or leave) with no reply by then fails."""
-    join_window: int = 256
-    """Room joins awaiting their reply on one connection at most; the others wait
-    their turn. All 10,000 rooms' joins sent at once queue at the platform for
-    longer than `join_deadline` when it is busy, and then time out and are retried
-    (more load, not less); a window keeps each join's wait short and the platform
-    busy (docs/benchmarks.md, the scale rows)."""
     join_refusals: int = 5
     """A room whose join is refused more times than this on one connection is given
     up: it leaves the agent (with a log line) until the room list says otherwise."""
@@ -274,7 +268,6 @@ class Policy:
             "max_attempts",
             "max_message_size",
             "rest_connections",
-            "join_window",
             "max_rooms",
             "max_response_body",
             "history_messages",

@@ -71,8 +71,6 @@ class Connection:
         """The link finished setting this connection up (its rooms joined)."""
         self.joined = 0
         """Rooms joined on this connection."""
-        self._window = trio.CapacityLimiter(policy.join_window)
-        """Rooms whose joins await their replies now (`Policy.join_window`)."""
         self._joins: dict[str, tuple[LinkedRoom, trio.Event]] = {}
         """Per room id, the room joined (or being joined) on this connection: a room left
         and added again is a new room, whose topics are joined again."""
@@ -105,8 +103,7 @@ class Connection:
         refusals = 0
         while True:
             try:
-                async with self._window:  # the retry's wait, below, holds no place
-                    await join_topics(socket, room.id, policy)
+                await join_topics(socket, room.id, policy)
             except errors.ConnectionClosedError:
                 return  # this connection is ending; the next one joins again
             except errors.JoinError as exc:
