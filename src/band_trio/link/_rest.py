@@ -1,4 +1,4 @@
-"""The agent REST API over httpx2, with one seam for transport errors.
+"""The agent REST API over a lean HTTP/1.1 client (`_http`), with one seam for errors.
 
 Every call runs under a deadline from the `Policy` (trio's, not httpx's: the
 httpx timeout is only a backstop), retries 408/429/500/502/503/504 under the
@@ -7,8 +7,13 @@ honoured up to `rest_retry_cap`, backoff with equal jitter otherwise), and raise
 only band-trio errors. Every call goes through `RestClient._call`, the single
 seam: it sends, reads the answer up to `Policy.max_response_body` (past it the
 connection is dropped), retries, turns an error status into the error its
-envelope `code` names, and decodes the answer, with httpx2 and msgspec
-exceptions translated by `map_transport_errors`.
+envelope `code` names, and decodes the answer, with the HTTP client's, httpx2's
+and msgspec's exceptions translated by `map_transport_errors`.
+
+The requests go through `_http.HttpPool` (h11 on trio streams: a signal's mark
+leaves ~0.5 ms sooner than through httpx2, docs/discussion/dependencies.md);
+an httpx2 transport passed as `transport=` (a proxy, a test's mock) is used
+through an `httpx2.AsyncClient` instead, behind the same seam.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from ..wire import (
     RoomSummary,
     cut_event_content,
 )
+from ._http import Answer, HttpPool, HttpProtocolError, HttpTooLarge, HttpTransportError, HttpUnsent
 from ._lanes import Lanes
 from ._status import Codes, error_for_status
 
@@ -67,7 +73,7 @@ __all__ = ["RestClient", "check_rest_url", "map_transport_errors"]
 log = logging.getLogger("band_trio.link.rest")
 
 T = TypeVar("T")
-_UNSENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
+_UNSENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout, HttpUnsent)
 """Transport errors raised before a request was sent: safe to retry, whatever it was."""
 _POST_CODES: Codes = {"forbidden": errors.ExecutionStoppedError}
 """A post to a room answered 403 `forbidden` met the platform's stopped gate
@@ -96,9 +102,15 @@ def _decode(kind: type[T], body: bytes) -> T:
 
 @contextmanager
 def map_transport_errors(what: str) -> Iterator[None]:
-    """Translate httpx2, msgspec and deadline errors into band-trio's tree."""
+    """Translate the HTTP clients', msgspec's and deadline errors into band-trio's tree."""
     try:
         yield
+    except HttpTooLarge as exc:
+        raise errors.PlatformProtocolError(f"{what}: {exc}") from exc
+    except HttpProtocolError as exc:
+        raise errors.PlatformProtocolError(f"{what}: unreadable answer: {exc}") from exc
+    except HttpTransportError as exc:
+        raise errors.PlatformUnavailableError(f"{what}: {exc}") from exc
     except trio.TooSlowError as exc:
         raise errors.PlatformUnavailableError(f"{what}: no answer before the deadline") from exc
     except httpx2.TimeoutException as exc:
@@ -142,18 +154,36 @@ class RestClient:
         self._policy = policy or Policy()
         self.lanes = Lanes(self._policy.rest_connections)
         """Marks first, and never more requests in the pool than it has connections."""
-        self._client = httpx2.AsyncClient(
-            base_url=rest_url.rstrip("/") + "/api/v1/agent/",
-            headers={"X-API-Key": api_key, "content-type": "application/json"},
-            # A backstop only: trio deadlines from the policy govern every call.
-            timeout=httpx2.Timeout(self._policy.request_deadline + self._policy.rest_backstop),
-            limits=httpx2.Limits(
-                max_connections=self._policy.rest_connections,
-                max_keepalive_connections=self._policy.rest_connections,
-            ),
-            transport=transport,
-            verify=shared_ssl_context(),  # one per process, not a CA bundle per client
-        )
+        self._base = urllib.parse.urlsplit(rest_url.rstrip("/")).path + "/api/v1/agent/"
+        headers = {
+            "X-API-Key": api_key,
+            "content-type": "application/json",
+            "accept": "application/json",
+            "user-agent": "band-trio",
+        }
+        self._pool: HttpPool | None = None
+        self._client: httpx2.AsyncClient | None = None
+        if transport is None:
+            self._pool = HttpPool(
+                rest_url,
+                headers,
+                connections=self._policy.rest_connections,
+                context=shared_ssl_context() if rest_url.startswith("https:") else None,
+                close_grace=self._policy.cleanup_grace,
+            )
+        else:
+            self._client = httpx2.AsyncClient(
+                base_url=rest_url.rstrip("/") + "/api/v1/agent/",
+                headers=headers,
+                # A backstop only: trio deadlines from the policy govern every call.
+                timeout=httpx2.Timeout(self._policy.request_deadline + self._policy.rest_backstop),
+                limits=httpx2.Limits(
+                    max_connections=self._policy.rest_connections,
+                    max_keepalive_connections=self._policy.rest_connections,
+                ),
+                transport=transport,
+                verify=shared_ssl_context(),  # one per process, not a CA bundle per client
+            )
 
     async def __aenter__(self) -> RestClient:
         return self
@@ -167,8 +197,11 @@ class RestClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        with trio.move_on_after(self._policy.cleanup_grace, shield=True):
-            await self._client.aclose()
+        if self._pool is not None:
+            await self._pool.aclose()  # bounded by the cleanup grace, shielded
+        if self._client is not None:
+            with trio.move_on_after(self._policy.cleanup_grace, shield=True):
+                await self._client.aclose()
 
     # -- the seam ----------------------------------------------------------
 
@@ -264,7 +297,7 @@ class RestClient:
         content: bytes | None,
         params: dict[str, Any] | None,
         urgent: bool,
-    ) -> tuple[httpx2.Response, bytes]:
+    ) -> tuple[Answer | httpx2.Response, bytes]:
         """One request and its answer's body, read up to `Policy.max_response_body`:
         past it `PlatformProtocolError`, and the connection is dropped, not pooled.
         It holds one of the lanes' slots from before it is handed to the pool until
@@ -278,8 +311,15 @@ class RestClient:
 
     async def _exchange(
         self, method: str, path: str, content: bytes | None, params: dict[str, Any] | None
-    ) -> tuple[httpx2.Response, bytes]:
+    ) -> tuple[Answer | httpx2.Response, bytes]:
         limit = self._policy.max_response_body
+        if self._pool is not None:
+            target = self._base + path
+            if params:
+                target += "?" + urllib.parse.urlencode(params)
+            answer = await self._pool.request(method, target, content, limit)
+            return answer, answer.body
+        assert self._client is not None
         async with self._client.stream(method, path, content=content, params=params) as response:
             announced = response.headers.get("content-length", "")
             if announced.isdigit() and int(announced) > limit:

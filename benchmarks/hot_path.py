@@ -1,0 +1,169 @@
+"""The one-room signal rows, two band-trio trees side by side, trials alternating.
+
+    .venv/bin/python benchmarks/hot_path.py --trials 60 [--base OLD/src] [--json FILE]
+    .venv/bin/python benchmarks/hot_path.py --trials 200 --pids FILE   # for py-spy
+
+What `band-trio bench` measures at one room (interrupt → cancelled, interrupt →
+`processed`, stop → cancelled, stop → `working: false`, play → `/next`, play →
+re-entered), for two agents at once on one embedded platform: `new` (this tree)
+and `base` (the `band_trio` package of another tree, put first on the agent's
+`PYTHONPATH`). Each runs the bench's own subject adapter and trials, one room,
+no busy rooms; trials alternate new, base, base, new, ... so that the machine's
+drift hits both alike. The floors are measured in the same run, before and
+after the trials. Without `--base` both agents run this tree: the spread
+between the two is the noise of the method.
+
+The load average (`os.getloadavg`) is printed at the start and the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import trio
+
+from band_trio.bench import _tier
+from band_trio.bench._bench import Bench, Options
+from band_trio.bench._floors import COMPOSED, measure_floors
+from band_trio.bench._progress import Progress
+from band_trio.bench._protocol import ORPHAN_ENV
+from band_trio.bench._results import Row, Series, percentile
+from band_trio.bench._signals import interrupt_trial, stop_play_trial
+from band_trio.bench._subject import environment, start
+from band_trio.bench._tier import create_identity, open_tier, settle, teardown
+from band_trio.bench._watch import LogWatch
+from band_trio.platform import open_platform
+from band_trio.policy import PlatformPolicy
+
+SOURCES: dict[str, str | None] = {}
+"""Label → the src directory its agent imports band_trio from (None: this tree)."""
+TRACE: dict[str, str] = {}
+"""Label → the file its agent writes its hop trace to (`_hop_subject`)."""
+
+
+async def _spawn(nursery, identity, rest_url, ws_url, *, grace=30.0):  # type: ignore[no-untyped-def]
+    env = {**environment(identity, rest_url, ws_url), ORPHAN_ENV: "1"}
+    src = SOURCES[identity.runtime]
+    if src is not None:
+        env["PYTHONPATH"] = src
+    argv = [sys.executable, "-m", "band_trio", "agent"]
+    subject = "band_trio.bench._trio_subject:adapter"
+    if TRACE.get(identity.runtime):  # the same subject, with its hops stamped
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, str(Path(__file__).parent)]))
+        env["BAND_HOP_TRACE"] = TRACE[identity.runtime]
+        subject = "_hop_subject:adapter"
+    argv += ["--adapter", subject, "--shutdown-grace", str(grace)]
+    return await start(nursery, identity, argv, env, stdin=subprocess.PIPE)
+
+
+async def run(args: argparse.Namespace) -> dict[str, object]:
+    _tier.spawn = _spawn  # type: ignore[assignment]
+    labels = ["new", "base"]
+    SOURCES.update(new=None, base=args.base)
+    if args.trace:
+        TRACE.update(new=args.trace + ".new.json", base=args.trace + ".base.json")
+    options = Options(
+        trials=args.trials, rooms=(1,), idle_rooms=(), floor_samples=args.floor, remote_trials=0
+    )
+    policy = PlatformPolicy(log_entries=500_000, outbound_queue=65_536)
+    load = [os.getloadavg()]
+    async with open_platform(seed=True, policy=policy) as platform:
+        user = platform.info.user_id
+        assert user is not None
+        bench = Bench(platform, LogWatch(platform), user, options, Progress(1, enabled=False))
+        floor_id = create_identity(bench, "floor", 1, "floor")
+        floor_series: dict[str, Series] = {}
+
+        async def floor() -> None:  # before and after the trials, pooled
+            for s in await measure_floors(
+                platform, bench.watch, floor_id, floor_id.rooms[0], args.floor, options.settle
+            ):
+                floor_series.setdefault(s.metric, Series("floor", "floor", 1, s.metric))
+                floor_series[s.metric].samples.extend(s.samples)
+
+        await floor()
+        async with trio.open_nursery() as nursery:
+            tiers = []
+            for label in labels:
+                identity = create_identity(bench, label, 1, f"{label}-1")  # type: ignore[arg-type]
+                tiers.append(await open_tier(bench, nursery, identity, "start-up"))
+            if args.pids:
+                pids = json.dumps({t.runtime: t.subject.process.pid for t in tiers})
+                await trio.Path(args.pids).write_text(pids)
+            for i in range(args.trials):
+                order = tiers if i % 2 == 0 else tiers[::-1]
+                for tier in order:
+                    await interrupt_trial(tier, agent_wide=False)
+                for tier in order[::-1]:
+                    await stop_play_trial(tier)
+            frames = {
+                t.runtime: bench.watch.stamps(("control", t.identity.agent_id)) for t in tiers
+            }
+            for tier in tiers:
+                await settle(tier, ("interrupt", "stop", "play"))
+                await teardown(tier, "teardown", busy=False)
+        await floor()
+    load.append(os.getloadavg())
+    floors_ms = {m: Row.of(s, {}, None).p50_ms for m, s in floor_series.items()}
+    composed = {n: sum(floors_ms[p] for p in parts) for n, parts in COMPOSED.items()}
+    rows = []
+    for (runtime, scenario, _, metric), s in sorted(bench.series.items()):
+        if runtime == "floor" or scenario in ("start-up", "teardown"):
+            continue
+        ms = sorted(x * 1000 for x in s.samples)
+        rows.append(
+            {
+                "runtime": runtime,
+                "scenario": scenario,
+                "metric": metric,
+                "n": len(ms),
+                "failures": s.failures,
+                "p50": percentile(ms, 0.5),
+                "p99": percentile(ms, 0.99),
+                "floor": composed.get(s.floor or "", float("nan")),
+                "leaked": bench.leaked.get((runtime, scenario, 1)),
+                "samples": ms,
+            }
+        )
+    return {
+        "frames": frames,
+        "load": load,
+        "floors_ms": floors_ms,
+        "composed_ms": composed,
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, default=60)
+    parser.add_argument("--floor", type=int, default=100, help="floor samples per measurement")
+    parser.add_argument("--base", help="the src directory of the tree to compare with")
+    parser.add_argument("--json")
+    parser.add_argument("--trace", help="trace both agents' hops to FILE.new.json, FILE.base.json")
+    parser.add_argument("--pids", help="write the agents' pids to this file once started")
+    args = parser.parse_args()
+    if args.base is not None:
+        args.base = str(Path(args.base).resolve())
+    result = trio.run(run, args)
+    print(f"load: {result['load']}")
+    print("floors p50 ms:", {k: round(v, 3) for k, v in result["floors_ms"].items()})  # type: ignore[union-attr]
+    print("| scenario | metric | floor | runtime | n | fail | p50 | p99 | own p50 | leaked |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    for r in result["rows"]:  # type: ignore[attr-defined]
+        own = r["p50"] - r["floor"]
+        print(
+            f"| {r['scenario']} | {r['metric']} | {r['floor']:.2f} | {r['runtime']} | {r['n']} "
+            f"| {r['failures']} | {r['p50']:.2f} | {r['p99']:.2f} | {own:.2f} | {r['leaked']} |"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""A lean HTTP/1.1 client on trio streams (h11): the REST client's connection pool.
+
+    pool = HttpPool("https://platform.example", headers, connections=32, context=ctx)
+    answer = await pool.request("POST", "/api/v1/agent/chats/R/activity", body, limit)
+    await pool.aclose()
+
+Why not httpx2 for this: a signal's marks and reports are single small requests
+to one origin, sent after the agent sat idle on its model, and there httpx2's
+client side costs ~0.6 ms cold before the first byte leaves (client layer,
+request model, httpcore's pool, headers and body written separately); this
+costs ~0.16 ms (`benchmarks/rest_client.py`, docs/discussion/dependencies.md).
+It keeps what httpx2 gave the REST client:
+
+- **a pool**: at most `connections` keep-alive connections to the one origin; a
+  request waits for a free one under its caller's deadline;
+- **TLS** for an `https` URL, with the process's one context
+  (`band_trio.tls.shared_ssl_context`: system CAs, hostname checked);
+- **bounded reads**: an answer announced or running past `limit` bytes raises
+  `HttpTooLarge`, and its connection is closed, not pooled;
+- **no poisoned connection**: one that saw a cancel, an error or an answer not
+  read to its end is closed, never reused; a pooled one the server closed
+  meanwhile (or that has bytes nobody asked for) is dropped before use.
+
+It sets no timeout of its own: every request runs under its caller's trio
+deadline (`RestClient`: `Policy.request_deadline`). Its errors, all under
+`HttpTransportError`, are translated into band-trio's tree at one seam,
+`link._rest.map_transport_errors`.
+"""
+
+from __future__ import annotations
+
+import select
+import ssl
+import urllib.parse
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import h11
+import trio
+
+__all__ = [
+    "Answer",
+    "HttpBroken",
+    "HttpPool",
+    "HttpProtocolError",
+    "HttpTooLarge",
+    "HttpTransportError",
+    "HttpUnsent",
+]
+
+_READ = 65536
+
+
+class HttpTransportError(Exception):
+    """The exchange failed below HTTP: no answer to read."""
+
+
+class HttpUnsent(HttpTransportError):
+    """No byte of the request left: the connection (or its TLS) could not be made."""
+
+
+class HttpBroken(HttpTransportError):
+    """The connection failed after the request began to leave: it may have been acted on."""
+
+
+class HttpProtocolError(HttpTransportError):
+    """The server's bytes are not an HTTP/1.1 answer h11 can read."""
+
+
+class HttpTooLarge(HttpTransportError):
+    """The answer is (or is announced) longer than the caller's limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status_code: int
+    headers: Mapping[str, str]
+    """Names in lower case (h11 reads them so)."""
+    body: bytes
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+
+class _Connection:
+    __slots__ = ("h11", "stream")
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.h11 = h11.Connection(h11.CLIENT)
+
+    def fresh(self) -> bool:
+        """Nothing to read on an idle connection: the server did not close it (EOF
+        would be readable) and sent nothing unasked for."""
+        sock = self.stream
+        if isinstance(sock, trio.SSLStream):
+            sock = sock.transport_stream
+        assert isinstance(sock, trio.SocketStream)
+        poll = select.poll()  # not select(): a bridge's descriptors pass FD_SETSIZE
+        poll.register(sock.socket.fileno(), select.POLLIN)
+        return not poll.poll(0)
+
+
+class HttpPool:
+    """Keep-alive connections to one origin. Use as `async with` or call `aclose()`."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        *,
+        connections: int,
+        context: ssl.SSLContext | None,
+        close_grace: float,
+    ) -> None:
+        parts = urllib.parse.urlsplit(url)
+        self._tls = parts.scheme == "https"
+        self._host = parts.hostname or ""
+        self._port = parts.port or (443 if self._tls else 80)
+        authority = self._host if ":" not in self._host else f"[{self._host}]"
+        if parts.port is not None:
+            authority = f"{authority}:{parts.port}"
+        self._context = context
+        self._close_grace = close_grace
+        self._headers = [("host", authority), *headers.items()]
+        """Built once; each request adds only its content-length."""
+        self._slots = trio.Semaphore(connections)
+        self._idle: deque[_Connection] = deque()
+        self._closed = False
+
+    async def __aenter__(self) -> HttpPool:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every idle connection (bounded by the close grace, shielded)."""
+        self._closed = True
+        with trio.move_on_after(self._close_grace, shield=True):
+            while self._idle:
+                await self._idle.popleft().stream.aclose()
+
+    async def request(self, method: str, target: str, body: bytes | None, limit: int) -> Answer:
+        """One exchange on a pooled (or new) connection; the answer read up to `limit`."""
+        if self._closed:
+            raise HttpUnsent("the client is closed")
+        async with self._slots:
+            conn = await self._connection()
+            try:
+                answer = await self._exchange(conn, method, target, body, limit)
+            except BaseException:
+                with trio.CancelScope(shield=True):  # never pooled after a failure
+                    await trio.aclose_forcefully(conn.stream)
+                raise
+            if conn.h11.our_state is h11.DONE and conn.h11.their_state is h11.DONE:
+                conn.h11.start_next_cycle()
+                self._idle.append(conn)
+            else:  # the server asked to close (or HTTP/1.0): not reusable
+                with trio.CancelScope(shield=True):
+                    await trio.aclose_forcefully(conn.stream)
+            return answer
+
+    async def _connection(self) -> _Connection:
+        while self._idle:
+            conn = self._idle.pop()  # the most recently used: the least likely to be stale
+            if conn.fresh():
+                return conn
+            await trio.aclose_forcefully(conn.stream)
+        try:
+            stream: trio.abc.Stream = await trio.open_tcp_stream(self._host, self._port)
+        except OSError as exc:
+            raise HttpUnsent(f"cannot connect to {self._host}:{self._port}: {exc}") from exc
+        if self._tls:
+            assert self._context is not None
+            tls = trio.SSLStream(
+                stream, self._context, server_hostname=self._host, https_compatible=True
+            )
+            try:
+                await tls.do_handshake()
+            except BaseException as exc:
+                await trio.aclose_forcefully(stream)
+                if isinstance(exc, trio.BrokenResourceError | ssl.SSLError | OSError):
+                    raise HttpUnsent(f"TLS with {self._host} failed: {exc!r}") from exc
+                raise
+            if tls.selected_alpn_protocol() not in (None, "http/1.1"):
+                await trio.aclose_forcefully(tls)
+                raise HttpUnsent(f"{self._host} chose {tls.selected_alpn_protocol()}")
+            stream = tls
+        return _Connection(stream)
+
+    async def _exchange(
+        self, conn: _Connection, method: str, target: str, body: bytes | None, limit: int
+    ) -> Answer:
+        machine = conn.h11
+        headers = self._headers
+        if body is not None or method in ("POST", "PUT", "PATCH"):
+            headers = [*headers, ("content-length", str(len(body or b"")))]
+        try:
+            data = machine.send(h11.Request(method=method, target=target, headers=headers)) or b""
+            if body:
+                data += machine.send(h11.Data(data=body)) or b""
+            data += machine.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError as exc:  # a target or header h11 will not write
+            raise HttpUnsent(f"cannot send {method} {target}: {exc}") from exc
+        try:
+            await conn.stream.send_all(data)  # head and body in one write
+            return await _answer(conn, limit)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise HttpBroken(f"{method} {target}: the connection failed: {exc!r}") from exc
+        except h11.RemoteProtocolError as exc:
+            raise HttpProtocolError(f"{method} {target}: {exc}") from exc
+
+
+async def _answer(conn: _Connection, limit: int) -> Answer:
+    machine, stream = conn.h11, conn.stream
+    status = 0
+    headers: dict[str, str] = {}
+    body = bytearray()
+    while True:
+        event = machine.next_event()
+        if event is h11.NEED_DATA:
+            data = await stream.receive_some(_READ)
+            if not data and machine.their_state is h11.SEND_RESPONSE:
+                raise HttpBroken("the server closed the connection without an answer")
+            machine.receive_data(bytes(data))
+        elif isinstance(event, h11.Response):
+            status = event.status_code
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in event.headers}
+            announced = headers.get("content-length", "")
+            if announced.isdigit() and int(announced) > limit:
+                raise HttpTooLarge(f"an answer of {announced} bytes, over the {limit}-byte limit")
+        elif isinstance(event, h11.Data):
+            body += event.data
+            if len(body) > limit:
+                raise HttpTooLarge(
+                    f"the answer ran past the {limit}-byte limit (Policy.max_response_body)"
+                )
+        elif isinstance(event, h11.EndOfMessage):
+            return Answer(status, headers, bytes(body))
+        elif isinstance(event, h11.ConnectionClosed):
+            raise HttpBroken("the server closed the connection mid-answer")
+        # h11.InformationalResponse (1xx): read on to the real answer
