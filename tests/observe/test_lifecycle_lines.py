@@ -60,4 +60,4 @@ async def test_debug_shows_the_request_lines_as_debug(platform: Platform) -> Non
     with trio.fail_after(DEADLINE):
         async with command(*args, env=agent_env(platform), metrics=False) as agent:
             found = await agent.stderr.wait_for(lambda line: "HTTP Request" in line)
-    assert " DEBUG httpx2: HTTP Request: GET " in found[0]
+    assert " DEBUG band_trio.link.http: HTTP Request: GET /api/v1/agent/me 200" in found[0]

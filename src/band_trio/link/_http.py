@@ -29,6 +29,7 @@ deadline (`RestClient`: `Policy.request_deadline`). Its errors, all under
 
 from __future__ import annotations
 
+import logging
 import select
 import ssl
 import urllib.parse
@@ -50,6 +51,7 @@ __all__ = [
 ]
 
 _READ = 65536
+log = logging.getLogger("band_trio.link.http")
 
 
 class HttpTransportError(Exception):
@@ -147,21 +149,33 @@ class HttpPool:
         """One exchange on a pooled (or new) connection; the answer read up to `limit`."""
         if self._closed:
             raise HttpUnsent("the client is closed")
-        async with self._slots:
-            conn = await self._connection()
-            try:
-                answer = await self._exchange(conn, method, target, body, limit)
-            except BaseException:
-                with trio.CancelScope(shield=True):  # never pooled after a failure
-                    await trio.aclose_forcefully(conn.stream)
-                raise
-            if conn.h11.our_state is h11.DONE and conn.h11.their_state is h11.DONE:
-                conn.h11.start_next_cycle()
-                self._idle.append(conn)
-            else:  # the server asked to close (or HTTP/1.0): not reusable
-                with trio.CancelScope(shield=True):
-                    await trio.aclose_forcefully(conn.stream)
-            return answer
+        try:  # a free slot is taken without a scheduling round: the request leaves first
+            self._slots.acquire_nowait()
+        except trio.WouldBlock:
+            await self._slots.acquire()
+        try:
+            return await self._on_connection(method, target, body, limit)
+        finally:
+            self._slots.release()
+
+    async def _on_connection(
+        self, method: str, target: str, body: bytes | None, limit: int
+    ) -> Answer:
+        conn = await self._connection()
+        try:
+            answer = await self._exchange(conn, method, target, body, limit)
+        except BaseException:
+            with trio.CancelScope(shield=True):  # never pooled after a failure
+                await trio.aclose_forcefully(conn.stream)
+            raise
+        log.debug("HTTP Request: %s %s %d", method, target, answer.status_code)
+        if conn.h11.our_state is h11.DONE and conn.h11.their_state is h11.DONE:
+            conn.h11.start_next_cycle()
+            self._idle.append(conn)
+        else:  # the server asked to close (or HTTP/1.0): not reusable
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(conn.stream)
+        return answer
 
     async def _connection(self) -> _Connection:
         while self._idle:

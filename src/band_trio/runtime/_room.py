@@ -378,16 +378,21 @@ class Room:
     async def _watch_abort(self, turn: ActiveTurn, watch: trio.CancelScope) -> None:
         """Report a turn that outlives its cleanup grace after being aborted.
 
-        Started with the turn and parked until its abort (`watch` is cancelled if
-        the turn ends without one)."""
-        with watch:
-            await turn.aborted.wait()
-        if watch.cancelled_caught:
+        Started with the turn, parked until the turn's scope exits (`watch` is
+        cancelled if the turn ends without an abort). The abort does not wake it: it
+        only sets the park's deadline (`ActiveTurn.grace`), so the cancel reaches the
+        adapter with no other task woken beside it. A claim still in flight when the
+        grace runs out, or remote starts and stops still under way (each bounded by
+        its own grace), are waited for, and then the turn gets one more grace."""
+        with watch, turn.grace:
+            await turn.done.wait()
+        if not turn.grace.cancelled_caught or watch.cancelled_caught:
             return
         grace = self._ctx.policy.cleanup_grace
-        await turn.claim_settled.wait()  # a claim in flight runs to its answer first
-        if await turn.wait_settled(grace):
-            return
+        if not turn.claim_settled.is_set() or turn.control.busy:
+            await turn.claim_settled.wait()  # a claim in flight runs to its answer first
+            if await turn.wait_settled(grace):
+                return
         kind = turn.abort_kind.value if turn.abort_kind is not None else "cancel"
         log.error(
             "room %s: the turn for %s ignored its %s for more than %.1fs",

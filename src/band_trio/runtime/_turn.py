@@ -143,7 +143,7 @@ async def _claim(ctx: RoomContext, turn: ActiveTurn) -> Outcome | None:
         log.warning("room %s: claim of %s failed: %s", message.room_id, message.id, exc)
         return Outcome.NOT_CLAIMED
     finally:
-        turn.claim_settled.set()
+        turn.claim_answered()
     turn.claimed = claim is not None
     return None if claim is not None else Outcome.CLAIM_STOPPED
 

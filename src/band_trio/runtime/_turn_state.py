@@ -62,11 +62,13 @@ class ActiveTurn:
         "aborted",
         "claim_settled",
         "claimed",
+        "cleanup_grace",
         "control",
         "done",
         "explained",
         "failure",
         "finished",
+        "grace",
         "message",
         "outcome",
         "scope",
@@ -96,7 +98,13 @@ class ActiveTurn:
         self.done = trio.Event()
         """Set once the turn's scope has exited (settling may still follow)."""
         self.aborted = trio.Event()
-        """Set by the first abort (what the room's watchdog waits for)."""
+        """Set by the first abort."""
+        self.cleanup_grace = policy.cleanup_grace
+        self.grace = trio.CancelScope()
+        """The room's watchdog parks in this scope until the turn's scope exits (`done`).
+        An abort sets its deadline one cleanup grace on, and a claim answered after the
+        abort pushes it to one grace after the answer: a deadline wakes no task until
+        it passes, so the signal's cancel wakes the adapter alone."""
         self.abort_kind: AbortKind | None = None
         self.abort_reason: str | None = None
         self.claimed: bool | None = None
@@ -124,7 +132,15 @@ class ActiveTurn:
         self.control.aborted(kind.value, reason)  # before the cancel: starts get bounded
         self.scope.cancel(reason=f"{kind.value}: {reason}" if reason else kind.value)
         self.aborted.set()
+        self.grace.deadline = trio.current_time() + self.cleanup_grace
         return True
+
+    def claim_answered(self) -> None:
+        """The claim request has its answer (or failed): an aborted turn's cleanup
+        grace runs from now if that is later (a claim in flight runs to its answer)."""
+        self.claim_settled.set()
+        if self.abort_kind is not None:
+            self.grace.deadline = max(self.grace.deadline, trio.current_time() + self.cleanup_grace)
 
     async def wait_settled(self, grace: float) -> bool:
         """Wait for the aborted turn's scope to exit: `grace` for its cleanup, plus
