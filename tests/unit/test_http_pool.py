@@ -273,3 +273,23 @@ async def test_tls_is_checked_against_the_hostname() -> None:
                 with pytest.raises(HttpUnsent, match="TLS"):
                     await b.request("GET", "/a", None, 1024)
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("key", ["k\r\nX-Injected: 1", " k", "k\x00", "clé"])
+def test_a_key_no_header_can_carry_is_refused_when_the_client_is_built(key: str) -> None:
+    with pytest.raises(errors.ConfigurationError, match="header"):
+        RestClient("http://127.0.0.1:9", key)
+
+
+async def test_a_header_h11_will_not_write_fails_at_once_unsent_by_nobody() -> None:
+    """Nothing leaves, and it is not `HttpUnsent` (which the REST client retries):
+    trying again could not help."""
+    async with trio.open_nursery() as nursery:
+        server = await serving(nursery, keep_alive)
+        client = HttpPool(server.url, {"x": "a\nb"}, connections=1, context=None, close_grace=1)
+        with trio.fail_after(DEADLINE):
+            async with client:
+                with pytest.raises(HttpTransportError, match="cannot send") as caught:
+                    await client.request("GET", "/a", None, 1024)
+        nursery.cancel_scope.cancel()
+    assert not isinstance(caught.value, HttpUnsent)

@@ -217,8 +217,9 @@ class HttpPool:
             if body:
                 data += machine.send(h11.Data(data=body)) or b""
             data += machine.send(h11.EndOfMessage()) or b""
-        except h11.LocalProtocolError as exc:  # a target or header h11 will not write
-            raise HttpUnsent(f"cannot send {method} {target}: {exc}") from exc
+        except h11.LocalProtocolError as exc:  # a target or header h11 will not write:
+            # nothing left, but trying again cannot help either, so not HttpUnsent
+            raise HttpTransportError(f"cannot send {method} {target}: {exc}") from exc
         try:
             await conn.stream.send_all(data)  # head and body in one write
             return await _answer(conn, limit)

@@ -151,6 +151,8 @@ class RestClient:
         check_rest_url(rest_url)
         if not api_key:
             raise errors.ConfigurationError("api_key is required")
+        if not (api_key.isprintable() and api_key.isascii()) or api_key != api_key.strip():
+            raise errors.ConfigurationError("api_key holds characters a header cannot carry")
         self._policy = policy or Policy()
         self.lanes = Lanes(self._policy.rest_connections)
         """Marks first, and never more requests in the pool than it has connections."""
