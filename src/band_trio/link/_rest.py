@@ -13,13 +13,16 @@ and msgspec's exceptions translated by `map_transport_errors`.
 The requests go through `_http.HttpPool` (h11 on trio streams: a signal's mark
 leaves ~0.5 ms sooner than through httpx2, docs/discussion/dependencies.md);
 an httpx2 transport passed as `transport=` (a proxy, a test's mock) is used
-through an `httpx2.AsyncClient` instead, behind the same seam.
+through an `httpx2.AsyncClient` instead, behind the same seam; so is a proxy
+named by the environment (`HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`, minus
+`NO_PROXY`), which httpx2 honours and the lean pool does not speak.
 """
 
 from __future__ import annotations
 
 import logging
 import urllib.parse
+import urllib.request
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -68,7 +71,18 @@ from ._http import Answer, HttpPool, HttpProtocolError, HttpTooLarge, HttpTransp
 from ._lanes import Lanes
 from ._status import Codes, error_for_status
 
-__all__ = ["RestClient", "check_rest_url", "map_transport_errors"]
+__all__ = ["RestClient", "check_rest_url", "env_proxy_for", "map_transport_errors"]
+
+
+def env_proxy_for(url: str) -> bool:
+    """Whether the environment routes `url` through a proxy (as httpx2 reads it:
+    `<scheme>_proxy` or `all_proxy`, any case, unless `no_proxy` exempts the host)."""
+    proxies = urllib.request.getproxies_environment()
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in proxies and "all" not in proxies:
+        return False
+    return not urllib.request.proxy_bypass_environment(parts.hostname or "", proxies)
+
 
 log = logging.getLogger("band_trio.link.rest")
 
@@ -165,7 +179,7 @@ class RestClient:
         }
         self._pool: HttpPool | None = None
         self._client: httpx2.AsyncClient | None = None
-        if transport is None:
+        if transport is None and not env_proxy_for(rest_url):
             self._pool = HttpPool(
                 rest_url,
                 headers,
