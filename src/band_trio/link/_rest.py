@@ -81,7 +81,7 @@ def env_proxy_for(url: str) -> bool:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in proxies and "all" not in proxies:
         return False
-    return not urllib.request.proxy_bypass_environment(parts.hostname or "", proxies)
+    return not urllib.request.proxy_bypass(parts.hostname or "")  # no_proxy, as it is set
 
 
 log = logging.getLogger("band_trio.link.rest")
