@@ -74,6 +74,9 @@ class UpstreamPolicy:
     """How long an A2A agent card may take (auto streaming); then streaming is assumed."""
     check_grace: float = 1.0
     """After an A2A error frame, how long `GetTask` may take to tell whether the task ended."""
+    lookup_grace: float = 2.0
+    """After the turn's first A2A request broke before naming its task, how long `ListTasks`
+    may take to find the task it may have started (then it is reported, not asked again)."""
     confirm_share: float = 0.8
     """After a stop the peer accepted without a terminal state (A2A `CancelTask`), the
     share of the stop's remaining grace spent polling for one..."""

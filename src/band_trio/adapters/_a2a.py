@@ -75,6 +75,7 @@ from ..contract import (
 )
 from ..errors import ConfigurationError, PeerProtocolError
 from ..policy import UpstreamPolicy
+from ._a2a_lookup import BROKEN_START, Ask, recover
 from ._a2a_rpc import PEER, EventStream, Rpc
 from ._a2a_wire import (
     INTERRUPTED,
@@ -88,7 +89,6 @@ from ._a2a_wire import (
     A2ARpcError,
     A2ATaskError,
     Answer,
-    Dialect,
     decode,
     event_of,
 )
@@ -99,8 +99,6 @@ __all__ = ["A2AAdapter", "A2AError", "A2AProtocolError", "A2ARpcError", "A2ATask
 log = logging.getLogger("band_trio.adapters.a2a")
 
 T = TypeVar("T")
-Ask = Callable[[Dialect], dict[str, Any]]
-"""Builds the `params` of the turn's send request in a dialect."""
 
 _REFUSES_1_0 = frozenset({METHOD_NOT_FOUND, VERSION_NOT_SUPPORTED})
 CARD_PATH = "/.well-known/agent-card.json"
@@ -198,7 +196,6 @@ class A2AAdapter(Adapter):
     # -- one turn -------------------------------------------------------------
 
     def _ask(self, turn: Turn, room: _Room) -> Ask:
-        message_id = str(uuid.uuid4())
         task_id, room.open_task = room.open_task, None
         metadata: dict[str, Any] | None = None
         abort = turn.last_abort
@@ -206,15 +203,13 @@ class A2AAdapter(Adapter):
             room.told_abort = abort.message_id
             told = {"aborted": abort.kind, "messageId": abort.message_id, "reason": abort.reason}
             metadata = {"bandTrio": {"previousAnswer": {k: v for k, v in told.items() if v}}}
-        text, context_id = turn.message.content, room.context_id
-
-        def ask(dialect: Dialect) -> dict[str, Any]:
-            message = dialect.message(
-                text, message_id, context_id=context_id, task_id=task_id, metadata=metadata
-            )
-            return {"message": message}
-
-        return ask
+        return Ask(
+            turn.message.content,
+            str(uuid.uuid4()),
+            context_id=room.context_id,
+            task_id=task_id,
+            metadata=metadata,
+        )
 
     async def _streamed(self, turn: Turn, rpc: Rpc, ask: Ask, answer: Answer) -> None:
         """One attempt, streamed: a fault before the first event raises `UpstreamFault`."""
@@ -222,13 +217,24 @@ class A2AAdapter(Adapter):
         try:
             async with turn.remote(stop=rpc.cancel, name="a2a task") as work:
                 with work.starting():  # until the first event names the task
-                    stream = await self._start(rpc, lambda: rpc.open_stream(ask(rpc.dialect)))
-                    first = await stream.next()
-                    if first is None:
-                        raise stream.fault()
-                    answer.add(first)
-                    if answer.task_id is not None:
-                        work.started(answer.task_id)
+                    try:
+                        stream = await self._start(
+                            rpc, lambda: rpc.open_stream(ask.params(rpc.dialect))
+                        )
+                        first = await stream.next()
+                        if first is None:
+                            raise stream.fault()
+                    except BROKEN_START as error:  # did the peer start a task all the same?
+                        await recover(rpc, ask, error, answer, work)
+                        first = None
+                    if first is not None:
+                        answer.add(first)
+                        if answer.task_id is not None:
+                            work.started(answer.task_id)
+                if first is None:  # found after a broken start: followed by GetTask
+                    await self._adopted(rpc, answer, work)
+                    return
+                assert stream is not None
                 await self._follow(stream, rpc, answer, work)
         finally:  # after the stop: the stream is closed last (`_a2a_rpc`)
             if stream is not None:
@@ -259,16 +265,31 @@ class A2AAdapter(Adapter):
 
     async def _polled(self, turn: Turn, rpc: Rpc, ask: Ask, answer: Answer) -> None:
         def send() -> Awaitable[dict[str, Any]]:
-            params = {**ask(rpc.dialect), "configuration": rpc.dialect.non_blocking}
+            params = {**ask.params(rpc.dialect), "configuration": rpc.dialect.non_blocking}
             return rpc.call(rpc.dialect.send, params)
 
         async with turn.remote(stop=rpc.cancel, name="a2a task") as work:
+            found = False
             with work.starting():  # returnImmediately: the answer names the task at once
-                answer.add(event_of(await self._start(rpc, send)))
-                if answer.task_id is not None:
+                try:
+                    answer.add(event_of(await self._start(rpc, send)))
+                except BROKEN_START as error:  # did the peer start a task all the same?
+                    await recover(rpc, ask, error, answer, work)
+                    found = True
+                if answer.task_id is not None and not found:
                     work.started(answer.task_id)
+            if found:
+                await self._adopted(rpc, answer, work)
+                return
             await self._poll(rpc, answer)
             work.finished()
+
+    async def _adopted(self, rpc: Rpc, answer: Answer, work: RemoteWork[str]) -> None:
+        """Follow a task found by `recover` (its listing holds no artifacts: `GetTask`)."""
+        assert answer.task_id is not None
+        answer.add(await rpc.get(answer.task_id))
+        await self._poll(rpc, answer)
+        work.finished()
 
     async def _poll(self, rpc: Rpc, answer: Answer) -> None:
         while not answer.over:

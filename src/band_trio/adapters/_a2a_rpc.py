@@ -49,6 +49,8 @@ from ..contract import (
 )
 from ..policy import UpstreamPolicy
 from ._a2a_wire import (
+    LIST_PAGE_SIZE,
+    METHOD_NOT_FOUND,
     TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
     TERMINAL,
@@ -59,6 +61,7 @@ from ._a2a_wire import (
     TaskSnapshot,
     decode,
     event_of,
+    listed_tasks,
     result_of,
     task_of,
 )
@@ -127,6 +130,25 @@ class Rpc:
 
     async def get(self, task_id: str) -> TaskSnapshot:
         return task_of(await self.retried(self.dialect.get, {"id": task_id}))
+
+    async def find(self, message_id: str, context_id: str | None) -> TaskSnapshot | None:
+        """`ListTasks` (1.0): the task whose history holds our message `message_id` (in
+        `context_id`, if known), else None. Pages are read (newest first) until it is found
+        or the list ends: the caller bounds the whole by `UpstreamPolicy.lookup_grace`.
+        A peer without `ListTasks` raises `A2ARpcError` (-32601), as does the 0.3 dialect."""
+        if self.dialect.list is None:
+            raise A2ARpcError(METHOD_NOT_FOUND, "A2A 0.3 has no ListTasks")
+        params: dict[str, Any] = {"pageSize": LIST_PAGE_SIZE}
+        if context_id:
+            params["contextId"] = context_id
+        while True:
+            tasks, token = listed_tasks(await self.retried(self.dialect.list, params))
+            for task in tasks:
+                if message_id in task.message_ids:
+                    return task
+            if token is None or token == params.get("pageToken"):
+                return None
+            params["pageToken"] = token
 
     async def open_stream(self, params: dict[str, Any]) -> EventStream:
         """`SendStreamingMessage`, open. An error before the first event comes back as

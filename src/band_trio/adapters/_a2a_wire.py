@@ -30,6 +30,7 @@ from ..errors import PeerProtocolError, UpstreamError
 
 __all__ = [
     "INTERRUPTED",
+    "LIST_PAGE_SIZE",
     "METHOD_NOT_FOUND",
     "TASK_NOT_CANCELABLE",
     "TASK_NOT_FOUND",
@@ -50,6 +51,7 @@ __all__ = [
     "TaskSnapshot",
     "decode",
     "event_of",
+    "listed_tasks",
     "result_of",
     "task_of",
 ]
@@ -62,6 +64,8 @@ METHOD_NOT_FOUND = -32601
 VERSION_NOT_SUPPORTED = -32009
 TASK_NOT_FOUND = -32001
 TASK_NOT_CANCELABLE = -32002
+LIST_PAGE_SIZE = 50
+"""Tasks asked for per `ListTasks` page (A2A 1.0 allows 1 to 100; a2a-sdk's default)."""
 
 
 class A2AError(UpstreamError):
@@ -97,6 +101,8 @@ class Dialect:
     stream: str
     get: str
     cancel: str
+    list: str | None
+    """`ListTasks`, or None where the protocol has none (0.3)."""
     headers: dict[str, str]
     non_blocking: dict[str, bool]
     """`SendMessage.configuration` that answers with the task at once."""
@@ -126,11 +132,18 @@ class Dialect:
 
 
 V1 = Dialect(
-    "1.0", "SendMessage", "SendStreamingMessage", "GetTask", "CancelTask",
+    "1.0", "SendMessage", "SendStreamingMessage", "GetTask", "CancelTask", "ListTasks",
     {"A2A-Version": "1.0"}, {"returnImmediately": True},
 )  # fmt: skip
 V03 = Dialect(
-    "0.3", "message/send", "message/stream", "tasks/get", "tasks/cancel", {}, {"blocking": False}
+    "0.3",
+    "message/send",
+    "message/stream",
+    "tasks/get",
+    "tasks/cancel",
+    None,
+    {},
+    {"blocking": False},
 )
 
 
@@ -149,6 +162,8 @@ class TaskSnapshot:
     """(artifactId, text) in order."""
     agent_text: str
     """The text of the last agent message in the task's history (some agents answer so)."""
+    message_ids: frozenset[str] = frozenset()
+    """The `messageId`s of the task's history: which of our messages it answers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,15 +247,23 @@ def task_of(result: dict[str, Any]) -> TaskSnapshot:
     return _task(result)
 
 
+def listed_tasks(result: dict[str, Any]) -> tuple[list[TaskSnapshot], str | None]:
+    """A `ListTasks` result: its tasks, and the token of the next page (None: the last)."""
+    tasks = [_task(_obj(t, "tasks[]")) for t in _list(result.get("tasks"), "tasks")]
+    token = result.get("nextPageToken")
+    return tasks, token if isinstance(token, str) and token else None
+
+
 def _task(body: dict[str, Any]) -> TaskSnapshot:
     status = _obj(body.get("status"), "task.status")
     artifacts = tuple(
         (_str(a, "artifactId", "task.artifacts[]"), _text(a.get("parts"), "artifact.parts"))
         for a in (_obj(x, "task.artifacts[]") for x in _list(body.get("artifacts"), "artifacts"))
     )
+    history = [_obj(x, "task.history[]") for x in _list(body.get("history"), "history")]
     agent = [
         _text(m.get("parts"), "history[].parts")
-        for m in (_obj(x, "task.history[]") for x in _list(body.get("history"), "history"))
+        for m in history
         if m.get("role") in ("ROLE_AGENT", "agent")
     ]
     return TaskSnapshot(
@@ -250,6 +273,9 @@ def _task(body: dict[str, Any]) -> TaskSnapshot:
         status_text=_status_text(status),
         artifacts=artifacts,
         agent_text=agent[-1] if agent else "",
+        message_ids=frozenset(
+            m["messageId"] for m in history if isinstance(m.get("messageId"), str)
+        ),
     )
 
 
