@@ -67,6 +67,8 @@ ROWS: list[tuple[str, list[dict[str, Any]], str, int, int]] = [
     # task: ListTasks finds it by our messageId and it is followed, never a second one
     ("r9 ended before the first event", [{"end_after": 0}], ANSWER, 1, 1),
     ("r10 cut before the first event", [{"drop_after": 0}], ANSWER, 1, 1),
+    # the first frame is garbage: the task it announced is found and stopped
+    ("r11 a corrupted first frame", [{"corrupt": 0}], "failed", 1, 1),
 ]
 
 
@@ -77,6 +79,7 @@ async def test_each_fault_ends_with_the_answer_or_a_clear_error_and_one_task(
     _, _, user = seeded(platform)
     rooms = rooms_with_the_agent(platform, len(ROWS))
     texts = {name: f"mode=normal chunks=3 delay=0.05 {name}" for name, *_ in ROWS}
+    texts["r11 a corrupted first frame"] = "mode=normal chunks=60 delay=0.05 r11"  # outlives it
     with trio.fail_after(DEADLINE):
         async with a2a_peer() as peer, fault_proxy(peer.base_url) as proxy:
             for name, steps, *_ in ROWS:
@@ -108,7 +111,10 @@ async def test_each_fault_ends_with_the_answer_or_a_clear_error_and_one_task(
     times = [e["perf"] for e in seen["r1 two 503s"]]
     assert all(later - earlier >= 1.0 for earlier, later in itertools.pairwise(times)), times
     assert "answered 400" in errors_posted(platform, rooms[2])[0]
-    assert ran["r6 a corrupted frame"] == cancels  # the failed turn's task was cancelled
+    # the failed turns' tasks were cancelled, the one never named too
+    assert sorted(cancels) == sorted(
+        ran["r6 a corrupted frame"] + ran["r11 a corrupted first frame"]
+    )
     assert "ran past the 8388608-byte limit" in errors_posted(platform, rooms[7])[0]
 
 

@@ -128,16 +128,22 @@ async def test_a_peer_without_list_tasks_is_reported_and_not_asked_again(
         async with a2a_peer() as peer, fault_proxy(peer.base_url) as proxy:
             await plan(proxy, '"ListTasks"', [{"status": 200, "body": NO_LIST}])
             await plan(proxy, text, [{"drop_after": 0}])
+            await plan(proxy, "refused", [{"status": 503, "retry_after_ms": 50}])
             adapter = A2AAdapter(proxy.url, streaming=True, protocol=protocol, poll_interval=0.05)
             async with running_agent(platform, adapter, policy=FAST):
                 message = platform.post_message(room, user, text)
                 await platform.wait_until(lambda: settled(platform, message))
+                # a 503 says the peer did not take the request: asked again, no lookup
+                again = platform.post_message(room, user, "mode=quick refused")
+                await platform.wait_until(lambda: settled(platform, again))
             sent = sends(proxy, text)
             ran = tasks_for(peer, text)
+            refused = (len(sends(proxy, "refused")), tasks_for(peer, "mode=quick refused"))
             [message_id] = [
                 e["body"]["params"]["message"]["messageId"]
                 for e in peer.events("request")
                 if e["method"] in ("SendStreamingMessage", "message/stream")
+                and text in json.dumps(e["body"])
             ]
     warnings = [
         r.getMessage()
@@ -148,6 +154,7 @@ async def test_a_peer_without_list_tasks_is_reported_and_not_asked_again(
     assert len(sent) == 1 and len(ran) == 1
     [warning] = warnings
     assert f"at {proxy.url} may be running a task for message {message_id}," in warning
-    assert replies(platform, room) == []
+    assert status(platform, again) == "processed" and replies(platform, room) == ["done"]
+    assert refused[0] == 2 and len(refused[1]) == 1
     [error] = errors_posted(platform, room)
     assert "not asked again" in error
