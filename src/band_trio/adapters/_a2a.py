@@ -42,7 +42,10 @@ connection, a connection dropped or silent, a stream that ended before its
 first event) only while no task id is known: once the peer named a task, a
 second request would start a second one, so a stream lost after that is
 followed by `GetTask` instead, and each `GetTask` is retried under the same
-rules. `CancelTask` is retried only within the stop's own deadline.
+rules. A first request that broke before naming its task may have started one
+all the same: before any retry it is looked up (`_a2a_lookup`: `ListTasks` by
+our `messageId`) and, found, followed or stopped, never started twice.
+`CancelTask` is retried only within the stop's own deadline.
 
 One `httpx2.AsyncClient` per turn, closed (shielded, bounded) when the turn
 ends, so no socket outlives it. `CancelTask` never queues behind the stream:
