@@ -14,7 +14,9 @@ and the GitHub Copilot CLI (npm `@github/copilot`) into `.tools/copilot`, and pa
 their binaries to the tests as `BAND_TRIO_OPENCODE` and `BAND_TRIO_COPILOT`; that needs
 npm (the registry only: both ship their native binary inside a platform package). It
 installs Debian's `chromium` with apt-get when it is missing (the console's browser
-test) and passes it as `BAND_TRIO_CHROMIUM`.
+test) and passes it as `BAND_TRIO_CHROMIUM`. pytest runs on two workers (pytest-xdist, in
+the `test` extra; fewer on a machine with fewer CPUs); arguments after `test` go to pytest
+after that, so `python3 dev.py test -n 0` runs it in one process.
 Only the standard library is used here, so it runs on any Python >= 3.11.
 """
 
@@ -40,6 +42,10 @@ OPENCODE_VERSION = "1.18.33"
 OPENCODE_DIR = ROOT / ".tools" / "opencode"
 COPILOT_VERSION = "1.0.102"
 COPILOT_DIR = ROOT / ".tools" / "copilot"
+TEST_WORKERS = 2
+"""pytest-xdist workers for `test`: the suite's tests wait on peers and processes as much
+as they compute, so two workers halve its time on the 2-core machine it is measured on
+(docs/how-to/contribute.md); capped by the CPUs here."""
 
 
 def _run(*cmd: str | os.PathLike[str]) -> None:
@@ -217,7 +223,15 @@ def cmd_test(args: list[str]) -> None:
     os.environ["BAND_TRIO_OPENCODE"] = str(ensure_opencode())
     os.environ["BAND_TRIO_COPILOT"] = str(ensure_copilot())
     os.environ["BAND_TRIO_CHROMIUM"] = str(ensure_chromium())
-    _run(PY, "-m", "pytest", *args)
+    _run(PY, "-m", "pytest", *pytest_args(args))
+
+
+def pytest_args(args: list[str]) -> list[str]:
+    """pytest's arguments for `test`: the workers first, so the caller's own come after
+    and win (`-n 0`: one process). `worksteal` hands a worker that ran out of tests some
+    of the other's, so a long test near the end does not leave one worker idle."""
+    workers = max(1, min(TEST_WORKERS, os.cpu_count() or 1))
+    return ["-n", str(workers), "--dist", "worksteal", *args]
 
 
 COMMANDS = {"demo": cmd_demo, "test": cmd_test}

@@ -178,8 +178,11 @@ async def test_a_room_whose_join_is_refused_holds_no_connect_slot(platform: Plat
             await bridge.wait_until(
                 lambda: all(by_name[c.name].link_connects > 0 for c in identities[1:])
             )
+            # and the slot comes free: on a loaded machine a connection's set-up may time
+            # out and be retried (holding the slot meanwhile), so this waits for the moment
+            # rather than expect it now; a slot kept by the refused room never comes free
+            await bridge.wait_until(lambda: bridge.connects.connecting == 0)
         assert by_name[identities[0].name].link_connects == 0  # still joining its room
-        assert bridge.connects.connecting == 0
 
 
 async def test_the_bridge_process_is_ready_and_stops_cleanly_past_identities_that_cannot_connect(

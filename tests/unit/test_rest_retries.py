@@ -82,7 +82,9 @@ async def test_401_is_not_retried(autojump_clock: object) -> None:
     assert len(times) == 1
 
 
-async def test_transport_errors_surface_as_platform_unavailable() -> None:
+async def test_transport_errors_surface_as_platform_unavailable(autojump_clock: object) -> None:
+    """Each retry waits its real backoff (5 s of them): the clock jumps over the waits."""
+
     def refuse(request: httpx2.Request) -> httpx2.Response:
         raise httpx2.ConnectError("connection refused", request=request)
 

@@ -1,0 +1,60 @@
+"""One seed per run of the long randomized tests (`@pytest.mark.seeds(...)`), rotated daily.
+
+A plugin of its own (tests/conftest.py loads it) that imports nothing of band-trio, so
+tests/unit/test_seed_rotation.py runs it in a pytester subprocess, with workers, cheaply.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from typing import Any
+
+import pytest
+
+SEED_DAY_KEY = pytest.StashKey[int]()
+SEED_DAY = "band_trio_seed_day"
+"""The day the seeds rotate by, fixed once per run: under `pytest -n` (pytest-xdist) the
+controller hands its own to each worker, so that every worker collects the same seed
+(a run across midnight would otherwise collect two different test sets, which xdist
+refuses)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--all-seeds",
+        action="store_true",
+        help="run a seeded test (@pytest.mark.seeds) with every one of its seeds; by default"
+        " it runs one, rotated daily (BAND_TRIO_SEED=N runs N instead)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "seeds(*seeds): the seeds of a randomized test taking a `seed` argument"
+    )
+    handed: dict[str, object] = getattr(config, "workerinput", {})
+    config.stash[SEED_DAY_KEY] = int(str(handed.get(SEED_DAY, datetime.date.today().toordinal())))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's hook (the controller, for each worker it starts): the seed day."""
+    node.workerinput[SEED_DAY] = node.config.stash[SEED_DAY_KEY]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One seed per run of the long randomized tests, rotated, so the inner loop stays fast
+    and successive days still cover every seed; `--all-seeds` before a release runs them
+    all. The seed is in the test's id (`[2]`): `BAND_TRIO_SEED=2` runs that one again."""
+    marker = metafunc.definition.get_closest_marker("seeds")
+    if marker is None:
+        return
+    every = [int(seed) for seed in marker.args]
+    if metafunc.config.getoption("--all-seeds"):
+        chosen = every
+    elif os.environ.get("BAND_TRIO_SEED"):
+        chosen = [int(os.environ["BAND_TRIO_SEED"])]
+    else:
+        chosen = [every[metafunc.config.stash[SEED_DAY_KEY] % len(every)]]
+    metafunc.parametrize("seed", chosen)
