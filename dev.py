@@ -44,8 +44,9 @@ COPILOT_VERSION = "1.0.102"
 COPILOT_DIR = ROOT / ".tools" / "copilot"
 TEST_WORKERS = 2
 """pytest-xdist workers for `test`: the suite's tests wait on peers and processes as much
-as they compute, so two workers halve its time on the 2-core machine it is measured on
-(docs/how-to/contribute.md); capped by the CPUs here."""
+as they compute, so two workers take it from about 12 to about 7 minutes on the 2-core
+machine it is measured on (README, "Quick start"); capped by the CPUs here. Four were
+slower there, and starved the tests' deadlines."""
 
 
 def _run(*cmd: str | os.PathLike[str]) -> None:
