@@ -41,7 +41,10 @@ async def test_a_commands_group_is_noted_while_it_runs_and_killed_at_a_forced_ex
         async with pid_pipe(tmp_path / "pids") as pids, trio.open_nursery() as nursery:
 
             async def run() -> None:
-                script = f'echo $$ >> "{pids.path}"; exec sleep 600'
+                # its stdin is fed once the group is noted: reading to its end first,
+                # the pid can never reach the test before the note (a loaded machine
+                # showed that order: Popen returns to the task after the child runs)
+                script = f'cat > /dev/null; echo $$ >> "{pids.path}"; exec sleep 600'
                 results.append(await run_command(turn, ["sh", "-c", script]))
 
             nursery.start_soon(run)
