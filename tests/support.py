@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from band_trio import Adapter, Agent, Policy, StopResult, Turn
@@ -395,3 +396,26 @@ def bridge_config_out_of_reach(path: Path, policy: dict[str, Any] | None = None)
         data["bridge"] = {"policy": policy}
     path.write_text(json.dumps(data))
     return path
+
+
+early_close = pytest.mark.filterwarnings(
+    "ignore:Async generator 'httpcore2._async.connection_pool.PoolByteStream.__aiter__'"
+    " was garbage collected:ResourceWarning"
+)
+"""For a test that closes a stream early: httpcore2's pool leaves an async generator
+to the collector then, which warns; the warning is that, not a leak of ours."""
+
+
+def errors_posted(platform: Platform, room: str) -> list[str]:
+    """The error events posted in `room` (a failed turn's words), in order."""
+    return [e["content"] for e in platform.store.events(room) if e["message_type"] == "error"]
+
+
+def settled(platform: Platform, message: str) -> bool:
+    """Whether `message` has an outcome for the agent (processed or failed)."""
+    return status(platform, message) in ("processed", "failed")
+
+
+def tasks_for(peer: Any, text: str) -> list[str]:
+    """The A2A peer's task ids started for the message `text`, in order."""
+    return [e["task_id"] for e in peer.events("execute_started") if e["text"] == text]

@@ -21,7 +21,17 @@ from band_trio.adapters import A2AAdapter
 from band_trio.contract import UpstreamFault
 from band_trio.platform import Platform
 from peers import Peer, a2a_peer, fault_proxy, plan
-from support import replies, rooms_with_the_agent, running_agent, seeded, status
+from support import (
+    early_close,
+    errors_posted,
+    replies,
+    rooms_with_the_agent,
+    running_agent,
+    seeded,
+    settled,
+    status,
+    tasks_for,
+)
 
 DEADLINE = 30
 FAST = Policy(
@@ -30,26 +40,9 @@ FAST = Policy(
 )
 ANSWER = "chunk 0 chunk 1 chunk 2"
 
-early_close = pytest.mark.filterwarnings(
-    "ignore:Async generator 'httpcore2._async.connection_pool.PoolByteStream.__aiter__'"
-    " was garbage collected:ResourceWarning"
-)
-
 
 def attempts(proxy: Peer, text: str) -> list[dict[str, Any]]:
     return [e for e in proxy.events("request") if e["match"] == text]
-
-
-def tasks_for(peer: Peer, text: str) -> list[str]:
-    return [e["task_id"] for e in peer.events("execute_started") if e["text"] == text]
-
-
-def errors_posted(platform: Platform, room: str) -> list[str]:
-    return [e["content"] for e in platform.store.events(room) if e["message_type"] == "error"]
-
-
-def settled(platform: Platform, message: str) -> bool:
-    return status(platform, message) in ("processed", "failed")
 
 
 # message, what the proxy does to the requests carrying it, the room's end, the

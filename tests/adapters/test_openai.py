@@ -24,19 +24,22 @@ from band_trio.contract import LastAbort, RemoteStop, close_tool_calls, not_run_
 from band_trio.errors import ConfigurationError
 from band_trio.platform import Platform
 from peers import Peer, stubllm_peer
-from support import client_sockets, replies, rooms_with_the_agent, running_agent, seeded, status
+from support import (
+    client_sockets,
+    early_close,
+    replies,
+    rooms_with_the_agent,
+    running_agent,
+    seeded,
+    status,
+)
 
 DEADLINE = 20
 SLOW = " ".join(f"w{i:02d}" for i in range(80))  # the "[slow]" fixture's answer
 
+
 # httpx2 2.16.2 leaves httpcore2's body generator unclosed when a response is closed before
 # its end (see tests/peers/test_peers.py); trio's finalizer warns when it is collected.
-early_close = pytest.mark.filterwarnings(
-    "ignore:Async generator 'httpcore2._async.connection_pool.PoolByteStream.__aiter__'"
-    " was garbage collected:ResourceWarning"
-)
-
-
 class Observed(OpenAIChatAdapter):
     """The adapter, recording per message what its turn saw (for the test only)."""
 

@@ -20,7 +20,15 @@ from band_trio import Policy, Turn, UpstreamPolicy
 from band_trio.adapters import OpenAIChatAdapter
 from band_trio.platform import Platform
 from peers import Peer, fault_proxy, plan, stubllm_peer
-from support import replies, rooms_with_the_agent, running_agent, seeded, status
+from support import (
+    early_close,
+    errors_posted,
+    replies,
+    rooms_with_the_agent,
+    running_agent,
+    seeded,
+    status,
+)
 
 DEADLINE = 30
 QUICK = "quick answer"
@@ -29,19 +37,10 @@ FAST = Policy(
     upstream=UpstreamPolicy(read_timeout=1.0, retry_base=0.05, retry_cap=0.2),
 )
 
-early_close = pytest.mark.filterwarnings(
-    "ignore:Async generator 'httpcore2._async.connection_pool.PoolByteStream.__aiter__'"
-    " was garbage collected:ResourceWarning"
-)
-
 
 def attempts(proxy: Peer, text: str) -> list[dict[str, Any]]:
     """The proxy's records of the requests for the message `text`, in order."""
     return [e for e in proxy.events("request") if e["match"] == text]
-
-
-def errors_posted(platform: Platform, room: str) -> list[str]:
-    return [e["content"] for e in platform.store.events(room) if e["message_type"] == "error"]
 
 
 # Each row: the message (its marker picks stubllm's fixture), what the proxy does to

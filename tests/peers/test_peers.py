@@ -9,10 +9,10 @@ from contextlib import aclosing
 from typing import Any
 
 import httpx2
-import pytest
 import trio
 
 from peers import a2a_peer, stubllm_peer
+from support import early_close
 
 V1 = {"A2A-Version": "1.0"}
 TERMINAL_STATES = {
@@ -26,10 +26,6 @@ TERMINAL_STATES = {
 # httpcore2 PoolByteStream without closing its generator, so a response left before its end
 # drops that generator unexhausted and trio's finalizer warns (an error under
 # filterwarnings=error). Only the tests that close a stream early need this.
-early_close_leak = pytest.mark.filterwarnings(
-    "ignore:Async generator 'httpcore2._async.connection_pool.PoolByteStream.__aiter__'"
-    " was garbage collected:ResourceWarning"
-)
 
 
 def send_params(text: str, **configuration: Any) -> dict[str, Any]:
@@ -250,7 +246,7 @@ def chat(text: str, *history: dict[str, Any], stream: bool = True) -> dict[str, 
     }
 
 
-@early_close_leak
+@early_close
 async def test_stubllm_client_close_cancels_the_server_generator() -> None:
     async with stubllm_peer(chunk_delay_ms=50) as peer, httpx2.AsyncClient(timeout=5) as client:
         url = peer.base_url + "/chat/completions"
