@@ -14,7 +14,7 @@ import trio
 
 from band_trio.adapters._copilot_process import spawn
 from band_trio.contract import Message, Turn, TurnControl, _groups, run_command
-from band_trio.contract._groups import kill_live_groups
+from band_trio.contract._groups import children_leading_groups, kill_live_groups
 from support import NoPlatform, pid_pipe
 
 DEADLINE = 30
@@ -26,6 +26,9 @@ def only_this_tests_groups(monkeypatch: pytest.MonkeyPatch) -> set[int]:
     anything else the test process runs (a session's peers)."""
     live: set[int] = set()
     monkeypatch.setattr(_groups, "_LIVE", live)
+    # nor the other children of the test process that lead a group (its peers): the
+    # scan is tested on its own below
+    monkeypatch.setattr(_groups, "children_leading_groups", set)
     return live
 
 
@@ -71,3 +74,15 @@ async def test_the_copilot_clis_group_is_noted_until_it_is_reaped(
         assert cli.describe_exit() == "was killed by SIGKILL"
         await cli.stop(kill_grace=1)
     assert cli.reaped and cli.pid not in live
+
+
+async def test_a_child_leading_its_own_group_is_found_even_if_never_noted() -> None:
+    """The exit's second net: a command started but not noted yet (its task had not
+    resumed from the spawn's thread) is found as a child leading its own group."""
+    process = await trio.lowlevel.open_process(["sleep", "600"], start_new_session=True)
+    try:
+        assert process.pid in children_leading_groups()
+    finally:
+        process.kill()
+        await process.wait()
+    assert process.pid not in children_leading_groups()  # reaped: no longer our child

@@ -11,6 +11,14 @@ So each group is noted here from its start until its leader is reaped, and
 `kill_live_groups()` SIGKILLs every one just before such an exit. Nothing else
 reads the set: stopping work stays its owner's business. A pid is noted only
 while it is an unreaped child, so its group id cannot have been reused.
+
+A group can also be too new to be noted: trio starts a process in a worker
+thread, and the command may be running before the task that started it has
+resumed to note it (an exit at once after a signal met that). So the exit also
+kills every child of this process that leads a process group of its own, found
+in `/proc` — again only unreaped children, whose ids cannot have been reused.
+A child caught between its fork and its `setsid` is still in our group and
+escapes both; it is a window of microseconds.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import contextlib
 import os
 import signal
 
-__all__ = ["forget_group", "kill_live_groups", "note_group"]
+__all__ = ["children_leading_groups", "forget_group", "kill_live_groups", "note_group"]
 
 _LIVE: set[int] = set()
 
@@ -34,10 +42,33 @@ def forget_group(pgid: int) -> None:
     _LIVE.discard(pgid)
 
 
+def children_leading_groups() -> set[int]:
+    """The pids of this process's children that lead a process group of their own
+    (`/proc/<pid>/stat`: the parent is us and the group is the pid); none without procfs."""
+    me, found = os.getpid(), set[int]()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as file:
+                stat = file.read()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()  # after the command's name
+        if int(fields[1]) == me and int(fields[2]) == int(name):
+            found.add(int(name))
+    return found
+
+
 def kill_live_groups() -> int:
-    """SIGKILL every group still noted; how many there were. For the last moment of a
-    process that exits without unwinding (`os._exit`): nothing is awaited."""
-    groups = list(_LIVE)
+    """SIGKILL every group still noted, and every group a child of ours leads; how many
+    there were. For the last moment of a process that exits without unwinding
+    (`os._exit`): nothing is awaited."""
+    groups = _LIVE | children_leading_groups()
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
