@@ -17,30 +17,64 @@ See docs/reference/adapters.md for their settings and how each one stops its pee
 
 from __future__ import annotations
 
-from ._a2a import A2AAdapter as A2AAdapter
-from ._a2a import A2AError as A2AError
-from ._a2a import A2AProtocolError as A2AProtocolError
-from ._a2a import A2ARpcError as A2ARpcError
-from ._a2a import A2ATaskError as A2ATaskError
-from ._a2a import a2a as a2a
-from ._command import CommandAdapter as CommandAdapter
-from ._command import CommandFailedError as CommandFailedError
-from ._command import command as command
-from ._copilot import CopilotAdapter as CopilotAdapter
-from ._copilot import copilot as copilot
-from ._copilot_cli import CopilotCli as CopilotCli
-from ._copilot_config import PERMISSION_KINDS as PERMISSION_KINDS
-from ._copilot_config import CopilotConfig as CopilotConfig
-from ._copilot_rpc import CopilotError as CopilotError
-from ._demo import DemoAdapter as DemoAdapter
-from ._demo import demo as demo
-from ._openai import OpenAIChatAdapter as OpenAIChatAdapter
-from ._openai import Tool as Tool
-from ._openai import openai_chat as openai_chat
-from ._openai_stream import OpenAIChatError as OpenAIChatError
-from ._opencode import OpenCodeAdapter as OpenCodeAdapter
-from ._opencode import OpenCodeError as OpenCodeError
-from ._opencode import opencode as opencode
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy
+
+if TYPE_CHECKING:
+    from ._a2a import A2AAdapter as A2AAdapter
+    from ._a2a import A2AError as A2AError
+    from ._a2a import A2AProtocolError as A2AProtocolError
+    from ._a2a import A2ARpcError as A2ARpcError
+    from ._a2a import A2ATaskError as A2ATaskError
+    from ._a2a import a2a as a2a
+    from ._command import CommandAdapter as CommandAdapter
+    from ._command import CommandFailedError as CommandFailedError
+    from ._command import command as command
+    from ._copilot import CopilotAdapter as CopilotAdapter
+    from ._copilot import copilot as copilot
+    from ._copilot_cli import CopilotCli as CopilotCli
+    from ._copilot_config import PERMISSION_KINDS as PERMISSION_KINDS
+    from ._copilot_config import CopilotConfig as CopilotConfig
+    from ._copilot_rpc import CopilotError as CopilotError
+    from ._demo import DemoAdapter as DemoAdapter
+    from ._demo import demo as demo
+    from ._openai import OpenAIChatAdapter as OpenAIChatAdapter
+    from ._openai import Tool as Tool
+    from ._openai import openai_chat as openai_chat
+    from ._openai_stream import OpenAIChatError as OpenAIChatError
+    from ._opencode import OpenCodeAdapter as OpenCodeAdapter
+    from ._opencode import OpenCodeError as OpenCodeError
+    from ._opencode import opencode as opencode
+
+# Each adapter is imported when first named, not with the package: a command that
+# runs one adapter (or none) does not pay for the others' dependencies.
+_WHERE = {
+    "A2AAdapter": "._a2a",
+    "A2AError": "._a2a",
+    "A2AProtocolError": "._a2a",
+    "A2ARpcError": "._a2a",
+    "A2ATaskError": "._a2a",
+    "a2a": "._a2a",
+    "CommandAdapter": "._command",
+    "CommandFailedError": "._command",
+    "command": "._command",
+    "CopilotAdapter": "._copilot",
+    "copilot": "._copilot",
+    "CopilotCli": "._copilot_cli",
+    "PERMISSION_KINDS": "._copilot_config",
+    "CopilotConfig": "._copilot_config",
+    "CopilotError": "._copilot_rpc",
+    "DemoAdapter": "._demo",
+    "demo": "._demo",
+    "OpenAIChatAdapter": "._openai",
+    "Tool": "._openai",
+    "openai_chat": "._openai",
+    "OpenAIChatError": "._openai_stream",
+    "OpenCodeAdapter": "._opencode",
+    "OpenCodeError": "._opencode",
+    "opencode": "._opencode",
+}
 
 __all__ = [
     "PERMISSION_KINDS",
@@ -68,3 +102,6 @@ __all__ = [
     "openai_chat",
     "opencode",
 ]
+
+
+__getattr__, __dir__ = lazy(__name__, _WHERE, __all__)

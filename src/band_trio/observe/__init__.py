@@ -22,8 +22,14 @@ docs/how-to/observe.md and docs/reference/observability.md.
 
 from __future__ import annotations
 
-from ._endpoint import MetricsApp as MetricsApp
-from ._endpoint import serve_metrics as serve_metrics
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy
+
+if TYPE_CHECKING:
+    from ._endpoint import MetricsApp as MetricsApp
+    from ._endpoint import serve_metrics as serve_metrics
+
 from ._instruments import REGISTRY as REGISTRY
 from ._instruments import Sample as Sample
 from ._instruments import track as track
@@ -69,3 +75,9 @@ __all__ = [
     "untrack",
     "use_tracer_provider",
 ]
+
+
+# the HTTP server is imported when `/metrics` is served, not with the package
+__getattr__, __dir__ = lazy(
+    __name__, {"MetricsApp": "._endpoint", "serve_metrics": "._endpoint"}, __all__
+)

@@ -17,6 +17,9 @@ See docs/discussion/security.md for the threat model.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy
 from ._body import BodyTooLarge as BodyTooLarge
 from ._body import ClientGone as ClientGone
 from ._body import read_body as read_body
@@ -28,9 +31,11 @@ from ._listen import check_port as check_port
 from ._listen import check_secret as check_secret
 from ._listen import is_loopback as is_loopback
 from ._listen import parse_listen as parse_listen
-from ._serve import Listening as Listening
-from ._serve import ServeSettings as ServeSettings
-from ._serve import serve as serve
+
+if TYPE_CHECKING:
+    from ._serve import Listening as Listening
+    from ._serve import ServeSettings as ServeSettings
+    from ._serve import serve as serve
 
 __all__ = [
     "MIN_SECRET_LENGTH",
@@ -48,3 +53,8 @@ __all__ = [
     "read_body",
     "serve",
 ]
+
+# hypercorn is imported when something serves, not when a command checks an address
+__getattr__, __dir__ = lazy(
+    __name__, dict.fromkeys(("Listening", "ServeSettings", "serve"), "._serve"), __all__
+)
