@@ -27,7 +27,7 @@ import contextlib
 import os
 import signal
 
-__all__ = ["children_leading_groups", "forget_group", "kill_live_groups", "note_group"]
+__all__ = ["children", "children_leading_groups", "forget_group", "kill_live_groups", "note_group"]
 
 _LIVE: set[int] = set()
 
@@ -42,10 +42,10 @@ def forget_group(pgid: int) -> None:
     _LIVE.discard(pgid)
 
 
-def children_leading_groups() -> set[int]:
-    """The pids of this process's children that lead a process group of their own
-    (`/proc/<pid>/stat`: the parent is us and the group is the pid); none without procfs."""
-    me, found = os.getpid(), set[int]()
+def children() -> dict[int, tuple[str, int]]:
+    """This process's children, from `/proc/<pid>/stat`: pid → (state, process group);
+    empty without procfs. A zombie is listed (state `Z`) until it is reaped."""
+    me, found = os.getpid(), dict[int, tuple[str, int]]()
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -59,9 +59,14 @@ def children_leading_groups() -> set[int]:
         except OSError:  # gone meanwhile
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()  # after the command's name
-        if int(fields[1]) == me and int(fields[2]) == int(name):
-            found.add(int(name))
+        if int(fields[1]) == me:
+            found[int(name)] = (fields[0].decode(), int(fields[2]))
     return found
+
+
+def children_leading_groups() -> set[int]:
+    """The pids of this process's children that lead a process group of their own."""
+    return {pid for pid, (_, group) in children().items() if group == pid}
 
 
 def kill_live_groups() -> int:

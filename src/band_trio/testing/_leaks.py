@@ -16,6 +16,7 @@ from pathlib import Path
 
 import trio
 
+from ..contract._groups import children
 from ._tasks import TaskTracker
 
 __all__ = ["Leaks"]
@@ -96,23 +97,7 @@ def _client_sockets() -> dict[str, tuple[int, int]]:
 
 def _children() -> set[int]:
     """Live (not zombie) processes whose parent is this process."""
-    me = os.getpid()
-    found: set[int] = set()
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if int(fields[1]) == me and fields[0] not in ("Z", "X"):
-            found.add(int(name))
-    return found
+    return {pid for pid, (state, _) in children().items() if state not in ("Z", "X")}
 
 
 def _command(pid: int) -> str:
