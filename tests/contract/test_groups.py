@@ -52,10 +52,7 @@ async def test_a_commands_group_is_noted_while_it_runs_and_killed_at_a_forced_ex
 
             nursery.start_soon(run)
             [pgid] = await pids.wait(1)
-            # the command may write before run_command's task has resumed from the
-            # spawn's thread: nothing marks that moment, so it is polled
-            while pgid not in live:
-                await trio.sleep(0.001)
+            assert pgid in live
             assert kill_live_groups() == 1
     [result] = results  # the group was SIGKILLed: the command ended
     assert result.returncode == -signal.SIGKILL
