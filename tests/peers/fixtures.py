@@ -408,7 +408,8 @@ async def fault_proxy(
     `upstream` (a peer's root URL), on 127.0.0.1. Script what the attempts at a
     request meet with `await plan(proxy, "text in it", [{"status": 503}, ...])`;
     `proxy.url` is where clients go instead of the peer. Its events: `request` (n,
-    method, path, match, step), `response_end` (n, status, events, how), `rule`."""
+    method, path, match, step), `response_end` (n, status, events, how; for an endless
+    body also `sent` and `dropped`: the client went away before the ceiling), `rule`."""
     args = ["--endless-ceiling", str(endless_ceiling)]
     if upstream is not None:
         args += ["--upstream", upstream.rstrip("/")]

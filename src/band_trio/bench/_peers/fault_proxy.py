@@ -129,14 +129,23 @@ class Proxy:
             headers["retry-after-ms"] = str(step["retry_after_ms"])
         if step.get("endless"):
             await stream.send_all(_response(status, {**headers, "transfer-encoding": "chunked"}))
-            sent = 0
+            sent, dropped = 0, True  # dropped: the client went away before the ceiling
             try:
                 while sent < self.ceiling:
                     await stream.send_all(b"%x\r\n%s\r\n" % (len(_CHUNK), _CHUNK))
                     sent += len(_CHUNK)
+                dropped = False
                 await _until_closed(stream)
             finally:
-                self.emit("response_end", n=n, status=status, events=0, how="endless", sent=sent)
+                self.emit(
+                    "response_end",
+                    n=n,
+                    status=status,
+                    events=0,
+                    how="endless",
+                    sent=sent,
+                    dropped=dropped,
+                )
             return
         text = step.get("body")
         payload = (
