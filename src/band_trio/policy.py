@@ -157,6 +157,16 @@ class Policy:
     """Shielded time a turn whose adapter finished gets for its `processed` or `failed`
     mark (and `working: false`). A mark that has not landed by then stays ack-pending:
     it is retried on the room's next pass, and `StopResult.unsettled` lists it."""
+    mark_wait: float = 10.0
+    """How long a final mark (and the rest of its settling) may wait for a free REST
+    connection before its grace starts: `cleanup_grace` and `settle_grace` count from
+    the moment the mark gets a connection, not from when it was queued, so a mass
+    abort's thousand marks leave in one wave however long the platform takes for all
+    of them. A mark still waiting past this stays ack-pending and is retried, as one
+    that did not land. Not `request_deadline` (60 s): a settling is shielded, and
+    holds its room and a graceful stop; 10 s is twice what a wave of 1,000 marks took
+    on a loaded 2-core machine (docs/benchmarks.md, the scale rows). A hard stop cuts
+    the wait as it cuts the grace."""
     backend_stop_grace: float = 5.0
     """Shielded time one remote stop gets (`Turn.remote`): the peer's answer, or
     `unconfirmed`. A start call still in flight when the turn is aborted gets as long

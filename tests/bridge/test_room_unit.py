@@ -4,7 +4,7 @@ autojump clock — no sockets, and time is not the subject)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -86,7 +86,11 @@ class _Rest:
         """From this call on, `next_message` waits until cancelled."""
         self.held = trio.Event()
 
-    async def mark_processed(self, room_id: str, message_id: str) -> object:
+    async def mark_processed(
+        self, room_id: str, message_id: str, *, on_slot: Callable[[], None] | None = None
+    ) -> object:
+        if on_slot is not None:
+            on_slot()
         await trio.lowlevel.checkpoint()
         self.marked.append(message_id)
         return object()

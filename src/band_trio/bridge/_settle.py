@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import logging
 import math
+from collections.abc import Callable
 
 import trio
 
@@ -131,11 +132,13 @@ async def claim(shared: Shared, room_id: str, message_id: str) -> Claim:
 async def mark_processed(shared: Shared, room_id: str, message_id: str) -> None:
     """The target took it: `processed`. Shielded — the target has done its part, and a
     stop landing now must not leave the message to be forwarded again — and bounded
-    by the cleanup grace, as the runtime settles. A mark that does not land leaves it
-    `processing`: remembered as forwarded here, forwarded again after a restart."""
-    with shared.cutoff.shield(shared.policy.cleanup_grace) as bounded:
+    as the runtime settles: by `mark_wait` while it waits for a REST connection, then
+    by the cleanup grace from the moment it has one. A mark that does not land leaves
+    it `processing`: remembered as forwarded here, forwarded again after a restart."""
+    policy = shared.policy
+    with shared.cutoff.queued(policy.cleanup_grace, wait=policy.mark_wait) as grace:
         try:
-            marked = await shared.rest.mark_processed(room_id, message_id)
+            marked = await shared.rest.mark_processed(room_id, message_id, on_slot=grace.start)
         except errors.PlatformResponseError as exc:
             if exc.status == _NO_LIVE_ATTEMPT:
                 _settled_by_target(shared, room_id, message_id)
@@ -147,7 +150,7 @@ async def mark_processed(shared: Shared, room_id: str, message_id: str) -> None:
             return
         if marked is None:
             log.info("room %s: processed mark of %s refused as stopped", room_id, message_id)
-    if bounded.cancelled_caught:
+    if grace.scope.cancelled_caught:
         log.warning(
             "room %s: processed mark of %s not answered within %gs",
             room_id,
@@ -176,19 +179,22 @@ async def gave_up(shared: Shared, retry: Retry, room_id: str, message_id: str) -
     """One more failed forward of `message_id`; True once the bridge gave it up: after
     `forward_attempts` in a row, when it settles, it marks the message `failed` (the
     wire's failed mark with a short label, as the runtime marks a failed turn) and
-    posts an error event to the room, shielded and bounded by the cleanup grace, and
-    the room moves on. `/next` still
+    posts an error event to the room, shielded and bounded by the cleanup grace (from
+    the moment the mark has a REST connection, as `mark_processed`), and the room
+    moves on. `/next` still
     returns a failed message: catch-ups walk past it (`done_here`)."""
     attempts = retry.charge(message_id)
     if not shared.settles or attempts < shared.bridge_policy.forward_attempts:
         return False
     label = f"the bridge's target did not take it in {attempts} forwards"
     log.warning("room %s: %s: %s; marking it failed", room_id, message_id, label)
-    with shared.cutoff.shield(shared.policy.cleanup_grace):
+    policy = shared.policy
+    with shared.cutoff.queued(policy.cleanup_grace, wait=policy.mark_wait) as grace:
         try:
-            await shared.rest.mark_failed(room_id, message_id, label)
+            await shared.rest.mark_failed(room_id, message_id, label, on_slot=grace.start)
         except errors.PlatformError as exc:
             log.warning("room %s: failed mark of %s did not land: %s", room_id, message_id, exc)
+        grace.start()  # the error event's grace, if the mark ended before a connection
         try:  # the room is told, as the runtime tells it of a failed turn (best effort)
             await shared.rest.post_event(
                 room_id,
@@ -218,7 +224,8 @@ def done_here(shared: Shared, wire: ChatMessage) -> bool:
 
 async def consume(shared: Shared, room_id: str, message_id: str, claimed: bool) -> None:
     """An interrupt consumes the message it cut off: `processed`, as an
-    agent would mark it, shielded and bounded by the cleanup grace, in the room's task
+    agent would mark it, shielded and bounded by the cleanup grace (a mark's from the
+    moment it has a REST connection, as `mark_processed`), in the room's task
     (never on the receive path). The mark needs a live attempt: the bridge's claim,
     or the target's own. It never claims again: a claim is never cut off (`Forward`),
     and one made now could land after the mark and re-open the message.
@@ -232,26 +239,30 @@ async def consume(shared: Shared, room_id: str, message_id: str, claimed: bool) 
         log.info("room %s: interrupted %s was never claimed: nothing to consume", room_id,
                  message_id)  # fmt: skip
         return
-    with shared.cutoff.shield(shared.policy.cleanup_grace) as bounded:
+    policy = shared.policy
+    with shared.cutoff.queued(policy.cleanup_grace, wait=policy.mark_wait) as grace:
         told: bool | None = None
         if not shared.settles:
+            grace.start()  # the target is told first, over no REST connection
             notice = envelope_for(INTERRUPTED, shared.agent_id, room_id, {"id": message_id})
             told = await shared.target.interrupted(notice)
         if told is None:
-            told = await _mark_interrupted(shared, room_id, message_id)
+            told = await _mark_interrupted(shared, room_id, message_id, grace.start)
         elif not told:
             log.info("room %s: interrupted %s left to the target", room_id, message_id)
         if told:
             shared.forwarded.add(message_id)  # done with: never forwarded again
             log.info("room %s: interrupted %s consumed", room_id, message_id)
-    if bounded.cancelled_caught:
+    if grace.scope.cancelled_caught:
         log.info("room %s: interrupted %s not consumed within %gs", room_id, message_id,
                  shared.policy.cleanup_grace)  # fmt: skip
 
 
-async def _mark_interrupted(shared: Shared, room_id: str, message_id: str) -> bool:
+async def _mark_interrupted(
+    shared: Shared, room_id: str, message_id: str, on_slot: Callable[[], None]
+) -> bool:
     try:
-        marked = await shared.rest.mark_processed(room_id, message_id)
+        marked = await shared.rest.mark_processed(room_id, message_id, on_slot=on_slot)
     except errors.PlatformError as exc:
         log.info("room %s: interrupted %s not consumed: %s", room_id, message_id, exc)
         return False

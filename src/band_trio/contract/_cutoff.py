@@ -14,6 +14,16 @@ opened later, ends by then.
     ...
     cutoff.cut(trio.current_time() + policy.hard_stop_grace)   # the second signal
 
+A mark's grace is for the mark, not for its place in a queue: after a mass
+abort a thousand marks wait for the REST client's few connections, and a grace
+counted from the queue cut off every mark the platform had not reached within
+it (docs/benchmarks.md, the scale rows). `queued` is the shielded scope for
+such a wait: bounded first by `wait` (the queue), its grace counting from
+`Grace.start`, which the request calls once it has a connection:
+
+    with cutoff.queued(policy.cleanup_grace, wait=policy.mark_wait) as grace:
+        await rest.mark_processed(..., on_slot=grace.start)
+
 Nothing waits here: `cut` only lowers deadlines.
 """
 
@@ -25,7 +35,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 import trio
 
-__all__ = ["Cutoff"]
+__all__ = ["Cutoff", "Grace"]
 
 
 class Cutoff:
@@ -59,8 +69,39 @@ class Cutoff:
         """`shielded(now + grace)`: the usual bounded, shielded cleanup."""
         return self.shielded(trio.current_time() + grace)
 
+    @contextmanager
+    def queued(self, grace: float, *, wait: float) -> Iterator[Grace]:
+        """A shielded scope bounded by `wait` until `Grace.start`, then by `grace` from
+        that moment (and by the cutoff all along): a wait in a queue costs the work
+        none of its grace, and is bounded all the same."""
+        with self.shield(wait) as scope:
+            yield Grace(self, scope, grace)
+
     def cut(self, at: float) -> None:
         """Every shielded wait under this cutoff ends by `at`, open ones included."""
         self.at = min(self.at, at)
         for scope in self._scopes:
             scope.deadline = min(scope.deadline, self.at)
+
+
+class Grace:
+    """The handle of `Cutoff.queued`: `start()` once the work has what it queued for."""
+
+    __slots__ = ("_cutoff", "_grace", "scope", "started")
+
+    def __init__(self, cutoff: Cutoff, scope: trio.CancelScope, grace: float) -> None:
+        self._cutoff = cutoff
+        self.scope = scope
+        """The shielded scope (`cancelled_caught`: a bound ended the work)."""
+        self._grace = grace
+        self.started = False
+
+    def start(self) -> None:
+        """The grace runs from now: the scope ends `grace` from now, or at the cutoff if
+        that is sooner. Only the first call counts (a retry's next slot does not renew
+        it), and a scope that has already ended is not revived."""
+        if self.started:
+            return
+        self.started = True
+        if not self.scope.cancel_called:
+            self.scope.deadline = min(trio.current_time() + self._grace, self._cutoff.at)

@@ -24,7 +24,7 @@ import logging
 import urllib.parse
 import urllib.request
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, TypeVar
@@ -235,6 +235,7 @@ class RestClient:
         lifecycle: bool = False,
         retry_unsent: bool = True,
         urgent: bool = False,
+        on_slot: Callable[[], None] | None = None,
     ) -> T | None:
         """Send one request and decode its answer into `kind`: the one path every call
         takes, so transport errors, error envelopes and unreadable bodies are
@@ -248,7 +249,9 @@ class RestClient:
         first: what a code means on this route). A 204 returns None. A lifecycle
         call (`lifecycle=True`) must answer exactly 200 with `success` not false.
         An `urgent` request (a final mark) takes the next free connection before
-        any other waiting one (`Lanes`).
+        any other waiting one (`Lanes`). `on_slot` is called each time an attempt gets
+        its connection (its wait in the lanes is over): a settling starts its grace
+        then (`Cutoff.queued`), so the wait costs the mark none of it.
         """
         content = None if body is None else _encoder.encode(body)
         what = f"{method} {path}"
@@ -266,7 +269,9 @@ class RestClient:
             while True:
                 try:
                     with trio.fail_after(deadline or policy.request_deadline):
-                        response, answer = await self._send(method, path, content, params, urgent)
+                        response, answer = await self._send(
+                            method, path, content, params, urgent, on_slot
+                        )
                 except _UNSENT as exc:
                     # The request never left: the platform is restarting, or briefly
                     # away. Trying again cannot duplicate anything, even a post.
@@ -313,14 +318,17 @@ class RestClient:
         content: bytes | None,
         params: dict[str, Any] | None,
         urgent: bool,
+        on_slot: Callable[[], None] | None,
     ) -> tuple[Answer | httpx2.Response, bytes]:
         """One request and its answer's body, read up to `Policy.max_response_body`:
         past it `PlatformProtocolError`, and the connection is dropped, not pooled.
         It holds one of the lanes' slots from before it is handed to the pool until
-        its answer is read."""
+        its answer is read; `on_slot` is told as soon as it has one."""
         lanes = self.lanes
         await lanes.acquire(urgent=urgent)
         try:
+            if on_slot is not None:
+                on_slot()
             return await self._exchange(method, path, content, params)
         finally:
             lanes.release()
@@ -353,12 +361,18 @@ class RestClient:
         return response, bytes(body)
 
     async def _lifecycle(
-        self, path: str, body: Any = None, *, urgent: bool = False
+        self,
+        path: str,
+        body: Any = None,
+        *,
+        urgent: bool = False,
+        on_slot: Callable[[], None] | None = None,
     ) -> LifecycleResult | None:
         """A lifecycle call: exactly 200 is success, 204 means the room is stopped."""
         found = await self._call(
-            "POST", path, Data[LifecycleResult], body=body, lifecycle=True, urgent=urgent
-        )
+            "POST", path, Data[LifecycleResult], body=body, lifecycle=True, urgent=urgent,
+            on_slot=on_slot,
+        )  # fmt: skip
         if found is None:
             return None
         if not found.data.success:
@@ -440,24 +454,39 @@ class RestClient:
         found = await self._call("GET", path, Data[ChatMessage], lifecycle=True)
         return None if found is None else found.data
 
-    async def claim(self, room_id: str, message_id: str) -> LifecycleResult | None:
-        """Mark `processing` (the durable claim). None: the room is stopped (204)."""
-        return await self._lifecycle(f"{_room(room_id)}/messages/{_seg(message_id)}/processing")
+    async def claim(
+        self, room_id: str, message_id: str, *, on_slot: Callable[[], None] | None = None
+    ) -> LifecycleResult | None:
+        """Mark `processing` (the durable claim). None: the room is stopped (204).
+        `on_slot`: called once the request has a connection (see `_call`)."""
+        path = f"{_room(room_id)}/messages/{_seg(message_id)}/processing"
+        return await self._lifecycle(path, on_slot=on_slot)
 
-    async def mark_processed(self, room_id: str, message_id: str) -> LifecycleResult | None:
-        """The final mark (urgent: it goes before any other waiting request)."""
+    async def mark_processed(
+        self, room_id: str, message_id: str, *, on_slot: Callable[[], None] | None = None
+    ) -> LifecycleResult | None:
+        """The final mark (urgent: it goes before any other waiting request). `on_slot`
+        is called once it has a connection: a settling's grace starts there
+        (`Cutoff.queued`), not in the queue."""
         return await self._lifecycle(
-            f"{_room(room_id)}/messages/{_seg(message_id)}/processed", urgent=True
-        )
+            f"{_room(room_id)}/messages/{_seg(message_id)}/processed", urgent=True,
+            on_slot=on_slot,
+        )  # fmt: skip
 
     async def mark_failed(
-        self, room_id: str, message_id: str, label: str
+        self,
+        room_id: str,
+        message_id: str,
+        label: str,
+        *,
+        on_slot: Callable[[], None] | None = None,
     ) -> LifecycleResult | None:
-        """The final mark of a failed turn (urgent, as `mark_processed`)."""
+        """The final mark of a failed turn (urgent and `on_slot`, as `mark_processed`)."""
         return await self._lifecycle(
             f"{_room(room_id)}/messages/{_seg(message_id)}/failed",
             FailedMark(error=label),
             urgent=True,
+            on_slot=on_slot,
         )
 
     async def report_activity(self, room_id: str, working: bool) -> bool:

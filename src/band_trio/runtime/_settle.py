@@ -13,7 +13,12 @@ Settling is the last part of a turn's one unit of work (claim → adapter →
 settle), and it runs shielded: once the adapter has finished, neither a
 graceful stop nor leaving the room may cut the mark off, or the message would
 be answered twice. It is bounded instead: an aborted turn's settling by the
-policy's `cleanup_grace`, a finished one's by its `settle_grace`. A mark that
+policy's `cleanup_grace`, a finished one's by its `settle_grace`, each counted
+from the moment the mark has a REST connection (`Cutoff.queued`): after a mass
+abort a thousand marks queue for the client's few connections, and a grace
+counted from the queue cut off every mark the platform had not reached within
+it, to be retried a grace later, pass after pass. The wait in the queue is
+bounded by `mark_wait`, and all of it by the hard stop's cutoff. A mark that
 does not land in time leaves the message ack-pending, so only the mark is
 retried later. The mark goes first; `working: false` follows once the mark
 is answered, beside the error event of a failed turn.
@@ -28,6 +33,7 @@ import trio
 
 from .. import errors
 from ..contract import Message
+from ..contract._cutoff import Grace
 from ..link import RestClient
 from ..policy import Policy
 from ._ledger import Ledger
@@ -61,7 +67,7 @@ async def report_idle(rest: RestClient, room_id: str) -> None:
 
 
 async def _final_mark(
-    rest: RestClient, ledger: Ledger, turn: ActiveTurn, failure: str | None
+    rest: RestClient, ledger: Ledger, turn: ActiveTurn, failure: str | None, grace: Grace
 ) -> bool:
     """Record ack-pending first, then send the final mark: `processed`, or `failed`
     with `failure` as its label. True once the platform accepted it; otherwise the
@@ -74,7 +80,9 @@ async def _final_mark(
     attempt: an earlier mark (or another client) settled it already, so it is
     settled here too. Only a turn whose claim opened no attempt (answered 204, or
     failed) and that an interrupt consumes claims first: no mark of ours can have
-    landed for it, so that claim re-opens nothing."""
+    landed for it, so that claim re-opens nothing.
+
+    `grace` starts once the first of these requests has a connection."""
     message = turn.message
     what = "processed" if failure is None else "failed"
     if turn.claimed is None:  # a retry: the ledger knows whether an attempt was opened
@@ -82,14 +90,16 @@ async def _final_mark(
     ledger.ack_pending(message.id, failure, claimed=turn.claimed)
     try:
         if not turn.claimed:
-            if await rest.claim(message.room_id, message.id) is None:
+            if await rest.claim(message.room_id, message.id, on_slot=grace.start) is None:
                 return _stopped(message, what)
             turn.claimed = True
             ledger.ack_pending(message.id, failure)  # from now on: never claimed again
         if failure is None:
-            result = await rest.mark_processed(message.room_id, message.id)
+            result = await rest.mark_processed(message.room_id, message.id, on_slot=grace.start)
         else:
-            result = await rest.mark_failed(message.room_id, message.id, failure)
+            result = await rest.mark_failed(
+                message.room_id, message.id, failure, on_slot=grace.start
+            )
     except errors.PlatformResponseError as exc:
         if exc.status != _NO_LIVE_ATTEMPT:
             return _not_landed(message, what, exc)
@@ -135,8 +145,8 @@ def _not_landed(message: Message, what: str, exc: errors.PlatformError) -> bool:
     return False
 
 
-async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn) -> bool:
-    return await _final_mark(rest, ledger, turn, None)
+async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn, grace: Grace) -> bool:
+    return await _final_mark(rest, ledger, turn, None, grace)
 
 
 async def _error_event(rest: RestClient, turn: ActiveTurn) -> None:
@@ -162,7 +172,11 @@ async def _error_event(rest: RestClient, turn: ActiveTurn) -> None:
 async def settle(
     rest: RestClient, policy: Policy, ledger: Ledger, turn: ActiveTurn, outcome: Outcome
 ) -> bool:
-    """Apply `outcome`, shielded and bounded; True if the message's platform state moved on."""
+    """Apply `outcome`, shielded and bounded; True if the message's platform state moved on.
+
+    Bounded: by `mark_wait` while the mark waits for a REST connection, then by the
+    grace from the moment it has one (with no mark to send, from the start), and
+    by the turn's cutoff all along."""
     room_id = turn.message.room_id
     if outcome is Outcome.CONSUMED:
         ledger.complete(turn.message.id)  # done, by whoever marked it: never again here
@@ -176,29 +190,32 @@ async def settle(
     else:
         grace = policy.settle_grace
     moved = False
-    with turn.control.cutoff.shield(grace) as bounded:  # and by a hard stop's cutoff
+    cutoff = turn.control.cutoff
+    with cutoff.queued(grace, wait=policy.mark_wait) as timed:  # and by a hard stop's cutoff
         async with trio.open_nursery() as nursery:
             # The mark goes first: building a request costs the client ~0.2 ms, so
             # `working: false` started beside it would put the mark second on the wire.
             if outcome is Outcome.ABORTED:
                 kind = turn.abort_kind
                 if kind is not None and kind.consumes:
-                    moved = await _mark_processed(rest, ledger, turn)
+                    moved = await _mark_processed(rest, ledger, turn, timed)
             elif outcome is Outcome.SUCCEEDED:
-                moved = await _mark_processed(rest, ledger, turn)
+                moved = await _mark_processed(rest, ledger, turn, timed)
             else:
-                moved = await _final_mark(rest, ledger, turn, turn.failure or "adapter error")
+                failure = turn.failure or "adapter error"
+                moved = await _final_mark(rest, ledger, turn, failure, timed)
+            timed.start()  # no mark to send (or it ended before a connection): from now
             if turn.working:
                 nursery.start_soon(report_idle, rest, room_id)
             if outcome is Outcome.FAILED and moved:
                 await _error_event(rest, turn)
-    if bounded.cancelled_caught:
+    if timed.scope.cancelled_caught:
         # An aborted turn's mark is retried within a grace (the room brings its pass
         # forward); after an agent-wide interrupt of a thousand rooms this is routine.
         log.log(
             logging.INFO if outcome is Outcome.ABORTED else logging.WARNING,
-            "room %s: settling %s (%s) overran its %.1fs grace; any mark not sent stays "
-            "ack-pending and is retried",
+            "room %s: settling %s (%s) overran its %.1fs grace (or its wait for a "
+            "connection); any mark not sent stays ack-pending and is retried",
             room_id,
             turn.message.id,
             outcome.value,
