@@ -1,22 +1,34 @@
 """The REST client's lanes: marks go before every other waiting request, and the pool
 is never handed more requests than it has connections (docs/benchmarks.md, the scale
 rows: a mass abort's marks used to queue behind `/next` passes and activity reports,
-and httpcore2 scans every queued request on each change of its pool)."""
+and httpcore2 scans every queued request on each change of its pool), and a mark's
+grace counts from the moment it has a connection, not from its place in the queue
+(a wave longer than `cleanup_grace` used to cut the marks still queued, each left
+ack-pending and retried a grace later)."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 import trio
 import trio.testing
 
-from band_trio import Policy
+from band_trio import Policy, Turn
 from band_trio.link import RestClient
 from band_trio.platform import Platform
+from support import Recorder, background_agent, rooms_with_the_agent, running_agent, status
 
 DEADLINE = 10
 
 
 def rest_paths(platform: Platform, position: int) -> list[str]:
     return [e.path or "" for e in platform.log(position) if e.kind == "rest"]
+
+
+def kinds_of(paths: list[str]) -> list[str]:
+    """Each request's route: "mark" for a `/processed`, else its last path segment."""
+    return ["mark" if p.endswith("/processed") else p.rsplit("/", 1)[-1] for p in paths]
 
 
 async def test_waiting_marks_go_before_every_other_waiting_request(platform: Platform) -> None:
@@ -40,6 +52,89 @@ async def test_waiting_marks_go_before_every_other_waiting_request(platform: Pla
                 await trio.testing.wait_all_tasks_blocked()
                 for message in messages:  # ... then a mass abort's marks
                     nursery.start_soon(rest.mark_processed, info.room_id, message)
-    paths = rest_paths(platform, position)
-    kinds = ["mark" if p.endswith("/processed") else p.rsplit("/", 1)[-1] for p in paths]
+    kinds = kinds_of(rest_paths(platform, position))
     assert kinds == ["activity", "mark", "mark", "mark", "mark", "next", "next", "next"]
+
+
+# -- a mass abort: every mark out in one wave (a mark's grace starts at its connection)
+
+ROOMS = 6
+DELAY = 0.2
+"""The platform's time for one mark; ROOMS marks over one connection take 1.2 s."""
+
+
+def marks_of(platform: Platform, position: int) -> list[str]:
+    return [p for p in rest_paths(platform, position) if p.endswith("/processed")]
+
+
+async def forever(turn: Turn) -> None:
+    await trio.sleep_forever()
+
+
+async def busy_rooms(platform: Platform, adapter: Recorder) -> list[str]:
+    """A turn running (until cancelled) in each of ROOMS rooms; their messages."""
+    info = platform.info
+    assert info.user_id
+    rooms = rooms_with_the_agent(platform, ROOMS)
+    posted = [platform.post_message(room, info.user_id, f"in {room}") for room in rooms]
+    await adapter.wait_for(lambda: len(adapter.calls) == ROOMS)
+    return posted
+
+
+async def test_a_mass_abort_marks_every_room_in_one_wave_past_the_cleanup_grace(
+    platform: Platform, autojump_clock: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The wave takes longer than `cleanup_grace`, each mark less: no mark is cut off
+    while it waits for the one connection, so none is left ack-pending and retried."""
+    info = platform.info
+    assert info.agent_id
+    policy = Policy(rest_connections=1, cleanup_grace=2 * DELAY + 0.1)
+    assert policy.cleanup_grace < ROOMS * DELAY  # the wave outlasts one grace
+    adapter = Recorder(forever)
+    caplog.set_level(logging.INFO, "band_trio.runtime.settle")
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=policy) as running:
+            posted = await busy_rooms(platform, adapter)
+            position = platform.request_log.next_seq
+            platform.faults.delay_rest("processed", DELAY, count=ROOMS)
+            signalled = trio.current_time()
+            platform.send_control(info.agent_id, "interrupt")  # every room of the agent
+            await platform.wait_until(
+                lambda: all(status(platform, m) == "processed" for m in posted)
+            )
+            wave = trio.current_time() - signalled
+    assert wave <= ROOMS * DELAY + 0.2
+    kinds = kinds_of(rest_paths(platform, position))
+    first, last = kinds.index("mark"), len(kinds) - kinds[::-1].index("mark")
+    assert kinds[first:last] == ["mark"] * ROOMS  # one wave: each mark once, no pass between
+    assert len(set(marks_of(platform, position))) == ROOMS
+    assert kinds[last:].count("activity") == ROOMS  # then every room's `working: false`
+    assert not [r for r in caplog.records if "overran" in r.getMessage()]  # nothing cut off
+    assert running.stop_result is not None and running.stop_result.unsettled == ()
+
+
+async def test_the_hard_stop_cuts_a_mark_waiting_for_a_connection(
+    platform: Platform, autojump_clock: object
+) -> None:
+    """Every mark held at the platform, one connection: the hard stop (a second signal)
+    still ends the run within `hard_stop_grace`, though each waiting mark's grace would
+    only start once it has the connection."""
+    info = platform.info
+    assert info.agent_id
+    policy = Policy(rest_connections=1, cleanup_grace=5, hard_stop_grace=0.2)
+    adapter = Recorder(forever)
+    async with background_agent(platform, adapter, policy=policy) as bg:
+        await bg.started.wait()
+        with trio.fail_after(DEADLINE):
+            posted = await busy_rooms(platform, adapter)
+            hold = platform.faults.hold_rest("processed", count=ROOMS)
+            platform.send_control(info.agent_id, "interrupt")
+            await hold.arrived.wait()  # one mark held, the others wait for its connection
+            await trio.testing.wait_all_tasks_blocked()
+            stopped = trio.current_time()
+            bg.agent.hard_stop("test")
+            await bg.finished.wait()
+        assert trio.current_time() - stopped <= policy.hard_stop_grace + 0.1
+        assert bg.error is None
+        hold.release()
+    assert [status(platform, m) for m in posted].count("processed") <= 1

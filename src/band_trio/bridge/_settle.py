@@ -179,10 +179,9 @@ async def gave_up(shared: Shared, retry: Retry, room_id: str, message_id: str) -
     """One more failed forward of `message_id`; True once the bridge gave it up: after
     `forward_attempts` in a row, when it settles, it marks the message `failed` (the
     wire's failed mark with a short label, as the runtime marks a failed turn) and
-    posts an error event to the room, shielded and bounded by the cleanup grace (from
-    the moment the mark has a REST connection, as `mark_processed`), and the room
-    moves on. `/next` still
-    returns a failed message: catch-ups walk past it (`done_here`)."""
+    posts an error event to the room, shielded, each bounded by the cleanup grace from
+    the moment it has a REST connection (as `mark_processed`), and the room moves
+    on. `/next` still returns a failed message: catch-ups walk past it (`done_here`)."""
     attempts = retry.charge(message_id)
     if not shared.settles or attempts < shared.bridge_policy.forward_attempts:
         return False
@@ -194,7 +193,8 @@ async def gave_up(shared: Shared, retry: Retry, room_id: str, message_id: str) -
             await shared.rest.mark_failed(room_id, message_id, label, on_slot=grace.start)
         except errors.PlatformError as exc:
             log.warning("room %s: failed mark of %s did not land: %s", room_id, message_id, exc)
-        grace.start()  # the error event's grace, if the mark ended before a connection
+        grace.start()  # the mark ended before a connection: from now
+        grace.requeue()  # the error event: a grace of its own, from its connection
         try:  # the room is told, as the runtime tells it of a failed turn (best effort)
             await shared.rest.post_event(
                 room_id,
@@ -202,6 +202,7 @@ async def gave_up(shared: Shared, retry: Retry, room_id: str, message_id: str) -
                 "error",
                 {"failure": {"provider": "band-trio bridge", "code": None, "message": label,
                              "detail": None}},
+                on_slot=grace.start,
             )  # fmt: skip
         except errors.PlatformError as exc:
             log.info("room %s: error event for %s not posted: %s", room_id, message_id, exc)

@@ -75,7 +75,7 @@ class Cutoff:
         that moment (and by the cutoff all along): a wait in a queue costs the work
         none of its grace, and is bounded all the same."""
         with self.shield(wait) as scope:
-            yield Grace(self, scope, grace)
+            yield Grace(self, scope, grace, wait)
 
     def cut(self, at: float) -> None:
         """Every shielded wait under this cutoff ends by `at`, open ones included."""
@@ -87,13 +87,14 @@ class Cutoff:
 class Grace:
     """The handle of `Cutoff.queued`: `start()` once the work has what it queued for."""
 
-    __slots__ = ("_cutoff", "_grace", "scope", "started")
+    __slots__ = ("_cutoff", "_grace", "_wait", "scope", "started")
 
-    def __init__(self, cutoff: Cutoff, scope: trio.CancelScope, grace: float) -> None:
+    def __init__(self, cutoff: Cutoff, scope: trio.CancelScope, grace: float, wait: float) -> None:
         self._cutoff = cutoff
         self.scope = scope
         """The shielded scope (`cancelled_caught`: a bound ended the work)."""
         self._grace = grace
+        self._wait = wait
         self.started = False
 
     def start(self) -> None:
@@ -105,3 +106,12 @@ class Grace:
         self.started = True
         if not self.scope.cancel_called:
             self.scope.deadline = min(trio.current_time() + self._grace, self._cutoff.at)
+
+    def requeue(self) -> None:
+        """The next step of the same work queues again (a settling's `working: false`
+        and error event, once its mark is answered): bounded by `wait` from now, its
+        grace to start at its own `start()`. A scope that has ended stays ended."""
+        if self.scope.cancel_called:
+            return
+        self.started = False
+        self.scope.deadline = min(trio.current_time() + self._wait, self._cutoff.at)

@@ -489,9 +489,12 @@ class RestClient:
             on_slot=on_slot,
         )
 
-    async def report_activity(self, room_id: str, working: bool) -> bool:
+    async def report_activity(
+        self, room_id: str, working: bool, *, on_slot: Callable[[], None] | None = None
+    ) -> bool:
         """Report working on/off once (never retried). Returns the platform's answer:
-        False in reply to `working=True` means the platform has stopped the room."""
+        False in reply to `working=True` means the platform has stopped the room.
+        `on_slot`: called once the request has a connection (see `_call`)."""
         report = await self._data(
             "POST",
             f"{_room(room_id)}/activity",
@@ -499,6 +502,7 @@ class RestClient:
             body=ActivityReport(working=working),
             retry=False,
             deadline=self._policy.activity_request,
+            on_slot=on_slot,
         )
         return report.working
 
@@ -516,6 +520,8 @@ class RestClient:
         content: str,
         message_type: str,
         metadata: dict[str, Any] | None = None,
+        *,
+        on_slot: Callable[[], None] | None = None,
     ) -> EventCreated:
         # at most EVENT_CONTENT_CHARS, or the platform refuses it: cut, head and tail kept
         event = NewEvent(
@@ -523,8 +529,9 @@ class RestClient:
         )
         body = NewEventBody(event=event)
         return await self._data(
-            "POST", f"{_room(room_id)}/events", EventCreated, body=body, codes=_POST_CODES
-        )
+            "POST", f"{_room(room_id)}/events", EventCreated, body=body, codes=_POST_CODES,
+            on_slot=on_slot,
+        )  # fmt: skip
 
     async def unprocessed(self, room_id: str, cursor: str | None = None) -> MessagePage:
         """One page of the messages not yet processed for this agent, oldest first."""

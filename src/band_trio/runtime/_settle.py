@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 
 import trio
 
@@ -58,10 +59,12 @@ class Outcome(enum.Enum):
     (band-client-rest 0.0.51 says a claim re-opens a processed message) found it done."""
 
 
-async def report_idle(rest: RestClient, room_id: str) -> None:
+async def report_idle(
+    rest: RestClient, room_id: str, on_slot: Callable[[], None] | None = None
+) -> None:
     """`working: false`, once; a failure only costs the platform's ~10 s TTL."""
     try:
-        await rest.report_activity(room_id, False)
+        await rest.report_activity(room_id, False, on_slot=on_slot)
     except errors.PlatformError as exc:
         log.debug("room %s: activity report failed: %s", room_id, exc)
 
@@ -149,7 +152,7 @@ async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn, gr
     return await _final_mark(rest, ledger, turn, None, grace)
 
 
-async def _error_event(rest: RestClient, turn: ActiveTurn) -> None:
+async def _error_event(rest: RestClient, turn: ActiveTurn, on_slot: Callable[[], None]) -> None:
     """After a `failed` mark: an error event to the room (best effort), saying why when
     the adapter's error says it in words (an `UpstreamError`), else pointing at the log
     (band-sdk's words: other errors may hold what a room should not read)."""
@@ -164,6 +167,7 @@ async def _error_event(rest: RestClient, turn: ActiveTurn) -> None:
             content,
             "error",
             {"failure": {"provider": "band-trio", "code": None, "message": label, "detail": None}},
+            on_slot=on_slot,
         )
     except errors.PlatformError as exc:
         log.info("room %s: error event for %s not posted: %s", message.room_id, message.id, exc)
@@ -205,10 +209,13 @@ async def settle(
                 failure = turn.failure or "adapter error"
                 moved = await _final_mark(rest, ledger, turn, failure, timed)
             timed.start()  # no mark to send (or it ended before a connection): from now
+            # `working: false` and the error event queue behind the other rooms' marks
+            # (a mass abort's wave): a grace of their own, from their connection
+            timed.requeue()
             if turn.working:
-                nursery.start_soon(report_idle, rest, room_id)
+                nursery.start_soon(report_idle, rest, room_id, timed.start)
             if outcome is Outcome.FAILED and moved:
-                await _error_event(rest, turn)
+                await _error_event(rest, turn, timed.start)
     if timed.scope.cancelled_caught:
         # An aborted turn's mark is retried within a grace (the room brings its pass
         # forward); after an agent-wide interrupt of a thousand rooms this is routine.
