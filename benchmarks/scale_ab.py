@@ -194,7 +194,8 @@ async def _wave(bench: Bench, arm: Arm, tier: _tier.Tier) -> None:
         # wave is over once nothing new was marked for a while (see below)
         return not open_
 
-    with trio.move_on_after(3.0):
+    aborted = len(open_)
+    with trio.move_on_after(10.0):
         await bench.platform.wait_until(all_marked)
     wave = [t for t in last if sent is not None and t - sent < 2.9]
     arm.add(
@@ -202,6 +203,35 @@ async def _wave(bench: Bench, arm: Arm, tier: _tier.Tier) -> None:
         _ms(max(wave) - sent) if wave and sent else None,
     )
     arm.add(f"agent interrupt: marks in the wave @{n}", float(len(wave)))
+    # every aborted turn's mark, however late (10 s at most), and how it got there
+    arm.add(
+        f"agent interrupt: → last mark, every aborted turn @{n}",
+        _ms(max(last) - sent) if last and sent and not open_ else None,
+    )
+    arm.add(f"agent interrupt: aborted turns left unmarked at 10 s @{n}", float(len(open_)))
+    arm.add(f"agent interrupt: aborted turns @{n}", float(aborted))
+    _passes(bench, arm, tier, position)
+
+
+def _passes(bench: Bench, arm: Arm, tier: _tier.Tier, position: int) -> None:
+    """After the signal: the most `/processed` POSTs one message took (a mark cut off
+    at the platform and sent again), and the agent's `GET .../messages` list passes
+    (a room whose mark was left ack-pending walks its unprocessed list before it
+    retries the mark; a mark cut off while it still waited for a connection shows
+    only there, having never reached the platform)."""
+    n, agent = tier.rooms, tier.identity.agent_id
+    posts: dict[str, int] = {}
+    scans = 0
+    for entry in bench.platform.log(position):
+        if entry.kind != "rest" or entry.agent_id != agent or entry.path is None:
+            continue
+        if entry.path.endswith("/processed"):
+            posts[entry.path] = posts.get(entry.path, 0) + 1
+        elif entry.method == "GET" and entry.path.endswith("/messages"):
+            scans += 1
+    arm.add(f"agent interrupt: most /processed POSTs of one message @{n}",
+            float(max(posts.values(), default=0)))  # fmt: skip
+    arm.add(f"agent interrupt: GET /messages passes after the signal @{n}", float(scans))
 
 
 def _ms(seconds: float | None) -> float | None:
