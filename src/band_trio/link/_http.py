@@ -12,7 +12,9 @@ costs ~0.16 ms (`benchmarks/rest_client.py`, docs/discussion/dependencies.md).
 It keeps what httpx2 gave the REST client:
 
 - **a pool**: at most `connections` keep-alive connections to the one origin; a
-  request waits for a free one under its caller's deadline;
+  request waits for a free one under its caller's deadline, in the pool's one
+  gate (`Lanes`): an `urgent` one (a final mark) before any other waiting one,
+  and `on_slot` told the moment it has one (a settling's grace starts there);
 - **TLS** for an `https` URL, with the process's one context
   (`band_trio.tls.shared_ssl_context`: system CAs, hostname checked);
 - **bounded reads**: an answer announced or running past `limit` bytes raises
@@ -34,11 +36,13 @@ import select
 import ssl
 import urllib.parse
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import h11
 import trio
+
+from ._lanes import Lanes
 
 __all__ = [
     "Answer",
@@ -128,7 +132,9 @@ class HttpPool:
         self._close_grace = close_grace
         self._headers = [("host", authority), *headers.items()]
         """Built once; each request adds only its content-length."""
-        self._slots = trio.Semaphore(connections)
+        self._gate = Lanes(connections)
+        """The one bound on requests in flight, marks first (once a gate in front of
+        a semaphore here: two bounds of the same size, the inner one never waited)."""
         self._idle: deque[_Connection] = deque()
         self._closed = False
 
@@ -145,18 +151,34 @@ class HttpPool:
             while self._idle:
                 await self._idle.popleft().stream.aclose()
 
-    async def request(self, method: str, target: str, body: bytes | None, limit: int) -> Answer:
-        """One exchange on a pooled (or new) connection; the answer read up to `limit`."""
+    @property
+    def gate(self) -> Lanes:
+        """Requests in flight and waiting (read-only use: `in_flight`, `waiting`)."""
+        return self._gate
+
+    async def request(
+        self,
+        method: str,
+        target: str,
+        body: bytes | None,
+        limit: int,
+        *,
+        urgent: bool = False,
+        on_slot: Callable[[], None] | None = None,
+    ) -> Answer:
+        """One exchange on a pooled (or new) connection; the answer read up to `limit`.
+        It waits for a slot first (`urgent` ones before the others), and tells
+        `on_slot` once it has one."""
         if self._closed:
             raise HttpUnsent("the client is closed")
-        try:  # a free slot is taken without a scheduling round: the request leaves first
-            self._slots.acquire_nowait()
-        except trio.WouldBlock:
-            await self._slots.acquire()
+        gate = self._gate
+        await gate.acquire(urgent=urgent)  # a free slot without a scheduling round
         try:
+            if on_slot is not None:
+                on_slot()
             return await self._on_connection(method, target, body, limit)
         finally:
-            self._slots.release()
+            gate.release()
 
     async def _on_connection(
         self, method: str, target: str, body: bytes | None, limit: int

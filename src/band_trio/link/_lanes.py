@@ -1,14 +1,17 @@
 """Which REST request goes next: marks before everything else, a bounded number at once.
 
-Two reasons for a gate in front of httpx2's pool, both found at scale
-(docs/benchmarks.md, "the scale rows"):
+The one gate of the REST client's connections: the lean pool's own
+(`_http.HttpPool`), and in front of httpx2's pool when that is used (a proxy, a
+test's transport). Two reasons for it, both found at scale (docs/benchmarks.md,
+"the scale rows"):
 
 * **Marks first.** After an agent-wide interrupt of a thousand busy rooms,
   a thousand `/processed` marks queued first in, first out behind the rooms'
   `/next` passes, claims and activity reports; the marks that did not go out
   within the cleanup grace were left for a later pass, one grace apart. A
   waiting mark now takes the next free connection before any other waiting
-  request, so a mass abort's marks leave in one wave.
+  request, so a mass abort's marks leave in one wave (and a mark's grace counts
+  from the moment it has its slot: `Cutoff.queued`).
 * **A pool that never queues.** httpcore2's pool re-scans every queued request
   against every connection each time a request is added or ends: quadratic,
   and at 10,000 rooms' first `/next` it was a third of the agent's CPU. The gate

@@ -168,8 +168,6 @@ class RestClient:
         if not (api_key.isprintable() and api_key.isascii()) or api_key != api_key.strip():
             raise errors.ConfigurationError("api_key holds characters a header cannot carry")
         self._policy = policy or Policy()
-        self.lanes = Lanes(self._policy.rest_connections)
-        """Marks first, and never more requests in the pool than it has connections."""
         self._base = urllib.parse.urlsplit(rest_url.rstrip("/")).path + "/api/v1/agent/"
         headers = {
             "X-API-Key": api_key,
@@ -179,6 +177,9 @@ class RestClient:
         }
         self._pool: HttpPool | None = None
         self._client: httpx2.AsyncClient | None = None
+        self._lanes: Lanes | None = None
+        """httpx2's gate: marks first, and never more requests in its pool than it has
+        connections (the lean pool is its own gate)."""
         if transport is None and not env_proxy_for(rest_url):
             self._pool = HttpPool(
                 rest_url,
@@ -188,6 +189,7 @@ class RestClient:
                 close_grace=self._policy.cleanup_grace,
             )
         else:
+            self._lanes = Lanes(self._policy.rest_connections)
             self._client = httpx2.AsyncClient(
                 base_url=rest_url.rstrip("/") + "/api/v1/agent/",
                 headers=headers,
@@ -322,27 +324,37 @@ class RestClient:
     ) -> tuple[Answer | httpx2.Response, bytes]:
         """One request and its answer's body, read up to `Policy.max_response_body`:
         past it `PlatformProtocolError`, and the connection is dropped, not pooled.
-        It holds one of the lanes' slots from before it is handed to the pool until
-        its answer is read; `on_slot` is told as soon as it has one."""
-        lanes = self.lanes
-        await lanes.acquire(urgent=urgent)
-        try:
-            if on_slot is not None:
-                on_slot()
-            return await self._exchange(method, path, content, params)
-        finally:
-            lanes.release()
-
-    async def _exchange(
-        self, method: str, path: str, content: bytes | None, params: dict[str, Any] | None
-    ) -> tuple[Answer | httpx2.Response, bytes]:
+        It waits for a slot in the one gate (`Lanes`: the lean pool's own, or the one
+        in front of httpx2's pool), which it holds until its answer is read;
+        `on_slot` is told as soon as it has one."""
         limit = self._policy.max_response_body
         if self._pool is not None:
             target = self._base + path
             if params:
                 target += "?" + urllib.parse.urlencode(params)
-            answer = await self._pool.request(method, target, content, limit)
+            answer = await self._pool.request(
+                method, target, content, limit, urgent=urgent, on_slot=on_slot
+            )
             return answer, answer.body
+        lanes = self._lanes
+        assert lanes is not None
+        await lanes.acquire(urgent=urgent)
+        try:
+            if on_slot is not None:
+                on_slot()
+            return await self._exchange(method, path, content, params, limit)
+        finally:
+            lanes.release()
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        content: bytes | None,
+        params: dict[str, Any] | None,
+        limit: int,
+    ) -> tuple[httpx2.Response, bytes]:
+        """One exchange through httpx2 (a proxy, a test's transport)."""
         assert self._client is not None
         async with self._client.stream(method, path, content=content, params=params) as response:
             announced = response.headers.get("content-length", "")
