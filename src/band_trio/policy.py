@@ -152,10 +152,11 @@ class Policy:
     # -- deadlines for cleanup (docs/discussion/closing.md) ------------------
     cleanup_grace: float = 1.0
     """Shielded time a cancelled turn gets to settle (activity false, the consume mark
-    of an interrupt), and a room that is left or stopped gets to leave its topics."""
+    of an interrupt: from the moment the mark has a REST connection, see `mark_wait`),
+    and a room that is left or stopped gets to leave its topics."""
     settle_grace: float = 10.0
     """Shielded time a turn whose adapter finished gets for its `processed` or `failed`
-    mark (and `working: false`). A mark that has not landed by then stays ack-pending:
+    mark (and `working: false`), from the moment the mark has a connection. A mark that has not landed by then stays ack-pending:
     it is retried on the room's next pass, and `StopResult.unsettled` lists it."""
     mark_wait: float = 10.0
     """How long a final mark (and the rest of its settling) may wait for a free REST
