@@ -23,6 +23,7 @@ folded stacks into DIR, one file per phase's process).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -210,15 +211,24 @@ async def _wave(bench: Bench, arm: Arm, tier: _tier.Tier) -> None:
     )
     arm.add(f"agent interrupt: aborted turns left unmarked at 10 s @{n}", float(len(open_)))
     arm.add(f"agent interrupt: aborted turns @{n}", float(aborted))
+    arm.add(f"agent interrupt: aborted turns unmarked at 2.9 s @{n}", float(aborted - len(wave)))
+    stamps = sorted(last)
+    gaps = sum(1 for a, b in itertools.pairwise(stamps) if b - a > _GAP)
+    arm.add(f"agent interrupt: mark bursts (gaps > {_GAP:g} s) @{n}", float(gaps + 1))
     _passes(bench, arm, tier, position)
+
+
+_GAP = 0.25
+"""Marks of one wave follow each other within milliseconds at the platform's rate; a
+gap this long between two of them is a mark cut off and sent again a grace later."""
 
 
 def _passes(bench: Bench, arm: Arm, tier: _tier.Tier, position: int) -> None:
     """After the signal: the most `/processed` POSTs one message took (a mark cut off
-    at the platform and sent again), and the agent's `GET .../messages` list passes
-    (a room whose mark was left ack-pending walks its unprocessed list before it
-    retries the mark; a mark cut off while it still waited for a connection shows
-    only there, having never reached the platform)."""
+    at the platform and sent again), and the agent's `/next` and unprocessed-list
+    requests (a room whose mark was left ack-pending makes a pass before it retries
+    the mark; a mark cut off while it still waited for a connection never reached
+    the platform, so it shows only there and in the bursts)."""
     n, agent = tier.rooms, tier.identity.agent_id
     posts: dict[str, int] = {}
     scans = 0
@@ -227,11 +237,11 @@ def _passes(bench: Bench, arm: Arm, tier: _tier.Tier, position: int) -> None:
             continue
         if entry.path.endswith("/processed"):
             posts[entry.path] = posts.get(entry.path, 0) + 1
-        elif entry.method == "GET" and entry.path.endswith("/messages"):
+        elif entry.method == "GET" and entry.path.endswith(("/messages", "/next")):
             scans += 1
     arm.add(f"agent interrupt: most /processed POSTs of one message @{n}",
             float(max(posts.values(), default=0)))  # fmt: skip
-    arm.add(f"agent interrupt: GET /messages passes after the signal @{n}", float(scans))
+    arm.add(f"agent interrupt: GET /next and /messages after the signal @{n}", float(scans))
 
 
 def _ms(seconds: float | None) -> float | None:
