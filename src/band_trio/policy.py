@@ -156,8 +156,9 @@ class Policy:
     and a room that is left or stopped gets to leave its topics."""
     settle_grace: float = 10.0
     """Shielded time a turn whose adapter finished gets for its `processed` or `failed`
-    mark (and `working: false`), from the moment the mark has a connection. A mark that has not landed by then stays ack-pending:
-    it is retried on the room's next pass, and `StopResult.unsettled` lists it."""
+    mark (and `working: false`), from the moment the mark has a connection. A mark
+    that has not landed by then stays ack-pending: it is retried on the room's next
+    pass, and `StopResult.unsettled` lists it."""
     mark_wait: float = 10.0
     """How long a final mark (and the rest of its settling) may wait for a free REST
     connection before its grace starts: `cleanup_grace` and `settle_grace` count from

@@ -34,7 +34,6 @@ import trio
 
 from .. import errors
 from ..contract import Message
-from ..contract._cutoff import Grace
 from ..link import RestClient
 from ..policy import Policy
 from ._ledger import Ledger
@@ -70,7 +69,11 @@ async def report_idle(
 
 
 async def _final_mark(
-    rest: RestClient, ledger: Ledger, turn: ActiveTurn, failure: str | None, grace: Grace
+    rest: RestClient,
+    ledger: Ledger,
+    turn: ActiveTurn,
+    failure: str | None,
+    on_slot: Callable[[], None],
 ) -> bool:
     """Record ack-pending first, then send the final mark: `processed`, or `failed`
     with `failure` as its label. True once the platform accepted it; otherwise the
@@ -85,7 +88,8 @@ async def _final_mark(
     failed) and that an interrupt consumes claims first: no mark of ours can have
     landed for it, so that claim re-opens nothing.
 
-    `grace` starts once the first of these requests has a connection."""
+    `on_slot` is called once each of these requests has a connection (the settling's
+    grace starts at the first)."""
     message = turn.message
     what = "processed" if failure is None else "failed"
     if turn.claimed is None:  # a retry: the ledger knows whether an attempt was opened
@@ -93,16 +97,14 @@ async def _final_mark(
     ledger.ack_pending(message.id, failure, claimed=turn.claimed)
     try:
         if not turn.claimed:
-            if await rest.claim(message.room_id, message.id, on_slot=grace.start) is None:
+            if await rest.claim(message.room_id, message.id, on_slot=on_slot) is None:
                 return _stopped(message, what)
             turn.claimed = True
             ledger.ack_pending(message.id, failure)  # from now on: never claimed again
         if failure is None:
-            result = await rest.mark_processed(message.room_id, message.id, on_slot=grace.start)
+            result = await rest.mark_processed(message.room_id, message.id, on_slot=on_slot)
         else:
-            result = await rest.mark_failed(
-                message.room_id, message.id, failure, on_slot=grace.start
-            )
+            result = await rest.mark_failed(message.room_id, message.id, failure, on_slot=on_slot)
     except errors.PlatformResponseError as exc:
         if exc.status != _NO_LIVE_ATTEMPT:
             return _not_landed(message, what, exc)
@@ -148,8 +150,10 @@ def _not_landed(message: Message, what: str, exc: errors.PlatformError) -> bool:
     return False
 
 
-async def _mark_processed(rest: RestClient, ledger: Ledger, turn: ActiveTurn, grace: Grace) -> bool:
-    return await _final_mark(rest, ledger, turn, None, grace)
+async def _mark_processed(
+    rest: RestClient, ledger: Ledger, turn: ActiveTurn, on_slot: Callable[[], None]
+) -> bool:
+    return await _final_mark(rest, ledger, turn, None, on_slot)
 
 
 async def _error_event(rest: RestClient, turn: ActiveTurn, on_slot: Callable[[], None]) -> None:
@@ -202,12 +206,12 @@ async def settle(
             if outcome is Outcome.ABORTED:
                 kind = turn.abort_kind
                 if kind is not None and kind.consumes:
-                    moved = await _mark_processed(rest, ledger, turn, timed)
+                    moved = await _mark_processed(rest, ledger, turn, timed.start)
             elif outcome is Outcome.SUCCEEDED:
-                moved = await _mark_processed(rest, ledger, turn, timed)
+                moved = await _mark_processed(rest, ledger, turn, timed.start)
             else:
                 failure = turn.failure or "adapter error"
-                moved = await _final_mark(rest, ledger, turn, failure, timed)
+                moved = await _final_mark(rest, ledger, turn, failure, timed.start)
             timed.start()  # no mark to send (or it ended before a connection): from now
             # `working: false` and the error event queue behind the other rooms' marks
             # (a mass abort's wave): a grace of their own, from their connection
