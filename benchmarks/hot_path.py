@@ -13,6 +13,12 @@ drift hits both alike. The floors are measured in the same run, before and
 after the trials. Without `--base` both agents run this tree: the spread
 between the two is the noise of the method.
 
+A third participant, `bare` (`cancel_floor.py`, off with `--no-bare`), takes its
+turn in every round: a bare trio-websocket client whose held task is cancelled
+by the same signal and then posts `working: false` through band-trio's HTTP
+pool. Its rows are the floor of `signal → adapter cancelled` and of
+`signal → working:false arrives` with nothing of a runtime in between.
+
 The load average (`os.getloadavg`) is printed at the start and the end.
 """
 
@@ -26,6 +32,7 @@ import sys
 from pathlib import Path
 
 import trio
+from cancel_floor import floor_trial
 
 from band_trio.bench import _tier
 from band_trio.bench._bench import Bench, Options
@@ -64,7 +71,9 @@ async def _spawn(nursery, identity, rest_url, ws_url, *, grace=30.0):  # type: i
 async def run(args: argparse.Namespace) -> dict[str, object]:
     _tier.spawn = _spawn  # type: ignore[assignment]
     labels = ["new", "base"]
-    SOURCES.update(new=None, base=args.base)
+    # the agents' environment is rebuilt from scratch (`environment`): without its
+    # own PYTHONPATH an agent would import the venv's installed tree, not this one
+    SOURCES.update(new=str(Path(__file__).resolve().parents[1] / "src"), base=args.base)
     if args.trace:
         TRACE.update(new=args.trace + ".new.json", base=args.trace + ".base.json")
     options = Options(
@@ -92,6 +101,18 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             for label in labels:
                 identity = create_identity(bench, label, 1, f"{label}-1")  # type: ignore[arg-type]
                 tiers.append(await open_tier(bench, nursery, identity, "start-up"))
+            bare = None
+            if not args.no_bare:
+                bare_id = create_identity(bench, "floor", 1, "bare")
+                argv = [sys.executable, str(Path(__file__).parent / "cancel_floor.py")]
+                argv += [platform.info.ws_url, platform.info.rest_url, bare_id.agent_id]
+                argv += [bare_id.api_key, bare_id.rooms[0]]
+                env = {**environment(bare_id, platform.info.rest_url, platform.info.ws_url)}
+                env[ORPHAN_ENV] = "1"
+                env["PYTHONPATH"] = str(SOURCES["new"])
+                bare = await start(nursery, bare_id, argv, env, stdin=subprocess.PIPE)
+                with trio.fail_after(30):
+                    await bare.wait("ready", "floor")
             if args.pids:
                 pids = json.dumps({t.runtime: t.subject.process.pid for t in tiers})
                 await trio.Path(args.pids).write_text(pids)
@@ -101,12 +122,16 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                     await interrupt_trial(tier, agent_wide=False)
                 for tier in order[::-1]:
                     await stop_play_trial(tier)
+                if bare is not None:
+                    await _bare_round(bench, bare, i, platform)
             frames = {
                 t.runtime: bench.watch.stamps(("control", t.identity.agent_id)) for t in tiers
             }
             for tier in tiers:
                 await settle(tier, ("interrupt", "stop", "play"))
                 await teardown(tier, "teardown", busy=False)
+            if bare is not None:
+                await bare.terminate(5.0)
         await floor()
     load.append(os.getloadavg())
     floors_ms = {m: Row.of(s, {}, None).p50_ms for m, s in floor_series.items()}
@@ -139,6 +164,24 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+async def _bare_round(bench: Bench, bare, i: int, platform) -> None:  # type: ignore[no-untyped-def]
+    """One interrupt and one stop (then an unmeasured play) for the bare client."""
+    for j, mode in enumerate(("interrupt", "stop")):
+        scenario = mode
+        cancelled = bench.metric("bare", scenario, 1, "signal → adapter cancelled", "push")
+        idle = bench.metric("bare", scenario, 1, "signal → working:false arrives", "push+rest_in")
+        try:
+            took = await floor_trial(bare, 2 * i + j, platform, bench.watch, bench.options.settle, mode)
+        except trio.TooSlowError:
+            cancelled.add(None, "the bare client missed its signal")
+            idle.add(None, "the bare client missed its signal")
+            continue
+        cancelled.add(took[0])
+        idle.add(took[1])
+        if mode == "stop":
+            platform.send_control(bare.identity.agent_id, "play", room_id=bare.identity.rooms[0])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=60)
@@ -146,6 +189,7 @@ def main() -> None:
     parser.add_argument("--base", help="the src directory of the tree to compare with")
     parser.add_argument("--json")
     parser.add_argument("--trace", help="trace both agents' hops to FILE.new.json, FILE.base.json")
+    parser.add_argument("--no-bare", action="store_true", help="no bare-client floor trials")
     parser.add_argument("--pids", help="write the agents' pids to this file once started")
     args = parser.parse_args()
     if args.base is not None:
