@@ -16,7 +16,8 @@ be answered twice. It is bounded instead: an aborted turn's settling by the
 policy's `cleanup_grace`, a finished one's by its `settle_grace`. A mark that
 does not land in time leaves the message ack-pending, so only the mark is
 retried later. The mark goes first; `working: false` follows once the mark
-is answered, beside the error event of a failed turn.
+is answered, beside the error event of a failed turn, else from the turn's own
+task (a stop has no mark: its report is the first thing settling sends).
 """
 
 from __future__ import annotations
@@ -188,10 +189,12 @@ async def settle(
                 moved = await _mark_processed(rest, ledger, turn)
             else:
                 moved = await _final_mark(rest, ledger, turn, turn.failure or "adapter error")
-            if turn.working:
-                nursery.start_soon(report_idle, rest, room_id)
-            if outcome is Outcome.FAILED and moved:
+            if outcome is Outcome.FAILED and moved:  # the error event, beside `working: false`
+                if turn.working:
+                    nursery.start_soon(report_idle, rest, room_id)
                 await _error_event(rest, turn)
+            elif turn.working:  # alone: sent from this task, no spawn and no round first
+                await report_idle(rest, room_id)
     if bounded.cancelled_caught:
         # An aborted turn's mark is retried within a grace (the room brings its pass
         # forward); after an agent-wide interrupt of a thousand rooms this is routine.
