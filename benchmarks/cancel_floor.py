@@ -82,34 +82,36 @@ async def _client(ws_url: str, rest_url: str, agent_id: str, key: str, room: str
     headers = {"X-API-Key": key, "content-type": "application/json", "accept": "application/json"}
     target = urllib.parse.urlsplit(rest_url).path + f"/api/v1/agent/chats/{room}/activity"
     stream = await trio.open_tcp_stream(host, port)
-    async with HttpPool(rest_url, headers, connections=4, context=None, close_grace=1.0) as pool:
-        async with trio.open_nursery() as nursery:
-            ws = await trio_websocket.wrap_client_stream(
-                nursery,
-                stream,
-                f"{host}:{port}",
-                resource,
-                extra_headers=[(b"x-api-key", key.encode())],
-                message_queue_size=64,
-            )
-            topic = f"agent_control:{agent_id}"
-            await ws.send_message(msgspec.json.encode(["1", "1", topic, "phx_join", {}]).decode())
-            while (frame := _frames.decode(await ws.get_message())).event != "phx_reply":
-                pass
-            for _ in range(20):  # warm the pooled connection, as an agent's would be
-                await pool.request("POST", target, _IDLE, 65536)
-            observe("ready", "floor")
-            k = 0
+    pool = HttpPool(rest_url, headers, connections=4, context=None, close_grace=1.0)
+    async with pool, trio.open_nursery() as nursery:
+        ws = await trio_websocket.wrap_client_stream(
+            nursery,
+            stream,
+            f"{host}:{port}",
+            resource,
+            extra_headers=[(b"x-api-key", key.encode())],
+            message_queue_size=64,
+        )
+        topic = f"agent_control:{agent_id}"
+        await ws.send_message(msgspec.json.encode(["1", "1", topic, "phx_join", {}]).decode())
+        while (frame := _frames.decode(await ws.get_message())).event != "phx_reply":
+            pass
+        for _ in range(20):  # warm the pooled connection, as an agent's would be
+            await pool.request("POST", target, _IDLE, 65536)
+        observe("ready", "floor")
+        k = 0
+        while True:
+            scope = trio.CancelScope()
+            nursery.start_soon(_held, k, scope, pool, target)
             while True:
-                scope = trio.CancelScope()
-                nursery.start_soon(_held, k, scope, pool, target)
-                while True:
-                    frame = _frames.decode(await ws.get_message())
-                    if frame.event == "agent.control":
-                        if _controls.decode(frame.payload).mode in ("interrupt", "stop"):
-                            scope.cancel()
-                            break
-                k += 1
+                frame = _frames.decode(await ws.get_message())
+                if frame.event == "agent.control" and _controls.decode(frame.payload).mode in (
+                    "interrupt",
+                    "stop",
+                ):
+                    scope.cancel()
+                    break
+            k += 1
 
 
 async def floor_trial(subject: Subject, k: int, platform, watch, settle: float, mode: str):  # type: ignore[no-untyped-def]

@@ -15,6 +15,7 @@ import json
 import statistics
 import sys
 from collections import Counter
+from pathlib import Path
 
 MODES = ("interrupt", "stop", "play")
 HOPS = {
@@ -28,14 +29,12 @@ HOPS = {
 
 
 def main() -> None:
-    result = json.load(open(sys.argv[1]))
-    events = json.load(open(sys.argv[2]))
+    result = json.loads(Path(sys.argv[1]).read_text())
+    events = json.loads(Path(sys.argv[2]).read_text())
     label = sys.argv[3] if len(sys.argv) > 3 else "new"
     frames = result["frames"][label]
     times = [e[0] for e in events]
-    trials = len([r for r in result["rows"] if r["runtime"] == label and r["scenario"] == "stop"])
     n = next(r["n"] for r in result["rows"] if r["runtime"] == label and r["scenario"] == "stop")
-    del trials
     by_mode: dict[str, list[list[float]]] = {m: [] for m in MODES}
     between: Counter[str] = Counter()
     for i in range(n):

@@ -47,6 +47,7 @@ from band_trio.bench._watch import LogWatch
 from band_trio.platform import open_platform
 from band_trio.policy import PlatformPolicy
 
+HERE = Path(__file__).resolve().parent
 SOURCES: dict[str, str | None] = {}
 """Label → the src directory its agent imports band_trio from (None: this tree)."""
 TRACE: dict[str, str] = {}
@@ -73,7 +74,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     labels = ["new", "base"]
     # the agents' environment is rebuilt from scratch (`environment`): without its
     # own PYTHONPATH an agent would import the venv's installed tree, not this one
-    SOURCES.update(new=str(Path(__file__).resolve().parents[1] / "src"), base=args.base)
+    SOURCES.update(new=str(HERE.parent / "src"), base=args.base)
     if args.trace:
         TRACE.update(new=args.trace + ".new.json", base=args.trace + ".base.json")
     options = Options(
@@ -171,7 +172,9 @@ async def _bare_round(bench: Bench, bare, i: int, platform) -> None:  # type: ig
         cancelled = bench.metric("bare", scenario, 1, "signal → adapter cancelled", "push")
         idle = bench.metric("bare", scenario, 1, "signal → working:false arrives", "push+rest_in")
         try:
-            took = await floor_trial(bare, 2 * i + j, platform, bench.watch, bench.options.settle, mode)
+            took = await floor_trial(
+                bare, 2 * i + j, platform, bench.watch, bench.options.settle, mode
+            )
         except trio.TooSlowError:
             cancelled.add(None, "the bare client missed its signal")
             idle.add(None, "the bare client missed its signal")
