@@ -20,9 +20,10 @@ from pathlib import Path
 MODES = ("interrupt", "stop", "play")
 HOPS = {
     "interrupt": ("/receive_some", "on_push", "apply", "abort", "/abort", "/apply",
-                  "observe:cancel", "settle", "rest_call", "send_all"),
+                  "observe:cancel", "settle", "rest_call", "lanes", "pool", "exchange", "send_all"),
     "stop": ("/receive_some", "on_push", "apply", "abort", "/abort", "/apply",
-             "observe:cancel", "settle", "report_idle", "rest_call", "send_all"),
+             "observe:cancel", "settle", "report_idle", "rest_call", "lanes", "pool", "exchange",
+             "send_all"),
     "play": ("/receive_some", "on_push", "apply", "/apply", "rest_call", "send_all",
              "/rest_call", "rest_call", "send_all", "/rest_call", "observe:enter"),
 }  # fmt: skip

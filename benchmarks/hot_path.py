@@ -27,9 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import trio
 from cancel_floor import floor_trial
@@ -141,7 +143,8 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     for (runtime, scenario, _, metric), s in sorted(bench.series.items()):
         if runtime == "floor" or scenario in ("start-up", "teardown"):
             continue
-        ms = sorted(x * 1000 for x in s.samples)
+        ordered = [x * 1000 for x in s.samples]  # in trial order, for the paired differences
+        ms = sorted(ordered)
         rows.append(
             {
                 "runtime": runtime,
@@ -153,7 +156,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                 "p99": percentile(ms, 0.99),
                 "floor": composed.get(s.floor or "", float("nan")),
                 "leaked": bench.leaked.get((runtime, scenario, 1)),
-                "samples": ms,
+                "samples": ordered,
             }
         )
     return {
@@ -208,8 +211,41 @@ def main() -> None:
             f"| {r['scenario']} | {r['metric']} | {r['floor']:.2f} | {r['runtime']} | {r['n']} "
             f"| {r['failures']} | {r['p50']:.2f} | {r['p99']:.2f} | {own:.2f} | {r['leaked']} |"
         )
+    _paired(result["rows"])  # type: ignore[arg-type]
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
+
+
+_CANCELLED, _IDLE = "signal → adapter cancelled", "signal → working:false arrives"
+BARE = {
+    ("interrupt", _CANCELLED): ("bare", "interrupt", _CANCELLED),
+    ("stop", _CANCELLED): ("bare", "stop", _CANCELLED),
+    # one POST after the cancel: `processed` for band-trio, `working: false` for the bare client
+    ("interrupt", "signal → processed arrives"): ("bare", "interrupt", _IDLE),
+    ("stop", _IDLE): ("bare", "stop", _IDLE),
+}
+"""band-trio's metric → the bare client's that is its floor."""
+
+
+def _paired(rows: list[dict[str, Any]]) -> None:
+    """Per metric, the median of the round-by-round differences new - base and, where
+    the bare client has the metric, new - bare and base - bare: the rounds' drift cancels."""
+    by = {(r["runtime"], r["scenario"], r["metric"]): r for r in rows}
+    print("paired medians, ms (round by round, trials with no failure in any runtime):")
+    for (runtime, scenario, metric), new in sorted(by.items()):
+        base = by.get(("base", scenario, metric))
+        if runtime != "new" or base is None or new["failures"] or base["failures"]:
+            continue
+        line = f"  {scenario} | {metric}: new - base {_median_diff(new, base):+.3f}"
+        bare = by.get(BARE.get((scenario, metric), ("", "")))
+        if bare is not None and not bare["failures"]:
+            line += f", new - bare {_median_diff(new, bare):+.3f}"
+            line += f", base - bare {_median_diff(base, bare):+.3f}"
+        print(line)
+
+
+def _median_diff(a: dict[str, Any], b: dict[str, Any]) -> float:
+    return statistics.median(x - y for x, y in zip(a["samples"], b["samples"], strict=False))
 
 
 if __name__ == "__main__":

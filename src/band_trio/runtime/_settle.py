@@ -178,23 +178,23 @@ async def settle(
         grace = policy.settle_grace
     moved = False
     with turn.control.cutoff.shield(grace) as bounded:  # and by a hard stop's cutoff
-        async with trio.open_nursery() as nursery:
-            # The mark goes first: building a request costs the client ~0.2 ms, so
-            # `working: false` started beside it would put the mark second on the wire.
-            if outcome is Outcome.ABORTED:
-                kind = turn.abort_kind
-                if kind is not None and kind.consumes:
-                    moved = await _mark_processed(rest, ledger, turn)
-            elif outcome is Outcome.SUCCEEDED:
+        # The mark goes first: building a request costs the client ~0.2 ms, so
+        # `working: false` started beside it would put the mark second on the wire.
+        if outcome is Outcome.ABORTED:
+            kind = turn.abort_kind
+            if kind is not None and kind.consumes:
                 moved = await _mark_processed(rest, ledger, turn)
-            else:
-                moved = await _final_mark(rest, ledger, turn, turn.failure or "adapter error")
-            if outcome is Outcome.FAILED and moved:  # the error event, beside `working: false`
+        elif outcome is Outcome.SUCCEEDED:
+            moved = await _mark_processed(rest, ledger, turn)
+        else:
+            moved = await _final_mark(rest, ledger, turn, turn.failure or "adapter error")
+        if outcome is Outcome.FAILED and moved:  # the error event, beside `working: false`
+            async with trio.open_nursery() as nursery:
                 if turn.working:
                     nursery.start_soon(report_idle, rest, room_id)
                 await _error_event(rest, turn)
-            elif turn.working:  # alone: sent from this task, no spawn and no round first
-                await report_idle(rest, room_id)
+        elif turn.working:  # alone: sent from this task, no spawn and no round first
+            await report_idle(rest, room_id)
     if bounded.cancelled_caught:
         # An aborted turn's mark is retried within a grace (the room brings its pass
         # forward); after an agent-wide interrupt of a thousand rooms this is routine.
