@@ -13,6 +13,12 @@ drift hits both alike. The floors are measured in the same run, before and
 after the trials. Without `--base` both agents run this tree: the spread
 between the two is the noise of the method.
 
+A third participant, `bare` (`cancel_floor.py`, off with `--no-bare`), takes its
+turn in every round: a bare trio-websocket client whose held task is cancelled
+by the same signal and then posts `working: false` through band-trio's HTTP
+pool. Its rows are the floor of `signal → adapter cancelled` and of
+`signal → working:false arrives` with nothing of a runtime in between.
+
 The load average (`os.getloadavg`) is printed at the start and the end.
 """
 
@@ -21,11 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import trio
+from cancel_floor import floor_trial
 
 from band_trio.bench import _tier
 from band_trio.bench._bench import Bench, Options
@@ -40,6 +49,7 @@ from band_trio.bench._watch import LogWatch
 from band_trio.platform import open_platform
 from band_trio.policy import PlatformPolicy
 
+HERE = Path(__file__).resolve().parent
 SOURCES: dict[str, str | None] = {}
 """Label → the src directory its agent imports band_trio from (None: this tree)."""
 TRACE: dict[str, str] = {}
@@ -64,7 +74,9 @@ async def _spawn(nursery, identity, rest_url, ws_url, *, grace=30.0):  # type: i
 async def run(args: argparse.Namespace) -> dict[str, object]:
     _tier.spawn = _spawn  # type: ignore[assignment]
     labels = ["new", "base"]
-    SOURCES.update(new=None, base=args.base)
+    # the agents' environment is rebuilt from scratch (`environment`): without its
+    # own PYTHONPATH an agent would import the venv's installed tree, not this one
+    SOURCES.update(new=str(HERE.parent / "src"), base=args.base)
     if args.trace:
         TRACE.update(new=args.trace + ".new.json", base=args.trace + ".base.json")
     options = Options(
@@ -92,6 +104,18 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             for label in labels:
                 identity = create_identity(bench, label, 1, f"{label}-1")  # type: ignore[arg-type]
                 tiers.append(await open_tier(bench, nursery, identity, "start-up"))
+            bare = None
+            if not args.no_bare:
+                bare_id = create_identity(bench, "floor", 1, "bare")
+                argv = [sys.executable, str(Path(__file__).parent / "cancel_floor.py")]
+                argv += [platform.info.ws_url, platform.info.rest_url, bare_id.agent_id]
+                argv += [bare_id.api_key, bare_id.rooms[0]]
+                env = {**environment(bare_id, platform.info.rest_url, platform.info.ws_url)}
+                env[ORPHAN_ENV] = "1"
+                env["PYTHONPATH"] = str(SOURCES["new"])
+                bare = await start(nursery, bare_id, argv, env, stdin=subprocess.PIPE)
+                with trio.fail_after(30):
+                    await bare.wait("ready", "floor")
             if args.pids:
                 pids = json.dumps({t.runtime: t.subject.process.pid for t in tiers})
                 await trio.Path(args.pids).write_text(pids)
@@ -101,12 +125,16 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                     await interrupt_trial(tier, agent_wide=False)
                 for tier in order[::-1]:
                     await stop_play_trial(tier)
+                if bare is not None:
+                    await _bare_round(bench, bare, i, platform)
             frames = {
                 t.runtime: bench.watch.stamps(("control", t.identity.agent_id)) for t in tiers
             }
             for tier in tiers:
                 await settle(tier, ("interrupt", "stop", "play"))
                 await teardown(tier, "teardown", busy=False)
+            if bare is not None:
+                await bare.terminate(5.0)
         await floor()
     load.append(os.getloadavg())
     floors_ms = {m: Row.of(s, {}, None).p50_ms for m, s in floor_series.items()}
@@ -115,7 +143,8 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     for (runtime, scenario, _, metric), s in sorted(bench.series.items()):
         if runtime == "floor" or scenario in ("start-up", "teardown"):
             continue
-        ms = sorted(x * 1000 for x in s.samples)
+        ordered = [x * 1000 for x in s.samples]  # in trial order, for the paired differences
+        ms = sorted(ordered)
         rows.append(
             {
                 "runtime": runtime,
@@ -127,7 +156,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                 "p99": percentile(ms, 0.99),
                 "floor": composed.get(s.floor or "", float("nan")),
                 "leaked": bench.leaked.get((runtime, scenario, 1)),
-                "samples": ms,
+                "samples": ordered,
             }
         )
     return {
@@ -139,6 +168,26 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+async def _bare_round(bench: Bench, bare, i: int, platform) -> None:  # type: ignore[no-untyped-def]
+    """One interrupt and one stop (then an unmeasured play) for the bare client."""
+    for j, mode in enumerate(("interrupt", "stop")):
+        scenario = mode
+        cancelled = bench.metric("bare", scenario, 1, "signal → adapter cancelled", "push")
+        idle = bench.metric("bare", scenario, 1, "signal → working:false arrives", "push+rest_in")
+        try:
+            took = await floor_trial(
+                bare, 2 * i + j, platform, bench.watch, bench.options.settle, mode
+            )
+        except trio.TooSlowError:
+            cancelled.add(None, "the bare client missed its signal")
+            idle.add(None, "the bare client missed its signal")
+            continue
+        cancelled.add(took[0])
+        idle.add(took[1])
+        if mode == "stop":
+            platform.send_control(bare.identity.agent_id, "play", room_id=bare.identity.rooms[0])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=60)
@@ -146,6 +195,7 @@ def main() -> None:
     parser.add_argument("--base", help="the src directory of the tree to compare with")
     parser.add_argument("--json")
     parser.add_argument("--trace", help="trace both agents' hops to FILE.new.json, FILE.base.json")
+    parser.add_argument("--no-bare", action="store_true", help="no bare-client floor trials")
     parser.add_argument("--pids", help="write the agents' pids to this file once started")
     args = parser.parse_args()
     if args.base is not None:
@@ -161,8 +211,41 @@ def main() -> None:
             f"| {r['scenario']} | {r['metric']} | {r['floor']:.2f} | {r['runtime']} | {r['n']} "
             f"| {r['failures']} | {r['p50']:.2f} | {r['p99']:.2f} | {own:.2f} | {r['leaked']} |"
         )
+    _paired(result["rows"])  # type: ignore[arg-type]
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
+
+
+_CANCELLED, _IDLE = "signal → adapter cancelled", "signal → working:false arrives"
+BARE = {
+    ("interrupt", _CANCELLED): ("bare", "interrupt", _CANCELLED),
+    ("stop", _CANCELLED): ("bare", "stop", _CANCELLED),
+    # one POST after the cancel: `processed` for band-trio, `working: false` for the bare client
+    ("interrupt", "signal → processed arrives"): ("bare", "interrupt", _IDLE),
+    ("stop", _IDLE): ("bare", "stop", _IDLE),
+}
+"""band-trio's metric → the bare client's that is its floor."""
+
+
+def _paired(rows: list[dict[str, Any]]) -> None:
+    """Per metric, the median of the round-by-round differences new - base and, where
+    the bare client has the metric, new - bare and base - bare: the rounds' drift cancels."""
+    by = {(r["runtime"], r["scenario"], r["metric"]): r for r in rows}
+    print("paired medians, ms (round by round, trials with no failure in any runtime):")
+    for (runtime, scenario, metric), new in sorted(by.items()):
+        base = by.get(("base", scenario, metric))
+        if runtime != "new" or base is None or new["failures"] or base["failures"]:
+            continue
+        line = f"  {scenario} | {metric}: new - base {_median_diff(new, base):+.3f}"
+        bare = by.get(BARE.get((scenario, metric), ("", "")))
+        if bare is not None and not bare["failures"]:
+            line += f", new - bare {_median_diff(new, bare):+.3f}"
+            line += f", base - bare {_median_diff(base, bare):+.3f}"
+        print(line)
+
+
+def _median_diff(a: dict[str, Any], b: dict[str, Any]) -> float:
+    return statistics.median(x - y for x, y in zip(a["samples"], b["samples"], strict=False))
 
 
 if __name__ == "__main__":

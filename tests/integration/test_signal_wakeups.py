@@ -9,6 +9,7 @@ import pytest
 import trio
 
 from band_trio import Turn
+from band_trio.link import RestClient
 from band_trio.platform import Platform
 from band_trio.runtime import _turn_state
 from support import Recorder, running_agent, status
@@ -66,3 +67,143 @@ async def test_an_abort_wakes_the_adapters_task_alone(
             finally:
                 trio.lowlevel.remove_instrument(woken)
     assert woken.tasks == adapter_task
+
+
+@pytest.mark.parametrize("mode", ["interrupt", "stop"])
+async def test_working_false_leaves_from_the_turns_own_task(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """After an abort, `working: false` is sent by the task that ran the adapter: no task
+    is spawned for it, so no scheduling round (and no other task woken meanwhile, such as
+    the room's watchdog) comes between the settle and the request. A stop sends nothing
+    else; an interrupt sends it after the mark."""
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    entered = trio.Event()
+    adapter_task: list[trio.lowlevel.Task] = []
+    reporters: list[trio.lowlevel.Task] = []
+
+    async def hold(turn: Turn) -> None:
+        adapter_task.append(trio.lowlevel.current_task())
+        entered.set()
+        await trio.sleep_forever()
+
+    original = RestClient.report_activity
+
+    async def recorded(self: RestClient, room_id: str, working: bool) -> bool:
+        if not working:
+            reporters.append(trio.lowlevel.current_task())
+        return await original(self, room_id, working)
+
+    monkeypatch.setattr(RestClient, "report_activity", recorded)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(hold)):
+            message = platform.post_message(info.room_id, info.user_id, "held")
+            await entered.wait()
+            platform.send_control(info.agent_id, mode, room_id=info.room_id)  # type: ignore[arg-type]
+            want = "processed" if mode == "interrupt" else "processing"
+            await platform.wait_until(lambda: reporters and status(platform, message) == want)
+    assert reporters == adapter_task
+
+
+class Stepped(trio.abc.Instrument):
+    """The tasks trio steps while `recording` is set."""
+
+    def __init__(self) -> None:
+        self.recording = False
+        self.tasks: list[str] = []
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if self.recording:
+            self.tasks.append(task.name)
+
+
+@pytest.mark.parametrize("mode", ["interrupt", "stop"])
+async def test_an_aborted_turn_settles_before_any_other_task_runs(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """From the adapter's `Cancelled` to the settle's first request (the mark of an
+    interrupt, the `working: false` of a stop) the turn's task runs on alone: the parked
+    keep-alive is cancelled, not waited for, and leaves in a later round."""
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    entered = trio.Event()
+    stepped = Stepped()
+
+    async def hold(turn: Turn) -> None:
+        entered.set()
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            stepped.recording = True
+            raise
+
+    mark, report = RestClient.mark_processed, RestClient.report_activity
+
+    async def marked(self: RestClient, room_id: str, message_id: str) -> object:
+        stepped.recording = False
+        return await mark(self, room_id, message_id)
+
+    async def reported(self: RestClient, room_id: str, working: bool) -> bool:
+        if not working:
+            stepped.recording = False
+        return await report(self, room_id, working)
+
+    monkeypatch.setattr(RestClient, "mark_processed", marked)
+    monkeypatch.setattr(RestClient, "report_activity", reported)
+    trio.lowlevel.add_instrument(stepped)
+    try:
+        with trio.fail_after(DEADLINE):
+            async with running_agent(platform, Recorder(hold)):
+                message = platform.post_message(info.room_id, info.user_id, "held")
+                await entered.wait()
+                await trio.testing.wait_all_tasks_blocked()  # the keep-alive is parked
+                platform.send_control(info.agent_id, mode, room_id=info.room_id)  # type: ignore[arg-type]
+                want = "processed" if mode == "interrupt" else "processing"
+                await platform.wait_until(
+                    lambda: status(platform, message) == want and not any(platform.working.values())
+                )
+    finally:
+        trio.lowlevel.remove_instrument(stepped)
+    assert stepped.tasks == []
+
+
+async def test_a_keep_alive_report_on_the_wire_is_done_with_before_the_turn_settles(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keep-alive is waited for when the turn ends mid-report: its `working: true`
+    (held open by the platform) is cancelled and gone before the mark and `working:
+    false` leave, so neither can overtake it from this side."""
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    hold = platform.faults.hold_rest("activity")
+    in_flight: list[bool] = []  # reports on the wire, one entry each
+    seen_at_mark: list[int] = []
+
+    async def answer_once_held(turn: Turn) -> None:
+        await hold.arrived.wait()  # the keep-alive's first report is on the wire
+        await turn.reply("ok")
+
+    mark, report = RestClient.mark_processed, RestClient.report_activity
+
+    async def marked(self: RestClient, room_id: str, message_id: str) -> object:
+        seen_at_mark.append(in_flight.count(True))
+        return await mark(self, room_id, message_id)
+
+    async def reported(self: RestClient, room_id: str, working: bool) -> bool:
+        in_flight.append(True)
+        index = len(in_flight) - 1
+        try:
+            return await report(self, room_id, working)
+        finally:
+            in_flight[index] = False
+
+    monkeypatch.setattr(RestClient, "mark_processed", marked)
+    monkeypatch.setattr(RestClient, "report_activity", reported)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(answer_once_held)):
+            message = platform.post_message(info.room_id, info.user_id, "answer")
+            await platform.wait_until(lambda: bool(seen_at_mark))
+            hold.release()
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert seen_at_mark == [0]

@@ -90,13 +90,15 @@ class ControlLane:
                 room.stop(reason)
             else:
                 room.play()
-        log.info(
-            "%s applied to %s%s (%s)",
-            signal.mode,
-            f"room {signal.room_id}" if signal.room_id is not None else f"{len(targets)} room(s)",
-            f": {reason}" if reason else "",
-            signal.correlation_id or "no correlation id",
-        )
+        if log.isEnabledFor(logging.INFO):  # its words are built only for a line written
+            room_id = signal.room_id
+            log.info(
+                "%s applied to %s%s (%s)",
+                signal.mode,
+                f"room {room_id}" if room_id is not None else f"{len(targets)} room(s)",
+                f": {reason}" if reason else "",
+                signal.correlation_id or "no correlation id",
+            )
         return "applied"
 
     def _remember(self, key: tuple[str, str]) -> None:

@@ -21,7 +21,8 @@ it, to be retried a grace later, pass after pass. The wait in the queue is
 bounded by `mark_wait`, and all of it by the hard stop's cutoff. A mark that
 does not land in time leaves the message ack-pending, so only the mark is
 retried later. The mark goes first; `working: false` follows once the mark
-is answered, beside the error event of a failed turn.
+is answered, beside the error event of a failed turn, else from the turn's own
+task (a stop has no mark: its report is the first thing settling sends).
 """
 
 from __future__ import annotations
@@ -200,26 +201,28 @@ async def settle(
     moved = False
     cutoff = turn.control.cutoff
     with cutoff.queued(grace, wait=policy.mark_wait) as timed:  # and by a hard stop's cutoff
-        async with trio.open_nursery() as nursery:
-            # The mark goes first: building a request costs the client ~0.2 ms, so
-            # `working: false` started beside it would put the mark second on the wire.
-            if outcome is Outcome.ABORTED:
-                kind = turn.abort_kind
-                if kind is not None and kind.consumes:
-                    moved = await _mark_processed(rest, ledger, turn, timed.start)
-            elif outcome is Outcome.SUCCEEDED:
+        # The mark goes first: building a request costs the client ~0.2 ms, so
+        # `working: false` started beside it would put the mark second on the wire.
+        if outcome is Outcome.ABORTED:
+            kind = turn.abort_kind
+            if kind is not None and kind.consumes:
                 moved = await _mark_processed(rest, ledger, turn, timed.start)
-            else:
-                failure = turn.failure or "adapter error"
-                moved = await _final_mark(rest, ledger, turn, failure, timed.start)
-            timed.start()  # no mark to send (or it ended before a connection): from now
-            # `working: false` and the error event queue behind the other rooms' marks
-            # (a mass abort's wave): a grace of their own, from their connection
-            timed.requeue()
-            if turn.working:
-                nursery.start_soon(report_idle, rest, room_id, timed.start)
-            if outcome is Outcome.FAILED and moved:
+        elif outcome is Outcome.SUCCEEDED:
+            moved = await _mark_processed(rest, ledger, turn, timed.start)
+        else:
+            failure = turn.failure or "adapter error"
+            moved = await _final_mark(rest, ledger, turn, failure, timed.start)
+        timed.start()  # no mark to send (or it ended before a connection): from now
+        # `working: false` and the error event queue behind the other rooms' marks
+        # (a mass abort's wave): a grace of their own, from their connection
+        timed.requeue()
+        if outcome is Outcome.FAILED and moved:  # the error event, beside `working: false`
+            async with trio.open_nursery() as nursery:
+                if turn.working:
+                    nursery.start_soon(report_idle, rest, room_id, timed.start)
                 await _error_event(rest, turn, timed.start)
+        elif turn.working:  # alone: sent from this task, no spawn and no round first
+            await report_idle(rest, room_id, timed.start)
     if timed.scope.cancelled_caught:
         # An aborted turn's mark is retried within a grace (the room brings its pass
         # forward); after an agent-wide interrupt of a thousand rooms this is routine.

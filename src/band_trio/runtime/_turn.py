@@ -1,13 +1,15 @@
 """One turn, as one unit of work: claim → adapter → settle.
 
     run_turn                        the turn is abortable from here on (`Room.turn`)
-    ├── claim                       POST /processing; a signal now cancels the scope
-    │                               before it is entered, never the request itself
-    ├── turn.scope                  interrupt/stop cancel it
-    │   └── nursery
-    │       ├── adapter.on_turn     the reasoning cycle
-    │       └── keep-alive          working: true, every keep-alive period
-    └── settle                      shielded and bounded (see `_settle`)
+    └── nursery                     the unit's own
+        ├── claim                   POST /processing; a signal now cancels the scope
+        │                           before it is entered, never the request itself
+        ├── turn.scope              interrupt/stop cancel it
+        │   └── adapter.on_turn     the reasoning cycle
+        ├── keep-alive (a task)     working: true, every keep-alive period, beside the
+        │                           scope (a signal wakes the adapter alone); ended when
+        │                           the scope exits, waited for only mid-report
+        └── settle                  shielded and bounded (see `_settle`)
 
 The unit is indivisible from the outside: a graceful stop waits for it to
 end, and once the adapter has finished, its mark is sent even if the room is
@@ -69,6 +71,20 @@ def _seen(turn: ActiveTurn) -> tuple[str, str | None]:
 async def _turn(
     ctx: RoomContext, ledger: Ledger, turn: ActiveTurn, last_abort: LastAbort | None
 ) -> bool:
+    # The keep-alive's nursery holds the whole unit: once the turn's scope has exited,
+    # a parked keep-alive is cancelled but not waited for (`_KeepAlive.end`), so its
+    # exit runs while the turn settles, not in a scheduling round before it.
+    async with trio.open_nursery() as beside:
+        return await _unit(ctx, ledger, turn, last_abort, beside)
+
+
+async def _unit(
+    ctx: RoomContext,
+    ledger: Ledger,
+    turn: ActiveTurn,
+    last_abort: LastAbort | None,
+    beside: trio.Nursery,
+) -> bool:
     message = turn.message
     ledger.charge(message.id)
     outcome = Outcome.ABORTED
@@ -79,17 +95,15 @@ async def _turn(
         try:
             # The activity keep-alive runs beside the turn's scope, not in it: a signal
             # then wakes only the adapter, and the keep-alive is ended right after.
-            async with trio.open_nursery() as beside:
-                if claimed is None and not turn.scope.cancel_called:
-                    beside.start_soon(_keep_working, ctx, turn)
-                try:
-                    with turn.scope:  # cancelled already if a signal came during the claim
-                        outcome = (
-                            claimed if claimed is not None else await _run(ctx, turn, last_abort)
-                        )
-                finally:
-                    observe.scope_exited()  # an abort's latency ends here
-                    beside.cancel_scope.cancel()
+            keep_alive = _KeepAlive(ctx, turn)
+            if claimed is None and not turn.scope.cancel_called:
+                beside.start_soon(keep_alive.run)
+            try:
+                with turn.scope:  # cancelled already if a signal came during the claim
+                    outcome = claimed if claimed is not None else await _run(ctx, turn, last_abort)
+            finally:
+                observe.scope_exited()  # an abort's latency ends here
+                await keep_alive.end()
         finally:
             ctx.stops.add(turn.control.stops)  # each one settled inside the scope
         if turn.scope.cancelled_caught and turn.abort_kind is None and not turn.finished:
@@ -176,20 +190,54 @@ async def _run(ctx: RoomContext, turn: ActiveTurn, last_abort: LastAbort | None)
     return Outcome.SUCCEEDED
 
 
-async def _keep_working(ctx: RoomContext, turn: ActiveTurn) -> None:
-    """`working: true` now and every keep-alive period; a `false` answer is a platform stop."""
-    room_id = turn.message.room_id
-    while True:
-        turn.working = True
+class _KeepAlive:
+    """`working: true` now and every keep-alive period, in a task beside the turn's scope;
+    a `false` answer is a platform stop.
+
+    Ended once the scope has exited (`end`): a report still on the wire is cancelled and
+    waited for, so `working: false` never leaves before it is done with; a keep-alive
+    parked between reports is only cancelled, and leaves in a later round, while the
+    turn settles. No report starts once it is ended."""
+
+    __slots__ = ("_ctx", "_ended", "_scope", "_sending", "_turn")
+
+    def __init__(self, ctx: RoomContext, turn: ActiveTurn) -> None:
+        self._ctx = ctx
+        self._turn = turn
+        self._scope = trio.CancelScope()
+        self._sending = False
+        self._ended = trio.Event()
+
+    async def run(self) -> None:
+        turn, room_id = self._turn, self._turn.message.room_id
         try:
-            working = await ctx.rest.report_activity(room_id, True)
-        except errors.PlatformError as exc:
-            log.debug("room %s: activity report failed: %s", room_id, exc)
-        else:
-            if not working:
-                turn.abort(AbortKind.PLATFORM_STOP, "the platform reports the room stopped")
-                return
-        await trio.sleep(ctx.policy.working_keep_alive)
+            with self._scope:
+                # woken by its sleep's end in the round that ended it, it must not report
+                while not self._scope.cancel_called:
+                    turn.working = True
+                    self._sending = True
+                    try:
+                        working = await self._ctx.rest.report_activity(room_id, True)
+                    except errors.PlatformError as exc:
+                        log.debug("room %s: activity report failed: %s", room_id, exc)
+                    else:
+                        if not working:
+                            turn.abort(
+                                AbortKind.PLATFORM_STOP, "the platform reports the room stopped"
+                            )
+                            return
+                    finally:
+                        self._sending = False
+                    await trio.sleep(self._ctx.policy.working_keep_alive)
+        finally:
+            self._ended.set()
+
+    async def end(self) -> None:
+        """Stop reporting; returns once no report of it is on the wire."""
+        self._scope.cancel()
+        if self._sending:
+            with trio.CancelScope(shield=True):  # cancelled: it ends promptly
+                await self._ended.wait()
 
 
 def _where(turn: ActiveTurn) -> tuple[str, str]:
