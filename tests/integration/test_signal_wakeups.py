@@ -5,6 +5,8 @@ watchdog, when the abort woke it, ran ahead of the adapter half the time)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio
 
@@ -90,10 +92,10 @@ async def test_working_false_leaves_from_the_turns_own_task(
 
     original = RestClient.report_activity
 
-    async def recorded(self: RestClient, room_id: str, working: bool) -> bool:
+    async def recorded(self: RestClient, room_id: str, working: bool, **kw: Any) -> bool:
         if not working:
             reporters.append(trio.lowlevel.current_task())
-        return await original(self, room_id, working)
+        return await original(self, room_id, working, **kw)
 
     monkeypatch.setattr(RestClient, "report_activity", recorded)
     with trio.fail_after(DEADLINE):
@@ -140,14 +142,14 @@ async def test_an_aborted_turn_settles_before_any_other_task_runs(
 
     mark, report = RestClient.mark_processed, RestClient.report_activity
 
-    async def marked(self: RestClient, room_id: str, message_id: str) -> object:
+    async def marked(self: RestClient, room_id: str, message_id: str, **kw: Any) -> object:
         stepped.recording = False
-        return await mark(self, room_id, message_id)
+        return await mark(self, room_id, message_id, **kw)
 
-    async def reported(self: RestClient, room_id: str, working: bool) -> bool:
+    async def reported(self: RestClient, room_id: str, working: bool, **kw: Any) -> bool:
         if not working:
             stepped.recording = False
-        return await report(self, room_id, working)
+        return await report(self, room_id, working, **kw)
 
     monkeypatch.setattr(RestClient, "mark_processed", marked)
     monkeypatch.setattr(RestClient, "report_activity", reported)
@@ -186,15 +188,15 @@ async def test_a_keep_alive_report_on_the_wire_is_done_with_before_the_turn_sett
 
     mark, report = RestClient.mark_processed, RestClient.report_activity
 
-    async def marked(self: RestClient, room_id: str, message_id: str) -> object:
+    async def marked(self: RestClient, room_id: str, message_id: str, **kw: Any) -> object:
         seen_at_mark.append(in_flight.count(True))
-        return await mark(self, room_id, message_id)
+        return await mark(self, room_id, message_id, **kw)
 
-    async def reported(self: RestClient, room_id: str, working: bool) -> bool:
+    async def reported(self: RestClient, room_id: str, working: bool, **kw: Any) -> bool:
         in_flight.append(True)
         index = len(in_flight) - 1
         try:
-            return await report(self, room_id, working)
+            return await report(self, room_id, working, **kw)
         finally:
             in_flight[index] = False
 
