@@ -3,6 +3,7 @@ tests' rotation is the `seed_rotation` plugin beside this file)."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,6 +12,20 @@ import trio
 from band_trio.platform import Platform, open_platform
 
 pytest_plugins = ["pytester", "seed_rotation"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give SIGINT back its default handler when the run was started with it ignored.
+
+    A shell without job control starts a background command (`pytest ... &`, as some CI
+    steps and `nohup` wrappers do) with SIGINT ignored, and an ignored signal stays
+    ignored across exec: every child a test starts would inherit it, and the tests that
+    send a real Ctrl-C to a child (tests/cli/test_base_exceptions.py, the conformance
+    command's in tests/kit/test_bounded_probes.py) would wait out their deadline. A
+    handled signal is reset to its default on exec, so the children get the SIGINT a
+    terminal gives; under pytest-xdist each worker runs this too."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
