@@ -26,6 +26,50 @@ def pytest_configure(config: pytest.Config) -> None:
     terminal gives; under pytest-xdist each worker runs this too."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    config.addinivalue_line(
+        "markers",
+        "long(seconds): a test that takes about `seconds` on its own; under pytest-xdist"
+        " it is put at the head of a worker's share so it starts first",
+    )
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection: the shares of what runs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start the long tests first, spread over the workers (`@pytest.mark.long(seconds)`).
+
+    `--dist worksteal` first hands worker k the k-th of `workercount` contiguous shares
+    of the collection, and an idle worker then steals from the *end* of another's queue:
+    a test in the middle of a share runs on its own worker, after what comes before it.
+    The long ones (real peers, CLI runs, pages run as written) sat in the first share,
+    one after another, so that worker ran well past the others: the run's tail. Here
+    each long test goes to the head of a share, the longest first onto the share that
+    has the least (longest processing time first); the other tests keep their order.
+    Every worker computes the same order from the same collection, as xdist requires.
+    Without workers (`-n 0`) the order is the collection's."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 0))
+    if workers < 2:
+        return
+    longs = [(item, float(m.args[0])) for item in items if (m := item.get_closest_marker("long"))]
+    if not longs:
+        return
+    rest = [item for item in items if item.get_closest_marker("long") is None]
+    sizes, left = [], len(items)
+    for k in range(workers):  # the shares worksteal cuts: len(pending) // nodes remaining
+        sizes.append(left // (workers - k))
+        left -= sizes[-1]
+    heads: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for item, seconds in sorted(longs, key=lambda pair: -pair[1]):
+        k = min(range(workers), key=lambda k: (loads[k], k))
+        heads[k].append(item)
+        loads[k] += seconds
+    ordered: list[pytest.Item] = []
+    for k in range(workers):
+        ordered += heads[k]
+        take = max(0, sizes[k] - len(heads[k]))
+        ordered += rest[:take]
+        del rest[:take]
+    items[:] = ordered + rest
 
 
 @pytest.fixture

@@ -95,6 +95,7 @@ async def opencode_messages(peer: OpenCodePeer, session: str) -> list[dict[str, 
 # -- answers ------------------------------------------------------------------------
 
 
+@pytest.mark.long(16)
 async def test_a_prompt_is_answered_and_the_rooms_session_is_reused(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
@@ -124,6 +125,7 @@ async def test_a_prompt_is_answered_and_the_rooms_session_is_reused(platform: Pl
     assert [m["info"]["role"] for m in history] == ["user", "assistant", "user", "assistant"]
 
 
+@pytest.mark.long(16)
 async def test_a_model_that_keeps_failing_fails_the_message_and_is_aborted(
     platform: Platform,
 ) -> None:
@@ -144,6 +146,7 @@ async def test_a_model_that_keeps_failing_fails_the_message_and_is_aborted(
 # -- aborts -------------------------------------------------------------------------
 
 
+@pytest.mark.long(13)
 async def test_interrupt_mid_answer_aborts_opencode_and_its_model_stream(
     platform: Platform,
 ) -> None:
@@ -180,6 +183,7 @@ async def test_interrupt_mid_answer_aborts_opencode_and_its_model_stream(
     )
 
 
+@pytest.mark.long(14)
 async def test_stop_keeps_the_message_and_play_answers_it_in_the_same_session(
     platform: Platform,
 ) -> None:

@@ -103,7 +103,9 @@ COMMAND_SCRIPT = 'read line; case "$line" in long*) sleep 30 & wait;; esac; echo
 
 
 @pytest.mark.timeout(240)  # past the test's own deadline: the peers are stopped first
-@pytest.mark.parametrize("name", ["openai_chat", "a2a", "command", "opencode"])
+@pytest.mark.parametrize(
+    "name", ["openai_chat", "a2a", "command", pytest.param("opencode", marks=pytest.mark.long(19))]
+)
 async def test_every_reference_adapter_passes_the_command_against_its_real_peer(
     tmp_path: Path, name: str
 ) -> None:

@@ -538,11 +538,10 @@ async def test_shutdown_releases_held_requests() -> None:
             statuses.append((await c.get("/api/v1/agent/me")).status_code)
 
     with trio.fail_after(DEADLINE):
-        async with trio.open_nursery() as nursery:
-            async with open_platform() as platform:
-                hold = platform.faults.hold_rest("me")
-                nursery.start_soon(get, platform.info.rest_url, platform.info.api_key or "")
-                await hold.arrived.wait()
+        async with trio.open_nursery() as nursery, open_platform() as platform:
+            hold = platform.faults.hold_rest("me")
+            nursery.start_soon(get, platform.info.rest_url, platform.info.api_key or "")
+            await hold.arrived.wait()
     # released by the shutdown itself, so answered: had hypercorn's graceful timeout cut
     # the held handler instead, it would be unreleased and the GET would have failed (a
     # wall-clock bound, < 0.5 s here before, would not hold at a CI machine's load)
