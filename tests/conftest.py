@@ -8,10 +8,18 @@ from collections.abc import AsyncIterator
 
 import pytest
 import trio
+from hypothesis import HealthCheck, settings
 
 from band_trio.platform import Platform, open_platform
 
 pytest_plugins = ["pytester", "seed_rotation"]
+
+settings.register_profile("band-trio", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("band-trio")
+"""Property tests assert behaviour, not speed: hypothesis's default deadline (200 ms an
+example) and its too-slow health check fail a test on a CI machine at a load of 10, as
+a "Flaky" or "DeadlineExceeded" the code under test did not cause. Loaded before any
+test module, so a test's own `@settings(...)` starts from it."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
