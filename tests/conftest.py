@@ -3,14 +3,81 @@ tests' rotation is the `seed_rotation` plugin beside this file)."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import AsyncIterator
 
 import pytest
 import trio
+from hypothesis import HealthCheck, settings
 
 from band_trio.platform import Platform, open_platform
 
 pytest_plugins = ["pytester", "seed_rotation"]
+
+settings.register_profile("band-trio", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("band-trio")
+"""Property tests assert behaviour, not speed: hypothesis's default deadline (200 ms an
+example) and its too-slow health check fail a test on a CI machine at a load of 10, as
+a "Flaky" or "DeadlineExceeded" the code under test did not cause. Loaded before any
+test module, so a test's own `@settings(...)` starts from it."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give SIGINT back its default handler when the run was started with it ignored.
+
+    A shell without job control starts a background command (`pytest ... &`, as some CI
+    steps and `nohup` wrappers do) with SIGINT ignored, and an ignored signal stays
+    ignored across exec: every child a test starts would inherit it, and the tests that
+    send a real Ctrl-C to a child (tests/cli/test_base_exceptions.py, the conformance
+    command's in tests/kit/test_bounded_probes.py) would wait out their deadline. A
+    handled signal is reset to its default on exec, so the children get the SIGINT a
+    terminal gives; under pytest-xdist each worker runs this too."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    config.addinivalue_line(
+        "markers",
+        "long(seconds): a test that takes about `seconds` on its own; under pytest-xdist"
+        " it is put at the head of a worker's share so it starts first",
+    )
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection: the shares of what runs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start the long tests first, spread over the workers (`@pytest.mark.long(seconds)`).
+
+    `--dist worksteal` first hands worker k the k-th of `workercount` contiguous shares
+    of the collection, and an idle worker then steals from the *end* of another's queue:
+    a test in the middle of a share runs on its own worker, after what comes before it.
+    The long ones (real peers, CLI runs, pages run as written) sat in the first share,
+    one after another, so that worker ran well past the others: the run's tail. Here
+    each long test goes to the head of a share, the longest first onto the share that
+    has the least (longest processing time first); the other tests keep their order.
+    Every worker computes the same order from the same collection, as xdist requires.
+    Without workers (`-n 0`) the order is the collection's."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 0))
+    if workers < 2:
+        return
+    longs = [(item, float(m.args[0])) for item in items if (m := item.get_closest_marker("long"))]
+    if not longs:
+        return
+    rest = [item for item in items if item.get_closest_marker("long") is None]
+    sizes, left = [], len(items)
+    for k in range(workers):  # the shares worksteal cuts: len(pending) // nodes remaining
+        sizes.append(left // (workers - k))
+        left -= sizes[-1]
+    heads: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for item, seconds in sorted(longs, key=lambda pair: -pair[1]):
+        k = min(range(workers), key=lambda k: (loads[k], k))
+        heads[k].append(item)
+        loads[k] += seconds
+    ordered: list[pytest.Item] = []
+    for k in range(workers):
+        ordered += heads[k]
+        take = max(0, sizes[k] - len(heads[k]))
+        ordered += rest[:take]
+        del rest[:take]
+    items[:] = ordered + rest
 
 
 @pytest.fixture

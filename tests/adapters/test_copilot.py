@@ -35,6 +35,11 @@ from support import replies, rooms_with_the_agent, running_agent, seeded, status
 
 DEADLINE = 40  # the CLI's start and a slow answer included
 SLOW = " ".join(f"w{i:02d}" for i in range(80))  # the "[slow]" fixture's answer
+SLOW_CHUNK_MS = 50
+"""stubllm's pace for "[slow]" where a stop must reach it mid-stream: 80 chunks, 4 s after
+the third is seen, for the stop's way through the agent and the peer process to the
+model call (at 10 ms the 0.8 s left could run out at a CI machine's load, and the
+stream ended before the stop: no `stream_cancelled`, the test's deadline)."""
 
 
 class Observed(CopilotAdapter):
@@ -185,7 +190,7 @@ async def test_interrupt_mid_stream_aborts_the_session_which_answers_the_next_me
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=10) as llm, shared_cli(llm) as cli:
+        async with stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm, shared_cli(llm) as cli:
             adapter = Observed(cli.config, cli=cli)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")
@@ -225,7 +230,7 @@ async def test_stop_keeps_the_message_and_play_answers_it_in_the_same_session(
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=10) as llm, shared_cli(llm) as cli:
+        async with stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm, shared_cli(llm) as cli:
             adapter = Observed(cli.config, cli=cli)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")

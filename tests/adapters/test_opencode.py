@@ -28,6 +28,11 @@ from support import client_sockets, replies, running_agent, status
 
 DEADLINE = 40  # OpenCode's start (~3 s) and a slow answer included
 SLOW = " ".join(f"w{i:02d}" for i in range(80))  # the "[slow]" fixture's answer
+SLOW_CHUNK_MS = 50
+"""stubllm's pace for "[slow]" where a stop must reach it mid-stream: 80 chunks, 4 s after
+the third is seen, for the stop's way through the agent and the peer process to the
+model call (at 10 ms the 0.8 s left could run out at a CI machine's load, and the
+stream ended before the stop: no `stream_cancelled`, the test's deadline)."""
 
 
 class Observed(OpenCodeAdapter):
@@ -95,6 +100,7 @@ async def opencode_messages(peer: OpenCodePeer, session: str) -> list[dict[str, 
 # -- answers ------------------------------------------------------------------------
 
 
+@pytest.mark.long(16)
 async def test_a_prompt_is_answered_and_the_rooms_session_is_reused(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
@@ -124,6 +130,7 @@ async def test_a_prompt_is_answered_and_the_rooms_session_is_reused(platform: Pl
     assert [m["info"]["role"] for m in history] == ["user", "assistant", "user", "assistant"]
 
 
+@pytest.mark.long(16)
 async def test_a_model_that_keeps_failing_fails_the_message_and_is_aborted(
     platform: Platform,
 ) -> None:
@@ -144,12 +151,16 @@ async def test_a_model_that_keeps_failing_fails_the_message_and_is_aborted(
 # -- aborts -------------------------------------------------------------------------
 
 
+@pytest.mark.long(13)
 async def test_interrupt_mid_answer_aborts_opencode_and_its_model_stream(
     platform: Platform,
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=50) as llm, opencode_peer(llm.base_url) as peer:
+        async with (
+            stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm,
+            opencode_peer(llm.base_url) as peer,
+        ):
             adapter = adapter_for(peer)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")
@@ -180,12 +191,16 @@ async def test_interrupt_mid_answer_aborts_opencode_and_its_model_stream(
     )
 
 
+@pytest.mark.long(14)
 async def test_stop_keeps_the_message_and_play_answers_it_in_the_same_session(
     platform: Platform,
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=10) as llm, opencode_peer(llm.base_url) as peer:
+        async with (
+            stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm,
+            opencode_peer(llm.base_url) as peer,
+        ):
             adapter = adapter_for(peer)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")

@@ -7,6 +7,7 @@ each is asked again, and the room gets its answer once, from one run.
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from band_trio import Policy, UpstreamPolicy
@@ -20,6 +21,7 @@ DEADLINE = 40
 FAST = Policy(upstream=UpstreamPolicy(retry_base=0.05, retry_cap=0.2))
 
 
+@pytest.mark.long(12)
 async def test_transient_faults_of_each_call_are_retried_to_one_answer(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):

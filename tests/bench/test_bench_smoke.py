@@ -46,6 +46,7 @@ def _processes_marked(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.long(50)
 @pytest.mark.timeout(170)
 async def test_quick_bench_with_the_band_sdk_peer_completes_clean(tmp_path: Path) -> None:
     out, plot = tmp_path / "bench.json", tmp_path / "bench.png"
@@ -131,6 +132,7 @@ async def _gone(pids: list[int]) -> None:
             os.close(fd)
 
 
+@pytest.mark.long(15)
 @pytest.mark.timeout(120)
 async def test_kill_9_mid_run_leaves_no_process_behind() -> None:
     """The driver killed outright cannot stop anything: each agent and peer sees the
@@ -158,6 +160,7 @@ async def test_kill_9_mid_run_leaves_no_process_behind() -> None:
     assert _processes_marked(marker) == []
 
 
+@pytest.mark.long(15)
 @pytest.mark.timeout(120)
 async def test_sigterm_mid_run_stops_every_process_it_started(tmp_path: Path) -> None:
     """Once both agents are up and trials run, SIGTERM ends the bench with 130 and a

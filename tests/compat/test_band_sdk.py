@@ -136,6 +136,7 @@ class _Peer:
         )
 
 
+@pytest.mark.long(9)
 async def test_band_sdk_agent_replies_to_waiting_and_live_messages(tmp_path: Path) -> None:
     async with open_platform(seed=True) as platform:
         info = platform.info

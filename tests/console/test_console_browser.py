@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 import httpx2
+import pytest
 from browser_support import CHROMIUM_FLAGS, WAIT_MS, Processes, chromium, free_port
 from playwright.sync_api import Page, expect, sync_playwright
 
@@ -40,6 +41,7 @@ def _reply(page: Page, text: str) -> object:
     return page.locator("#messages li .text", has_text=f"echo: {text}")
 
 
+@pytest.mark.long(19)
 def test_a_person_talks_stops_plays_and_survives_a_restart(
     processes: Processes, tmp_path: Path
 ) -> None:

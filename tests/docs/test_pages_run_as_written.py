@@ -21,8 +21,8 @@ from ._docrun import parse, run_page
 ROOT = Path(__file__).parents[2]
 DOCS = ROOT / "docs"
 PAGES = [
-    "tutorial/getting-started.md",
-    "tutorial/writing-an-adapter.md",
+    pytest.param("tutorial/getting-started.md", marks=pytest.mark.long(30)),
+    pytest.param("tutorial/writing-an-adapter.md", marks=pytest.mark.long(28)),
     "how-to/runs-api.md",
     "how-to/observe.md",
     "how-to/console.md",

@@ -10,6 +10,7 @@ import trio
 from band_trio.testing import run_chaos
 
 
+@pytest.mark.long(18)
 @pytest.mark.timeout(120)
 @pytest.mark.seeds(11, 12, 13)
 async def test_chaos_loses_nothing(tmp_path: Path, seed: int) -> None:

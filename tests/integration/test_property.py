@@ -71,6 +71,7 @@ class Chaotic(Adapter):
             seen.running.discard(message.id)
 
 
+@pytest.mark.long(15)
 @pytest.mark.seeds(1, 2, 3)
 async def test_random_interleavings_keep_every_promise(platform: Platform, seed: int) -> None:
     rng = random.Random(seed)

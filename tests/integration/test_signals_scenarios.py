@@ -5,6 +5,7 @@ Each test names the rule it holds; all run over real loopback sockets.
 
 from __future__ import annotations
 
+import pytest
 import trio
 from test_signals import Gate, push_control
 
@@ -110,6 +111,7 @@ async def test_a_reconcile_tick_while_stopped_calls_no_adapter(
     assert adapter.calls == ["while stopped"]
 
 
+@pytest.mark.long(11)
 async def test_a_signal_reaches_a_running_turn_behind_a_deep_queue_of_pushes(
     platform: Platform,
 ) -> None:

@@ -128,6 +128,7 @@ def proxied_llm() -> Iterator[tuple[str, Spawned]]:
 EXAMPLE = iter(range(1_000_000))
 
 
+@pytest.mark.long(9)
 @pytest.mark.filterwarnings(  # httpx2 2.16.2's body generator, closed early (tests/peers)
     "ignore:Async generator 'httpcore2._async.connection_pool.PoolByteStream.__aiter__'"
     " was garbage collected:ResourceWarning"

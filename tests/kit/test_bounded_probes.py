@@ -142,6 +142,7 @@ async def test_my_adapter(band_conformance):
 """
 
 
+@pytest.mark.long(20)
 def test_the_fixture_fails_a_stuck_adapter_naming_its_probe(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ntrio_mode = true\n")
     pytester.makepyfile(test_mine=STUCK_SUITE)

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -102,34 +103,20 @@ COMMAND_SCRIPT = 'read line; case "$line" in long*) sleep 30 & wait;; esac; echo
 
 
 @pytest.mark.timeout(240)  # past the test's own deadline: the peers are stopped first
+@pytest.mark.parametrize(
+    "name", ["openai_chat", "a2a", "command", pytest.param("opencode", marks=pytest.mark.long(19))]
+)
 async def test_every_reference_adapter_passes_the_command_against_its_real_peer(
-    tmp_path: Path,
+    tmp_path: Path, name: str
 ) -> None:
     """`band-trio conformance band_trio.adapters:NAME`, configured from the environment
     as a user would, against each adapter's real peer: exit 0, nothing failed. No bound
     on how long a run takes (speed is the benchmarks'); the whole test has a deadline,
-    under which its peers' processes are stopped."""
+    under which its peers' processes are stopped. One test an adapter, each with only
+    its own peers: pytest-xdist runs them side by side (one test of the four in a row
+    was the suite's longest after the bench)."""
     with trio.fail_after(200):
-        await _every_reference_adapter(tmp_path)
-
-
-async def _every_reference_adapter(tmp_path: Path) -> None:
-    async with (
-        stubllm_peer(chunk_delay_ms=50) as llm,
-        a2a_peer() as a2a,
-        opencode_peer(llm.base_url) as opencode,
-    ):
-        runs = {
-            "openai_chat": ({"BAND_OPENAI_BASE_URL": llm.base_url}, "[slow] go on", "[quick] hi"),
-            "a2a": ({"BAND_A2A_URL": a2a.url}, "mode=normal chunks=400 delay=0.05", "mode=quick"),
-            "command": ({"BAND_COMMAND": f"sh -c '{COMMAND_SCRIPT}'"}, "long", "quick"),
-            "opencode": (
-                {"BAND_OPENCODE_URL": opencode.url, "BAND_OPENCODE_MODEL": "stub/gpt-4o"},
-                "[slow] go on",
-                "[quick] hi",
-            ),  # its prompt may take over the kit's 0.3 s to start under load: --settle
-        }
-        for name, (env, long, quick) in runs.items():
+        async with _peers_of(name) as (env, long, quick):
             out = tmp_path / f"{name}.json"
             settle = ("--settle", "5") if name == "opencode" else ()
             done = await conformance(
@@ -138,12 +125,29 @@ async def _every_reference_adapter(tmp_path: Path) -> None:
                 cwd=tmp_path,
                 env=env,
             )
-            text = done.stdout.decode()
-            assert done.returncode == 0, f"{name}:\n{text}\n{done.stderr.decode()}"
-            outcomes = {r["probe"]: r["outcome"] for r in json.loads(out.read_text())}
-            assert "failed" not in outcomes.values(), (name, outcomes)
-            if name != "openai_chat":  # no tool prompt given here: that probe is n/a
-                assert outcomes["remote stop sent once per abort"] == "passed", (name, text)
+    text = done.stdout.decode()
+    assert done.returncode == 0, f"{name}:\n{text}\n{done.stderr.decode()}"
+    outcomes = {r["probe"]: r["outcome"] for r in json.loads(out.read_text())}
+    assert "failed" not in outcomes.values(), (name, outcomes)
+    if name != "openai_chat":  # no tool prompt given here: that probe is n/a
+        assert outcomes["remote stop sent once per abort"] == "passed", (name, text)
+
+
+@contextlib.asynccontextmanager
+async def _peers_of(name: str) -> AsyncIterator[tuple[dict[str, str], str, str]]:
+    """The real peer(s) adapter `name` talks to, running; its environment and prompts."""
+    if name == "command":
+        yield {"BAND_COMMAND": f"sh -c '{COMMAND_SCRIPT}'"}, "long", "quick"
+    elif name == "a2a":
+        async with a2a_peer() as a2a:
+            yield {"BAND_A2A_URL": a2a.url}, "mode=normal chunks=400 delay=0.05", "mode=quick"
+    elif name == "openai_chat":
+        async with stubllm_peer(chunk_delay_ms=50) as llm:
+            yield {"BAND_OPENAI_BASE_URL": llm.base_url}, "[slow] go on", "[quick] hi"
+    else:  # its prompt may take over the kit's 0.3 s to start under load: --settle
+        async with stubllm_peer(chunk_delay_ms=50) as llm, opencode_peer(llm.base_url) as oc:
+            env = {"BAND_OPENCODE_URL": oc.url, "BAND_OPENCODE_MODEL": "stub/gpt-4o"}
+            yield env, "[slow] go on", "[quick] hi"
 
 
 BROKEN = """

@@ -48,6 +48,7 @@ async def test_my_adapter(band_conformance):
 """
 
 
+@pytest.mark.long(18)
 def test_a_failing_adapter_fails_the_authors_test_with_the_table(
     pytester: pytest.Pytester,
 ) -> None:

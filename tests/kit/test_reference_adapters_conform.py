@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 import trio
 
 from band_trio.adapters import (
@@ -115,6 +116,7 @@ async def test_the_command_adapter_conforms_with_a_process_tree() -> None:
     await conforms("CommandAdapter + sh", subject, RACE | NO_TOOLS)
 
 
+@pytest.mark.long(10)
 async def test_the_copilot_adapter_conforms_against_the_real_cli() -> None:
     """The probes abort as soon as `session.send` has answered, mostly before the CLI's
     model call: that the call itself is stopped is tests/adapters/test_copilot.py's."""

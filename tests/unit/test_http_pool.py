@@ -155,15 +155,26 @@ async def test_a_cancelled_request_frees_its_slot_and_poisons_nothing() -> None:
     """With one connection: a request cancelled while the server is silent leaves the
     pool usable, and the next one runs on a new connection, not the half-used one."""
 
+    held = trio.Event()
+
     async def silent_first(stream: trio.SocketStream, number: int) -> None:
         if number == 1:
+            held.set()
             await trio.sleep_forever()
         await keep_alive(stream, number)
+
+    async def cut_once_waiting(cut: trio.CancelScope) -> None:
+        """Cancel once the server holds the connection and the client waits on it
+        (every task blocked), not after a fixed 0.2 s a loaded machine may not reach."""
+        await held.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        cut.cancel()
 
     async with trio.open_nursery() as nursery:
         server = await serving(nursery, silent_first)
         async with pool(server.url, connections=1) as client:
-            with trio.move_on_after(0.2) as cut:
+            with trio.fail_after(DEADLINE), trio.CancelScope() as cut:
+                nursery.start_soon(cut_once_waiting, cut)
                 await client.request("GET", "/a", None, 1024)
             assert cut.cancelled_caught
             with trio.fail_after(DEADLINE):
