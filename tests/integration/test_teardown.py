@@ -173,3 +173,23 @@ async def test_an_idle_rooms_teardown_takes_at_most_two_scheduling_steps(
                 trio.lowlevel.remove_instrument(steps)
     assert result.graceful
     assert steps.steps <= 2 * ROOMS + 40, f"{steps.steps} steps to stop {ROOMS} idle rooms"
+
+
+async def test_an_idle_room_left_at_run_time_still_leaves_its_topics(platform: Platform) -> None:
+    """Only the shutdown skips an idle room's close: a room left while the agent runs
+    leaves its two topics (the socket stays open), hook or no hook."""
+    info = platform.info
+    assert info.agent_id and info.room_id
+    rooms_with_the_agent(platform, 2)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Idle()) as running:
+            await idle_agent_synced(platform, running, 2)
+            position = platform.request_log.next_seq
+            platform.remove_participant(info.room_id, info.agent_id)
+
+            def left() -> list[str]:
+                return frames_since(platform, position, '"phx_leave"')
+
+            await platform.wait_until(lambda: len(left()) == 2)
+            assert all(info.room_id in frame for frame in left())
+            assert info.room_id not in running.agent.rooms
