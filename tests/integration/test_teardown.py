@@ -18,6 +18,7 @@ import trio.testing
 from band_trio import Adapter, Policy, Turn
 from band_trio.contract import Cutoff
 from band_trio.platform import Platform
+from band_trio.runtime._room import Room
 from band_trio.testing import TaskTracker
 from support import Recorder, Running, rooms_with_the_agent, running_agent, status
 
@@ -123,6 +124,7 @@ async def test_an_idle_room_holds_one_task_and_its_teardown_no_shielded_scope(
             await idle_agent_synced(platform, running, ROOMS)
             tasks = len(running.tasks.living)
             assert tasks <= ROOMS + 20, f"{tasks} tasks for {ROOMS} idle rooms"
+            assert Room.__dictoffset__ == 0  # and no instance dict per room (`__slots__`)
             position = platform.request_log.next_seq
             monkeypatch.setattr(Cutoff, "shielded", counted)
             result = await running.agent.stop()

@@ -90,6 +90,29 @@ async def leave_topics(socket: Socket | None, room_id: str, policy: Policy) -> N
 class Room:
     """A joined room; its owner (the rooms host) runs `run` and cancels it to leave."""
 
+    __slots__ = (  # no instance dict: an idle agent holds one of these per room
+        "_ctx",
+        "_draining",
+        "_inbox",
+        "_interval",
+        "_nursery",
+        "_parked",
+        "_pass",
+        "_queued",
+        "_reconcile_at",
+        "_resync_due",
+        "_search",
+        "_stopped",
+        "_wake",
+        "id",
+        "last_abort",
+        "last_pass_found_work",
+        "ledger",
+        "overflowed",
+        "socket",
+        "turn",
+    )
+
     def __init__(self, room_id: str, context: RoomContext, ledger: Ledger) -> None:
         self.id = room_id
         self._ctx = context
