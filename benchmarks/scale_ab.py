@@ -10,14 +10,19 @@ folder (`PYTHONPATH`), so the only difference between the arms is the runtime.
 Arms alternate in every round (A, B, then B, A). Per round and arm:
 
 - each idle size: start-up (launched → all rooms joined / synced), the agent's
-  RSS once synced (÷ rooms: memory per idle room), SIGTERM → exit;
+  RSS once synced (÷ rooms: memory per idle room), SIGTERM → exit; and the
+  agent's own CPU time (user + system) up to then and for the teardown (read from
+  /proc, and from the reaped child's rusage: steadier than wall time on a shared
+  machine);
 - the busy size: start-up, the load of `band-trio bench` (25 messages a second
   over the busy rooms), `--trials` agent-wide interrupts (signal → the target
   room's `processed`, and → the last aborted busy room's mark: the whole wave),
   then SIGTERM with every busy room 1 s from the end of its turn.
 
 With `--profile DIR`, the new arm's agent runs under `py-spy record` (raw
-folded stacks into DIR, one file per phase's process).
+folded stacks into DIR, one file per phase's process); with `--profile-teardown
+DIR`, py-spy is attached to the new arm's idle agents just before their SIGTERM
+(non-blocking sampling: the teardown alone).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import argparse
 import itertools
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -64,6 +70,7 @@ class Arm:
 
 
 PROFILE: Path | None = None
+TEARDOWN_PROFILE: Path | None = None
 ARM: Arm | None = None
 
 
@@ -94,6 +101,20 @@ async def _spawn(nursery: trio.Nursery, identity: Identity, rest_url: str, ws_ur
     return subject
 
 
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds the process has used so far (/proc/PID/stat)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _load() -> str:
     return os.getloadavg().__repr__()
 
@@ -121,9 +142,25 @@ async def _idle(bench: Bench, arm: Arm, n: int) -> None:
         warned = [line for line in tier.subject.stderr_tail if "WARNING" in line or "ERROR" in line]
         if warned:
             print(f"{arm.name} @{n}: {len(warned)} warnings, e.g. {warned[:3]}", file=sys.stderr)
-        rss = _rss_kib(tier.subject.process.pid)
+        pid = tier.subject.process.pid
+        rss = _rss_kib(pid)
         arm.add(f"rss KiB/room @{n}", None if rss is None else rss / n)
+        # the agent's own CPU: up to now (start-up, as it is idle once synced), and
+        # SIGTERM → exit (what the reaped child used in all, less what it had used)
+        before, reaped = _cpu_s(pid), _children_cpu_s()
+        arm.add(f"agent CPU to synced, ms @{n}", None if before is None else before * 1000)
+        if TEARDOWN_PROFILE is not None and arm.name == "new":
+            out = TEARDOWN_PROFILE / f"{arm.name}-{n}-teardown-{time.monotonic_ns()}.txt"
+            spy = [str(Path(sys.executable).parent / "py-spy"), "record", "-f", "raw", "-r", "250",
+                   "--nonblocking", "--pid", str(pid), "-o", str(out)]  # fmt: skip
+            run = partial(trio.run_process, capture_stdout=True, capture_stderr=True, check=False)
+            nursery.start_soon(run, spy)
+            await trio.sleep(1.0)  # attached before the signal
         await _tier.teardown(tier, "teardown", busy=False)
+        if before is not None and PROFILE is None and tier.subject.process.returncode is not None:
+            arm.add(
+                f"agent CPU SIGTERM → exit, ms @{n}", (_children_cpu_s() - reaped - before) * 1000
+            )
         _collect(bench, arm, n)
 
 
@@ -307,7 +344,7 @@ def _sizes(value: str) -> list[int]:
 
 
 def main() -> None:
-    global PROFILE
+    global PROFILE, TEARDOWN_PROFILE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arm", action="append", required=True, help="NAME=SRC_FOLDER")
     parser.add_argument("--idle", type=_sizes, default=[1000, 10000])
@@ -316,10 +353,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--profile", type=Path)
+    parser.add_argument(
+        "--profile-teardown", type=Path, help="py-spy on the new arm's idle teardowns only"
+    )
     args = parser.parse_args()
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
         PROFILE = args.profile
+    if args.profile_teardown is not None:
+        args.profile_teardown.mkdir(parents=True, exist_ok=True)
+        TEARDOWN_PROFILE = args.profile_teardown
     trio.run(_main, args)
 
 

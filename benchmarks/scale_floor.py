@@ -5,8 +5,9 @@
 What no runtime can beat on this machine, measured the way `band-trio bench`
 measures band-trio (docs/benchmarks.md § the scale rows): the embedded
 platform in this process, and a minimal client in a process of its own, with
-the same libraries as band-trio (trio-websocket, httpx2 with 32 pooled
-connections) and no runtime in between:
+the same libraries as band-trio (trio-websocket, and band-trio's own lean
+HTTP/1.1 pool, `band_trio.link._http.HttpPool` on h11, with 32 connections) and
+no runtime in between (no lanes, no retries, no decoding):
 
 - `joins`: one socket; every room's `chat_room` join is sent at once, and each
   room's `room_participants` join the moment its `chat_room` reply comes (the
@@ -29,12 +30,17 @@ import os
 import statistics
 import sys
 import time
+import urllib.parse
 
-import httpx2
 import trio
 import trio_websocket
 
+from band_trio.link._http import HttpPool
+
 CONNECTIONS = 32
+LIMIT = 1 << 20
+DEADLINE = 60.0
+"""Per request: 1,000 marks wait for the pool longer than a usual request deadline."""
 
 
 async def _client(
@@ -48,12 +54,21 @@ async def _client(
     out: dict[str, float] = {}
     url = f"{ws_url}?vsn=2.0.0&agent_id={agent_id}"
     headers = [(b"x-api-key", key.encode())]
-    limits = httpx2.Limits(max_connections=CONNECTIONS, max_keepalive_connections=CONNECTIONS)
-    base = rest_url.rstrip("/") + "/api/v1/agent/"
-    timeout = httpx2.Timeout(60.0)  # 1,000 marks wait for the pool longer than its 5 s default
-    async with httpx2.AsyncClient(
-        base_url=base, headers={"x-api-key": key}, limits=limits, timeout=timeout
-    ) as rest:
+    base = urllib.parse.urlsplit(rest_url.rstrip("/")).path + "/api/v1/agent/"
+    pool = HttpPool(
+        rest_url,
+        {"x-api-key": key, "accept": "application/json"},
+        connections=CONNECTIONS,
+        context=None,
+        close_grace=1.0,
+    )
+
+    async def call(method: str, path: str) -> int:
+        with trio.fail_after(DEADLINE):
+            answer = await pool.request(method, base + path, None, LIMIT)
+        return answer.status_code
+
+    async with pool:
         async with trio_websocket.open_websocket_url(
             url, extra_headers=headers, message_queue_size=0
         ) as ws:
@@ -88,8 +103,8 @@ async def _client(
             async def worker() -> None:
                 while queue:
                     room = queue.pop()
-                    r = await rest.get(f"chats/{room}/messages/next")
-                    assert r.status_code in (200, 204), r.status_code
+                    status = await call("GET", f"chats/{room}/messages/next")
+                    assert status in (200, 204), status
 
             async with trio.open_nursery() as nursery:
                 for _ in range(CONNECTIONS):
@@ -102,8 +117,8 @@ async def _client(
             async def claimer() -> None:
                 while claims:
                     room, message = claims.pop()
-                    r = await rest.post(f"chats/{room}/messages/{message}/processing")
-                    assert r.status_code == 200, r.text
+                    status = await call("POST", f"chats/{room}/messages/{message}/processing")
+                    assert status == 200, status
 
             async with trio.open_nursery() as nursery:
                 for _ in range(CONNECTIONS):
@@ -112,9 +127,9 @@ async def _client(
             t1 = time.perf_counter()
 
             async def mark(room: str, message: str) -> None:
-                r = await rest.post(f"chats/{room}/messages/{message}/processed")
+                status = await call("POST", f"chats/{room}/messages/{message}/processed")
                 answered.append(time.perf_counter() - t1)
-                assert r.status_code == 200, r.text
+                assert status == 200, status
 
             if marks:
                 async with trio.open_nursery() as nursery:

@@ -244,6 +244,10 @@ class ForwardRoom:
         self._shared.changes.notify()
         return hit or dropped > 0
 
+    def close_needed(self, *, leave: bool) -> bool:
+        """Always: the target is told of every room it served (`room_left`)."""
+        return True
+
     async def close(self, *, leave: bool) -> None:
         """After the room's task ended (the host shields this): leave its topics (unless
         the host is shutting down: the socket's close leaves them all), then tell the

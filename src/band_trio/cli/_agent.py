@@ -24,6 +24,7 @@ from ..adapters import DemoAdapter
 from ..contract import Adapter, upstream_from_env
 from ..policy import Policy, UpstreamPolicy, WhileBusy
 from ..runtime import Agent
+from ._collector import freeze_for_exit
 from ._exits import EXIT_CONFIG, EXIT_DISCONNECTED, EXIT_FAILED, single
 from ._observe import add_flags as add_observe_flags
 from ._observe import observing
@@ -145,7 +146,10 @@ def _run(args: argparse.Namespace) -> int:
         reject_conflict=args.reject_conflict,
     )
     try:
-        trio.run(seen.wrap(serve_until_signalled), agent)
+        try:
+            trio.run(seen.wrap(serve_until_signalled), agent)
+        finally:
+            freeze_for_exit()  # the interpreter's last collection need not walk the rooms
     except BaseException as exc:  # the boundary: decide the exit status, or re-raise
         error = single(exc)
         if isinstance(error, errors.AgentDisconnectedError):

@@ -113,6 +113,11 @@ class HostedRoom(LinkedRoom, Protocol):
         """The unit of work running now, if any."""
         ...
 
+    def close_needed(self, *, leave: bool) -> bool:
+        """Whether `close(leave=leave)` would do anything; if not, the host skips it
+        (and the shielded scope around it)."""
+        ...
+
     async def close(self, *, leave: bool) -> None:
         """After the room's task ended: leave its topics (unless `leave` is False: the
         host is shutting down, and the socket's close leaves them all), tell the

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from .. import errors
-from ..contract import LastAbort, Message, adapter_failure
+from ..contract import Adapter, LastAbort, Message, adapter_failure
 from ..link import Socket
 from ..policy import Policy, WhileBusy
 from ..wire import MentionRef
@@ -72,6 +72,12 @@ async def tell_left(
         log.warning("room %s: %s ran past its %gs deadline", room_id, what, policy.hook_deadline)
 
 
+def defines_room_left(adapter: Adapter) -> bool:
+    """Whether `adapter` has an `on_room_left` other than the base one (a no-op)."""
+    own = getattr(adapter, "__dict__", {})
+    return type(adapter).on_room_left is not Adapter.on_room_left or "on_room_left" in own
+
+
 async def leave_topics(socket: Socket | None, room_id: str, policy: Policy) -> None:
     """Leave a room's topics on the connection they were joined on, if it is still
     open, under the cleanup grace (a left room, after its task ended)."""
@@ -83,6 +89,29 @@ async def leave_topics(socket: Socket | None, room_id: str, policy: Policy) -> N
 
 class Room:
     """A joined room; its owner (the rooms host) runs `run` and cancels it to leave."""
+
+    __slots__ = (  # no instance dict: an idle agent holds one of these per room
+        "_ctx",
+        "_draining",
+        "_inbox",
+        "_interval",
+        "_nursery",
+        "_parked",
+        "_pass",
+        "_queued",
+        "_reconcile_at",
+        "_resync_due",
+        "_search",
+        "_stopped",
+        "_wake",
+        "id",
+        "last_abort",
+        "last_pass_found_work",
+        "ledger",
+        "overflowed",
+        "socket",
+        "turn",
+    )
 
     def __init__(self, room_id: str, context: RoomContext, ledger: Ledger) -> None:
         self.id = room_id
@@ -107,6 +136,9 @@ class Room:
         self._pass: Pass | None = None
         self._stopped = False
         self._draining = False
+        self._parked = False
+        """Parked for work (nothing in hand, no pass, no fetch): a wake, not a cancel,
+        ends the wait."""
         self._search = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
         policy = context.policy
@@ -218,9 +250,17 @@ class Room:
         self._ctx.changes.notify()
 
     def drain(self) -> None:
-        """The agent is stopping: finish the unit in hand, then end the room loop."""
+        """The agent is stopping: finish the unit in hand, then end the room loop.
+
+        A room parked for work is woken, not cancelled: at 10,000 idle rooms a cancel
+        each was a `Cancelled` raised, caught and unwound per room, its traceback left
+        for the collector (docs/benchmarks.md, the scale rows). A search under way (a
+        `/next` fetch, a stopped-probe) is cancelled."""
         self._draining = True
-        self._search.cancel(reason="draining")
+        if self._parked:
+            self._wake.set()
+        else:
+            self._search.cancel(reason="draining")
 
     def ending(self, kind: AbortKind, reason: str) -> None:
         """The owner is about to cancel the room: record why on the running turn first.
@@ -261,7 +301,8 @@ class Room:
                         return
             finally:
                 self._nursery = None
-                nursery.cancel_scope.cancel()
+                if nursery.child_tasks:  # an idle room's is empty: nothing to cancel
+                    nursery.cancel_scope.cancel()
 
     def _after_unit(self, message_id: str, moved: bool) -> None:
         """Tell the pass in progress (if the unit came from it) whether the message moved on.
@@ -303,8 +344,12 @@ class Room:
                 self._queued.discard(message.id)
                 return message
             self._wake = trio.Event()
-            with trio.move_on_at(self._reconcile_at):
-                await self._wake.wait()
+            self._parked = True
+            try:
+                with trio.move_on_at(self._reconcile_at):
+                    await self._wake.wait()
+            finally:
+                self._parked = False
         return None
 
     def _reconcile_tick(self, now: float) -> None:
@@ -404,6 +449,12 @@ class Room:
         self._ctx.journal.overran.append(Overrun(self.id, turn.message.id, f"ignored the {kind}"))
 
     # -- leaving ---------------------------------------------------------------
+
+    def close_needed(self, *, leave: bool) -> bool:
+        """Whether `close` has anything to do: a leave, or an `on_room_left` the adapter
+        defines. An idle room at the shutdown with the base hook (which does nothing)
+        then costs its host no shielded, bounded scope."""
+        return leave or defines_room_left(self._ctx.adapter)
 
     async def close(self, *, leave: bool) -> None:
         """Leave the room's topics on the connection they were joined on (if it is

@@ -273,12 +273,15 @@ class RoomHost(Generic[R]):
             if self._rooms.get(room.id) is room:
                 del self._rooms[room.id]
                 self._changes.notify()
-            if room.id not in self._rooms:  # a newer room of the same id keeps the topics
-                # each part bounded inside; all of it by the cutoff (a hard stop). Once
-                # the host is shutting down, the owner closes the socket next, and that
-                # leaves every topic of the connection at once: no leave per topic then
+            # a newer room of the same id keeps the topics. Once the host is shutting
+            # down, the owner closes the socket next, and that leaves every topic of the
+            # connection at once: no leave per topic then, and an idle room with no hook
+            # to call has nothing to close
+            leave = not self._closing.is_set()
+            if room.id not in self._rooms and room.close_needed(leave=leave):
+                # each part bounded inside; all of it by the cutoff (a hard stop)
                 with self.cutoff.shield(policy.cleanup_grace + policy.hook_deadline):
-                    await room.close(leave=not self._closing.is_set())
+                    await room.close(leave=leave)
             del self._live[room]
             self._pulse()
             self._changes.notify()
