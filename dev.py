@@ -226,6 +226,11 @@ def cmd_test(args: list[str]) -> None:
     os.environ["BAND_TRIO_OPENCODE"] = str(ensure_opencode())
     os.environ["BAND_TRIO_COPILOT"] = str(ensure_copilot())
     os.environ["BAND_TRIO_CHROMIUM"] = str(ensure_chromium())
+    # Bytecode is cached for the tests even where the environment says not to: without
+    # it every pytest worker rewrites each test module's asserts again and every
+    # band-trio process the tests start compiles the package from source (a quarter of
+    # tests/cli's CPU on the 2-core machine). The caches go to the gitignored __pycache__.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     _run(PY, "-m", "pytest", *pytest_args(args))
 
 

@@ -1,4 +1,6 @@
-"""One seed per run of the long randomized tests (`@pytest.mark.seeds(...)`), rotated daily.
+"""One seed per run of the long randomized tests (`@pytest.mark.seeds(...)`), and one case
+per run of a test whose cases repeat, as real processes, what in-process tests hold for
+each (`@pytest.mark.rotated`), rotated daily.
 
 A plugin of its own (tests/conftest.py loads it) that imports nothing of band-trio, so
 tests/unit/test_seed_rotation.py runs it in a pytester subprocess, with workers, cheaply.
@@ -24,14 +26,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--all-seeds",
         action="store_true",
-        help="run a seeded test (@pytest.mark.seeds) with every one of its seeds; by default"
-        " it runs one, rotated daily (BAND_TRIO_SEED=N runs N instead)",
+        help="run a seeded test (@pytest.mark.seeds) with every one of its seeds, and a"
+        " rotated test (@pytest.mark.rotated) with every one of its cases; by default each"
+        " runs one, rotated daily (BAND_TRIO_SEED=N runs seed N instead)",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "seeds(*seeds): the seeds of a randomized test taking a `seed` argument"
+    )
+    config.addinivalue_line(
+        "markers",
+        "rotated: a parametrized test that runs one of its cases a run, rotated daily"
+        " (every case with --all-seeds)",
     )
     handed: dict[str, object] = getattr(config, "workerinput", {})
     config.stash[SEED_DAY_KEY] = int(str(handed.get(SEED_DAY, datetime.date.today().toordinal())))
@@ -58,3 +66,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         chosen = [every[metafunc.config.stash[SEED_DAY_KEY] % len(every)]]
     metafunc.parametrize("seed", chosen)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Of each `@pytest.mark.rotated` test's cases, the day's one only (the others are
+    deselected, so the summary says so). For cases each a real process repeating what an
+    in-process test already holds for every case: the process path of each is still
+    run, one a day, and every one of them with `--all-seeds`."""
+    if config.getoption("--all-seeds"):
+        return
+    cases: dict[tuple[str, str], list[pytest.Item]] = {}
+    for item in items:
+        if isinstance(item, pytest.Function) and item.get_closest_marker("rotated"):
+            cases.setdefault((item.path.as_posix(), item.originalname), []).append(item)
+    day = config.stash[SEED_DAY_KEY]
+    dropped = {id(case) for group in cases.values() for case in group}
+    for group in cases.values():
+        dropped.discard(id(group[day % len(group)]))
+    if dropped:
+        config.hook.pytest_deselected(items=[item for item in items if id(item) in dropped])
+        items[:] = [item for item in items if id(item) not in dropped]

@@ -109,3 +109,24 @@ def test_the_tests_run_on_two_workers_a_cpu_and_the_caller_s_arguments_win(
     assert module.pytest_args([])[:2] == ["-n", "8"]
     monkeypatch.setattr(module.os, "cpu_count", lambda: None)
     assert module.pytest_args([])[:2] == ["-n", "2"]
+
+
+def test_the_tests_run_with_bytecode_cached_whatever_the_environment_says(
+    dev: tuple[ModuleType, list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With PYTHONDONTWRITEBYTECODE set (as on this project's CI machines), every pytest
+    worker rewrote each test module's asserts again and every band-trio process the tests
+    start compiled the package from source: a quarter of tests/cli's CPU."""
+    module, _ = dev
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    for tool in ("ensure_opencode", "ensure_copilot", "ensure_chromium"):
+        monkeypatch.setattr(module, tool, lambda: tmp_path / "tool")
+    seen: dict[str, str | None] = {}
+
+    def run(*cmd: object) -> None:
+        if cmd[1:3] == ("-m", "pytest"):
+            seen["pytest"] = module.os.environ.get("PYTHONDONTWRITEBYTECODE")
+
+    monkeypatch.setattr(module, "_run", run)
+    module.cmd_test([])
+    assert seen == {"pytest": None}

@@ -4,6 +4,7 @@ pytest-xdist worker collects the seed of the controller's day, not of its own cl
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -37,3 +38,36 @@ def test_each_worker_is_handed_the_controller_s_day_and_rotates_by_it() -> None:
     seed_rotation.pytest_configure_node(node)
     worker = configured(workerinput=node.workerinput)
     assert worker.stash[seed_rotation.SEED_DAY_KEY] == 7
+
+
+ROTATED = """
+import pytest
+
+@pytest.mark.rotated
+@pytest.mark.parametrize("case", ["a", "b", "c"])
+def test_case(case):
+    pass
+
+@pytest.mark.parametrize("case", ["x", "y"])
+def test_every_case(case):
+    pass
+"""
+
+
+def run_rotated(pytester: pytest.Pytester, *args: str) -> list[str]:
+    pytester.makepyfile(test_rotated=ROTATED)
+    (pytester.path / "seed_rotation.py").write_text(Path(seed_rotation.__file__).read_text())
+    result = pytester.runpytest_subprocess("-p", "seed_rotation", "--collect-only", "-q", *args)
+    return [line for line in result.outlines if "::" in line]
+
+
+def test_a_rotated_test_runs_one_case_a_day_and_every_case_with_all_seeds(
+    pytester: pytest.Pytester,
+) -> None:
+    chosen = "abc"[datetime.date.today().toordinal() % 3]
+    assert run_rotated(pytester) == [
+        f"test_rotated.py::test_case[{chosen}]",
+        "test_rotated.py::test_every_case[x]",
+        "test_rotated.py::test_every_case[y]",
+    ]
+    assert len(run_rotated(pytester, "--all-seeds")) == 5
