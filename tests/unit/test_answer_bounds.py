@@ -49,7 +49,8 @@ def test_an_endless_a2a_artifact_is_cut_but_a_replaced_one_is_not_counted_twice(
 
 def test_an_endless_opencode_answer_is_cut_and_whole_part_updates_replace() -> None:
     answer = OpenCodeAnswer(max_retries=2)
-    answer.assistant.add("m1")
+    answer.add({"type": "message.updated", "properties": {"info": {
+        "role": "assistant", "id": "m1", "parentID": "u1"}}})  # fmt: skip
     update = {"type": "message.part.updated", "properties": {"part": {
         "type": "text", "messageID": "m1", "id": "p1", "text": CHUNK}}}  # fmt: skip
     feed(answer.add, update, ENOUGH * 2)

@@ -20,6 +20,18 @@ a last `message.part.updated`, `step-finish`, then `session.status` `idle` and
 `session.idle`. A failing model call shows as `session.status` `retry`
 (`attempt`, `message`, `next`) with backoff, for minutes; an abort as
 `session.error` `MessageAbortedError`, then idle.
+
+An event shows its object as it is when the stream writes it, not as it was
+when published: OpenCode queues each event for a subscriber by reference,
+writes it (`JSON.stringify`) only when the stream gets to it, and updates a
+message in place before publishing it again. On a loaded server a quick
+run is over before its first events are written, and the assistant message's
+first `message.updated` already shows `time.completed`. So the answer's
+messages are not told by their state but by OpenCode's ids: an assistant
+message names the user message it answers (`parentID`), ids ascend, and the
+prompt's user message is written after the subscription began, so it is the
+newest one seen; updates of an earlier run that trail in (an aborted run
+finishing, a summary) answer an older one.
 """
 
 from __future__ import annotations
@@ -133,9 +145,13 @@ class Answer:
         """A `busy` status was seen: an `idle` now means this run ended."""
         self.done = False
         self.failure: str | None = None
-        self.assistant: set[str] = set()
-        self.parts: dict[str, list[str]] = {}
-        """Text parts of the assistant's messages, in the order they began."""
+        self.prompt = ""
+        """The newest user message seen: the prompt's (OpenCode's ids ascend)."""
+        self.answers: dict[str, str] = {}
+        """Each assistant message seen, to the user message it answers (`parentID`)."""
+        self.parts: dict[str, tuple[str, list[str]]] = {}
+        """Text parts of assistant messages (their message, their text), in the order
+        they began."""
         self._size = 0
         """Characters held in `parts` (bounded by `limit`)."""
 
@@ -164,21 +180,23 @@ class Answer:
             self.failure = f"OpenCode failed the prompt: {name}" + (f": {detail}" if detail else "")
             self.done = True
         elif kind == "message.updated":
+            # Not judged by its state: OpenCode writes an event when the stream gets to
+            # it, with the message as it is by then (the module's docstring).
             info = props.get("info") or {}
-            ended = info.get("error") or (info.get("time") or {}).get("completed")
-            # a message of this run is announced unfinished once busy; an aborted run's
-            # last updates (its message now with an error) may still trail in: not ours
-            if info.get("role") == "assistant" and self.running and not ended:
-                self.assistant.add(str(info.get("id")))
+            if info.get("role") == "user":
+                self.prompt = max(self.prompt, str(info.get("id") or ""))
+            elif info.get("role") == "assistant":
+                self.answers[str(info.get("id"))] = str(info.get("parentID") or "")
         elif kind == "message.part.updated":
             part = props.get("part") or {}
-            if part.get("type") == "text" and part.get("messageID") in self.assistant:
-                replaced = self.parts.get(str(part.get("id")), [])
+            message = str(part.get("messageID"))
+            if part.get("type") == "text" and message in self.answers:
+                _, replaced = self.parts.get(str(part.get("id")), (message, []))
                 text = str(part.get("text") or "")
                 self._size += len(text) - sum(map(len, replaced))
-                self.parts[str(part.get("id"))] = [text]
+                self.parts[str(part.get("id"))] = (message, [text])
         elif kind == "message.part.delta" and props.get("field") == "text":
-            chunks = self.parts.get(str(props.get("partID")))
+            chunks = self.parts.get(str(props.get("partID")), ("", None))[1]
             if chunks is not None:
                 delta = str(props.get("delta") or "")
                 chunks.append(delta)
@@ -187,7 +205,13 @@ class Answer:
             raise PeerProtocolError(f"OpenCode's answer ran past {self.limit} characters")
 
     def text(self) -> str:
-        texts = ("".join(chunks).strip() for chunks in self.parts.values())
+        """The text of the messages answering the prompt; a previous run's updates that
+        trailed into this turn's events answer an older user message."""
+        texts = (
+            "".join(chunks).strip()
+            for message, chunks in self.parts.values()
+            if self.answers[message] == self.prompt
+        )
         return "\n\n".join(text for text in texts if text)
 
 
