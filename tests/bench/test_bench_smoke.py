@@ -53,17 +53,22 @@ async def test_quick_bench_with_the_band_sdk_peer_completes_clean(tmp_path: Path
     marker = uuid.uuid4().hex
     env = {**os.environ, "BAND_BENCH_RUN": marker}
     argv = [sys.executable, "-m", "band_trio", "bench", "--quick", "--peer", "band-sdk"]
-    argv += ["--rooms", "1,10", "--trials", "3"]
+    argv += ["--rooms", "3", "--trials", "3"]  # one tier: the load (2 busy rooms) and the peers
     argv += ["--json", str(out), "--plot", str(plot), "--no-progress"]
     with trio.fail_after(150):
         done = await trio.run_process(
             argv, env=env, capture_stdout=True, capture_stderr=True, check=False
         )
     stderr = done.stderr.decode(errors="replace")
-    assert done.returncode == 0, stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
     report = json.loads(out.read_text())
     rows = report["results"]
+    failing = [
+        f"{r['runtime']} {r['scenario']} {r['rooms']} {r['metric']}: {r['notes']}"
+        for r in rows
+        if r["failures"]
+    ]
+    assert done.returncode == 0, "\n".join([stderr[-2000:], *failing, *report.get("notes", [])])
     assert rows and all(set(row) >= REQUIRED for row in rows)
     assert {row["runtime"] for row in rows} == {"floor", "band-trio", "band-sdk"}
     failed = [
@@ -78,9 +83,8 @@ async def test_quick_bench_with_the_band_sdk_peer_completes_clean(tmp_path: Path
     scenarios = {(r["runtime"], r["scenario"], r["rooms"]) for r in rows}
     for runtime in ("band-trio", "band-sdk"):
         for scenario in ("interrupt", "agent interrupt", "stop", "play", "start-up", "teardown"):
-            for rooms in (1, 10):
-                assert (runtime, scenario, rooms) in scenarios
-        assert (runtime, "remote stop: command", 1) in scenarios
+            assert (runtime, scenario, 3) in scenarios
+        assert (runtime, "remote stop: command", 3) in scenarios
     # leak checks ran for every signal scenario of both runtimes
     checked = {(r["runtime"], r["scenario"]) for r in rows if r["leaked_tasks"] is not None}
     assert {
@@ -90,7 +94,7 @@ async def test_quick_bench_with_the_band_sdk_peer_completes_clean(tmp_path: Path
     } <= checked
     assert all(r["n"] > 0 for r in rows)
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "| band-trio | interrupt | 1 | signal → adapter cancelled |" in done.stdout.decode()
+    assert "| band-trio | interrupt | 3 | signal → adapter cancelled |" in done.stdout.decode()
     assert _processes_marked(marker) == []
 
 
