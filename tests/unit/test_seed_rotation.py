@@ -57,7 +57,7 @@ def test_every_case(case):
 def run_rotated(pytester: pytest.Pytester, *args: str) -> list[str]:
     pytester.makepyfile(test_rotated=ROTATED)
     (pytester.path / "seed_rotation.py").write_text(Path(seed_rotation.__file__).read_text())
-    result = pytester.runpytest_subprocess("-p", "seed_rotation", "--collect-only", "-q", *args)
+    result = pytester.runpytest_inprocess("-p", "seed_rotation", "--collect-only", "-q", *args)
     return [line for line in result.outlines if "::" in line]
 
 
