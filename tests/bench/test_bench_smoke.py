@@ -46,7 +46,7 @@ def _processes_marked(marker: str) -> list[int]:
     return found
 
 
-@pytest.mark.long(50)
+@pytest.mark.long(30)
 @pytest.mark.timeout(170)
 async def test_quick_bench_with_the_band_sdk_peer_completes_clean(tmp_path: Path) -> None:
     out, plot = tmp_path / "bench.json", tmp_path / "bench.png"
@@ -136,7 +136,7 @@ async def _gone(pids: list[int]) -> None:
             os.close(fd)
 
 
-@pytest.mark.long(15)
+@pytest.mark.long(9)
 @pytest.mark.timeout(120)
 async def test_kill_9_mid_run_leaves_no_process_behind() -> None:
     """The driver killed outright cannot stop anything: each agent and peer sees the
@@ -144,6 +144,7 @@ async def test_kill_9_mid_run_leaves_no_process_behind() -> None:
     marker = uuid.uuid4().hex
     env = {**os.environ, "BAND_BENCH_RUN": marker}
     argv = [sys.executable, "-m", "band_trio", "bench", "--quick", "--peer", "band-sdk"]
+    argv += ["--rooms", "1", "--trials", "2"]  # the phase it waits for comes sooner
     with trio.fail_after(100):
         process = await trio.lowlevel.open_process(
             argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -164,7 +165,7 @@ async def test_kill_9_mid_run_leaves_no_process_behind() -> None:
     assert _processes_marked(marker) == []
 
 
-@pytest.mark.long(15)
+@pytest.mark.long(9)
 @pytest.mark.timeout(120)
 async def test_sigterm_mid_run_stops_every_process_it_started(tmp_path: Path) -> None:
     """Once both agents are up and trials run, SIGTERM ends the bench with 130 and a
@@ -172,6 +173,7 @@ async def test_sigterm_mid_run_stops_every_process_it_started(tmp_path: Path) ->
     marker = uuid.uuid4().hex
     env = {**os.environ, "BAND_BENCH_RUN": marker}
     argv = [sys.executable, "-m", "band_trio", "bench", "--quick", "--peer", "band-sdk"]
+    argv += ["--rooms", "1", "--trials", "2"]  # the phase it waits for comes sooner
     with trio.fail_after(100):
         async with trio.open_nursery() as nursery:
             process = await trio.lowlevel.open_process(
