@@ -75,10 +75,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     run, one a day, and every one of them with `--all-seeds`."""
     if config.getoption("--all-seeds"):
         return
+    named = [arg.replace("\\", "/") for arg in config.args if "[" in arg]  # a case asked for
     cases: dict[tuple[str, str], list[pytest.Item]] = {}
     for item in items:
-        if isinstance(item, pytest.Function) and item.get_closest_marker("rotated"):
-            cases.setdefault((item.path.as_posix(), item.originalname), []).append(item)
+        if not isinstance(item, pytest.Function) or not item.get_closest_marker("rotated"):
+            continue
+        if any(arg.endswith(item.nodeid) for arg in named):
+            continue  # named on the command line: run, whatever the day
+        cases.setdefault((item.path.as_posix(), item.originalname), []).append(item)
     day = config.stash[SEED_DAY_KEY]
     dropped = {id(case) for group in cases.values() for case in group}
     for group in cases.values():

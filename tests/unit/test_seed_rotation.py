@@ -71,3 +71,12 @@ def test_a_rotated_test_runs_one_case_a_day_and_every_case_with_all_seeds(
         "test_rotated.py::test_every_case[y]",
     ]
     assert len(run_rotated(pytester, "--all-seeds")) == 5
+
+
+def test_a_rotated_case_named_on_the_command_line_runs_whatever_the_day(
+    pytester: pytest.Pytester,
+) -> None:
+    today = datetime.date.today().toordinal()
+    others = sorted("abc"[(today + step) % 3] for step in (1, 2))  # the two not today's
+    named = [f"test_rotated.py::test_case[{case}]" for case in others]
+    assert run_rotated(pytester, *named) == named
