@@ -193,7 +193,6 @@ async def gave_up(shared: Shared, retry: Retry, room_id: str, message_id: str) -
             await shared.rest.mark_failed(room_id, message_id, label, on_slot=grace.start)
         except errors.PlatformError as exc:
             log.warning("room %s: failed mark of %s did not land: %s", room_id, message_id, exc)
-        grace.start()  # the mark ended before a connection: from now
         grace.requeue()  # the error event: a grace of its own, from its connection
         try:  # the room is told, as the runtime tells it of a failed turn (best effort)
             await shared.rest.post_event(

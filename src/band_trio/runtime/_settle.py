@@ -212,9 +212,9 @@ async def settle(
         else:
             failure = turn.failure or "adapter error"
             moved = await _final_mark(rest, ledger, turn, failure, timed.start)
-        timed.start()  # no mark to send (or it ended before a connection): from now
         # `working: false` and the error event queue behind the other rooms' marks
-        # (a mass abort's wave): a grace of their own, from their connection
+        # (a mass abort's wave): a grace of their own, from their connection (also
+        # when there was no mark to send, or it ended before it had one)
         timed.requeue()
         if outcome is Outcome.FAILED and moved:  # the error event, beside `working: false`
             async with trio.open_nursery() as nursery:
