@@ -41,6 +41,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "rotated: a parametrized test that runs one of its cases a run, rotated daily"
         " (every case with --all-seeds)",
     )
+    named = os.environ.get("BAND_TRIO_SEED")
+    if named and not named.strip().isdigit():  # a usage error, not a collection traceback
+        raise pytest.UsageError(f"BAND_TRIO_SEED={named!r}: give a seed number, e.g. 2")
     handed: dict[str, object] = getattr(config, "workerinput", {})
     config.stash[SEED_DAY_KEY] = int(str(handed.get(SEED_DAY, datetime.date.today().toordinal())))
 
@@ -62,7 +65,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.config.getoption("--all-seeds"):
         chosen = every
     elif os.environ.get("BAND_TRIO_SEED"):
-        chosen = [int(os.environ["BAND_TRIO_SEED"])]
+        chosen = [int(os.environ["BAND_TRIO_SEED"])]  # checked in pytest_configure
     else:
         chosen = [every[metafunc.config.stash[SEED_DAY_KEY] % len(every)]]
     metafunc.parametrize("seed", chosen)

@@ -80,3 +80,23 @@ def test_a_rotated_case_named_on_the_command_line_runs_whatever_the_day(
     others = sorted("abc"[(today + step) % 3] for step in (1, 2))  # the two not today's
     named = [f"test_rotated.py::test_case[{case}]" for case in others]
     assert run_rotated(pytester, *named) == named
+
+
+def test_a_seed_that_is_not_a_number_is_a_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_seeded="""
+import pytest
+
+@pytest.mark.seeds(1, 2)
+def test_seeded(seed):
+    pass
+"""
+    )
+    (pytester.path / "seed_rotation.py").write_text(Path(seed_rotation.__file__).read_text())
+    monkeypatch.setenv("BAND_TRIO_SEED", "two")
+    result = pytester.runpytest_inprocess("-p", "seed_rotation", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "BAND_TRIO_SEED='two': give a seed number" in "\n".join(result.errlines)
+    assert "Traceback" not in "\n".join(result.errlines + result.outlines)
