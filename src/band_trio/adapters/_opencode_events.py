@@ -153,7 +153,9 @@ class Answer:
         """Text parts of assistant messages (their message, their text), in the order
         they began."""
         self._size = 0
-        """Characters held in `parts` (bounded by `limit`)."""
+        """Characters held in `parts`, plus one for each message and part kept
+        (bounded by `limit`: a peer naming a new, empty one in every event fills
+        memory all the same)."""
 
     def add(self, event: Event) -> None:
         """Take one event of the session; raises if OpenCode keeps retrying the model."""
@@ -186,15 +188,18 @@ class Answer:
             if info.get("role") == "user":
                 self.prompt = max(self.prompt, str(info.get("id") or ""))
             elif info.get("role") == "assistant":
-                self.answers[str(info.get("id"))] = str(info.get("parentID") or "")
+                key = str(info.get("id"))
+                self._size += key not in self.answers
+                self.answers[key] = str(info.get("parentID") or "")
         elif kind == "message.part.updated":
             part = props.get("part") or {}
             message = str(part.get("messageID"))
             if part.get("type") == "text" and message in self.answers:
-                _, replaced = self.parts.get(str(part.get("id")), (message, []))
+                key = str(part.get("id"))
+                _, replaced = self.parts.get(key, (message, []))
                 text = str(part.get("text") or "")
-                self._size += len(text) - sum(map(len, replaced))
-                self.parts[str(part.get("id"))] = (message, [text])
+                self._size += len(text) - sum(map(len, replaced)) + (key not in self.parts)
+                self.parts[key] = (message, [text])
         elif kind == "message.part.delta" and props.get("field") == "text":
             chunks = self.parts.get(str(props.get("partID")), ("", None))[1]
             if chunks is not None:
