@@ -63,15 +63,25 @@ def test_an_endless_opencode_answer_is_cut_and_whole_part_updates_replace() -> N
 def test_endless_empty_opencode_messages_and_parts_are_cut_too() -> None:
     """A peer naming a new assistant message (or a new empty text part) in every event
     holds no characters, but each is an entry the answer keeps: they count as one each."""
+    messages = (
+        {
+            "type": "message.updated",
+            "properties": {"info": {"role": "assistant", "id": f"m{n}", "parentID": "u1"}},
+        }
+        for n in range(2_000)
+    )
     answer = OpenCodeAnswer(max_retries=2, limit=1_000)
     with pytest.raises(PeerProtocolError, match="ran past"):
-        for n in range(2_000):
-            answer.add({"type": "message.updated", "properties": {"info": {
-                "role": "assistant", "id": f"m{n}", "parentID": "u1"}}})  # fmt: skip
+        list(map(answer.add, messages))
+    parts = (
+        {
+            "type": "message.part.updated",
+            "properties": {"part": {"type": "text", "messageID": "m1", "id": f"p{n}", "text": ""}},
+        }
+        for n in range(2_000)
+    )
     answer = OpenCodeAnswer(max_retries=2, limit=1_000)
     answer.add({"type": "message.updated", "properties": {"info": {
         "role": "assistant", "id": "m1", "parentID": "u1"}}})  # fmt: skip
     with pytest.raises(PeerProtocolError, match="ran past"):
-        for n in range(2_000):
-            answer.add({"type": "message.part.updated", "properties": {"part": {
-                "type": "text", "messageID": "m1", "id": f"p{n}", "text": ""}}})  # fmt: skip
+        list(map(answer.add, parts))
