@@ -198,7 +198,7 @@ async def test_answered_heartbeats_keep_the_socket_open() -> None:
             _, ref, _, event, _ = msgspec.json.decode(await ws.get_message())
             if event == "heartbeat":
                 answered.append(ref)
-                if len(answered) == 12:  # well past the dead threshold
+                if len(answered) == 20:  # 1 s: twice the dead threshold
                     enough.set()
                 await ws.send_message(
                     wire.encode_frame(
@@ -208,8 +208,10 @@ async def test_answered_heartbeats_keep_the_socket_open() -> None:
 
     answered: list[str] = []
     enough = trio.Event()
-    policy = Policy(heartbeat_interval=0.01, heartbeat_dead_after=0.05)
-    with trio.fail_after(5):
+    # A reply resets the dead timer: twenty answered beats span twice `dead_after`, which
+    # is long enough (0.5 s) that a loaded machine's stall does not pass for a dead peer.
+    policy = Policy(heartbeat_interval=0.05, heartbeat_dead_after=0.5)
+    with trio.fail_after(10):
         async with scripted_server(script) as url, trio.open_nursery() as nursery:
             socket = await connect(url, [], SocketStats(), policy, nursery)
             await enough.wait()
