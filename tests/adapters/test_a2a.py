@@ -44,7 +44,7 @@ from band_trio.bench._peers.fault_proxy import read_request
 from band_trio.contract import RemoteStop
 from band_trio.errors import ConfigurationError
 from band_trio.platform import Platform
-from peers import Peer, a2a_peer
+from peers import Peer, shared_a2a_peer
 from support import client_sockets, replies, rooms_with_the_agent, running_agent, seeded, status
 
 DEADLINE = 20
@@ -216,7 +216,7 @@ async def front_for(peer: Peer, **options: Any) -> AsyncIterator[Front]:
 async def test_a_streamed_answer_is_posted_and_the_message_processed(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url)  # streaming: as the agent card says
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "mode=normal chunks=3 delay=0.01")
@@ -242,7 +242,7 @@ async def test_the_context_is_kept_per_room_and_dropped_when_the_room_is_left(
     _, _, user = seeded(platform)
     first_room, other_room = rooms_with_the_agent(platform, 2)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=True)
             async with running_agent(platform, adapter):
                 for room_id, text in [
@@ -267,7 +267,7 @@ async def test_a_plain_message_answer_is_posted_and_there_is_no_task_to_cancel(
 ) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=True)
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "mode=message hello")
@@ -282,7 +282,7 @@ async def test_a_plain_message_answer_is_posted_and_there_is_no_task_to_cancel(
 async def test_a_failed_task_fails_the_message_and_sends_no_stop(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=True)
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "mode=fail chunks=2 delay=0.01")
@@ -296,7 +296,7 @@ async def test_a_failed_task_fails_the_message_and_sends_no_stop(platform: Platf
 async def test_a_non_streaming_peer_is_sent_the_message_and_polled(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=False, poll_interval=0.05)
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "mode=normal chunks=3 delay=0.05")
@@ -318,7 +318,7 @@ async def test_interrupt_mid_stream_cancels_the_task_once_and_the_stop_is_confir
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=True)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "mode=normal chunks=200 delay=0.02")
@@ -346,7 +346,7 @@ async def test_stop_mid_stream_cancels_the_task_keeps_the_message_and_play_answe
     agent_id, room, user = seeded(platform)
     text = "mode=normal chunks=20 delay=0.02"
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=True)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, text)
@@ -386,7 +386,7 @@ async def test_a_stop_the_peer_refuses_or_never_answers_is_unconfirmed_within_th
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=True)
             async with running_agent(platform, adapter, policy=FAST) as running:
                 message = platform.post_message(room, user, f"mode={mode} chunks=200 delay=0.02")
@@ -416,7 +416,7 @@ async def test_a_silent_peer_is_confirmed_by_the_cancel_reply_though_the_stream_
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=True)
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "mode=silent chunks=200 delay=0.02")
@@ -437,7 +437,7 @@ async def test_a_stop_before_the_first_event_cancels_the_task_once_its_id_is_kno
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer, front_for(peer, hold=b"[hold]") as front:
+        async with shared_a2a_peer() as peer, front_for(peer, hold=b"[hold]") as front:
             adapter = Observed(front.url, streaming=True)
             policy = Policy(backend_stop_grace=2.0)
             async with running_agent(platform, adapter, policy=policy) as running:
@@ -463,7 +463,7 @@ async def test_a_stop_before_the_first_event_cancels_the_task_once_its_id_is_kno
 async def test_a_stop_before_a_polled_answer_cancels_the_task(platform: Platform) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=False, poll_interval=0.05)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "mode=normal chunks=200 delay=0.02")
@@ -485,7 +485,7 @@ async def test_a_task_that_finished_is_not_cancelled_by_a_later_interrupt(
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=True)
             async with running_agent(platform, adapter) as running:
                 hold = platform.faults.hold_rest("post_message", room_id=room)
@@ -508,7 +508,7 @@ async def test_an_interrupt_while_a_plain_message_answer_is_on_its_way_sends_not
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer, front_for(peer, hold=b"[hold]") as front:
+        async with shared_a2a_peer() as peer, front_for(peer, hold=b"[hold]") as front:
             adapter = Observed(front.url, streaming=True)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[hold] mode=message hi")
@@ -534,7 +534,7 @@ async def test_a_peer_that_refuses_1_0_is_spoken_to_in_0_3_and_still_cancelled(
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer, front_for(peer, refuse=code) as front:
+        async with shared_a2a_peer() as peer, front_for(peer, refuse=code) as front:
             adapter = Observed(front.url, streaming=True)
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "mode=normal chunks=200 delay=0.02")
@@ -566,7 +566,7 @@ async def test_a_0_3_peer_is_polled_with_blocking_false_and_a_stop_cancels_the_t
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with a2a_peer() as peer:
+        async with shared_a2a_peer() as peer:
             adapter = Observed(peer.url, streaming=False, protocol="0.3", poll_interval=0.05)
             async with running_agent(platform, adapter):
                 done = platform.post_message(room, user, "mode=normal chunks=2 delay=0.02")

@@ -29,7 +29,7 @@ from band_trio import StopOutcome, Turn
 from band_trio.adapters import CopilotAdapter, CopilotCli, CopilotConfig
 from band_trio.contract import RemoteStop
 from band_trio.platform import Platform
-from peers import Peer, stubllm_peer
+from peers import Peer, shared_stubllm_peer
 from peers.copilot import copilot_config
 from support import replies, rooms_with_the_agent, running_agent, seeded, status
 
@@ -120,7 +120,7 @@ async def test_answers_in_the_rooms_session_and_the_cli_is_kept_apart_from_the_a
     _, room, user = seeded(platform)
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-not-for-the-cli")  # the agent's, not the CLI's
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=0) as llm, shared_cli(llm) as cli:
+        async with shared_stubllm_peer(chunk_delay_ms=0) as llm, shared_cli(llm) as cli:
             adapter = Observed(cli.config, cli=cli)
             async with running_agent(platform, adapter):
                 first = platform.post_message(room, user, "[quick] one")
@@ -155,7 +155,7 @@ async def test_tool_permissions_are_denied_unless_the_operator_allows_their_kind
     _, room, user = seeded(platform)
     caplog.set_level(logging.INFO, logger="band_trio.adapters.copilot")
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=0) as llm, shared_cli(llm) as cli:
+        async with shared_stubllm_peer(chunk_delay_ms=0) as llm, shared_cli(llm) as cli:
             made = Path(cli.working_directory) / "made-by-the-model"
             denying = CopilotAdapter(cli.config, cli=cli)
             async with running_agent(platform, denying):
@@ -190,7 +190,7 @@ async def test_interrupt_mid_stream_aborts_the_session_which_answers_the_next_me
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm, shared_cli(llm) as cli:
+        async with shared_stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm, shared_cli(llm) as cli:
             adapter = Observed(cli.config, cli=cli)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")
@@ -230,7 +230,7 @@ async def test_stop_keeps_the_message_and_play_answers_it_in_the_same_session(
 ) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm, shared_cli(llm) as cli:
+        async with shared_stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm, shared_cli(llm) as cli:
             adapter = Observed(cli.config, cli=cli)
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")
@@ -264,7 +264,7 @@ async def test_a_stop_before_the_first_token_stops_the_model_call(platform: Plat
     agent_id, _, user = seeded(platform)
     [room, other] = rooms_with_the_agent(platform, 2)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=0) as llm, shared_cli(llm) as cli:
+        async with shared_stubllm_peer(chunk_delay_ms=0) as llm, shared_cli(llm) as cli:
             adapter = Observed(cli.config, cli=cli)
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "[late] take your time")
@@ -290,7 +290,7 @@ async def test_a_cli_killed_mid_turn_fails_the_turn_and_the_next_turn_starts_it_
     _, room, user = seeded(platform)
     caplog.set_level(logging.INFO, logger="band_trio.adapters.copilot")
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=20) as llm:
+        async with shared_stubllm_peer(chunk_delay_ms=20) as llm:
             adapter = Observed(copilot_config(llm))  # owns its CLI, as `band-trio agent` does
             async with running_agent(platform, adapter):
                 assert adapter.cli.starts == 1  # at the run's start, in the background

@@ -23,7 +23,7 @@ from band_trio.adapters._openai_stream import Draft
 from band_trio.contract import LastAbort, RemoteStop, close_tool_calls, not_run_note
 from band_trio.errors import ConfigurationError
 from band_trio.platform import Platform
-from peers import Peer, stubllm_peer
+from peers import Peer, shared_stubllm_peer
 from support import (
     client_sockets,
     early_close,
@@ -119,7 +119,7 @@ def processed(platform: Platform, message: str) -> Callable[[], bool]:
 async def test_a_streamed_answer_is_posted_and_the_message_processed(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer() as peer:
+        async with shared_stubllm_peer() as peer:
             adapter = Observed(peer.base_url, "gpt-4o-mini", api_key="sk-test", system="be brief")
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "[quick] hello")
@@ -141,7 +141,7 @@ async def test_history_is_kept_per_room_across_turns(platform: Platform) -> None
     _, _, user = seeded(platform)
     first_room, other_room = rooms_with_the_agent(platform, 2)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer() as peer:
+        async with shared_stubllm_peer() as peer:
             adapter = Observed(peer.base_url, "gpt-4o")
             async with running_agent(platform, adapter):
                 for room_id, text in [
@@ -171,7 +171,7 @@ async def test_the_kept_history_is_bounded_and_starts_at_a_user_message(
 ) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer() as peer:
+        async with shared_stubllm_peer() as peer:
             adapter = Observed(peer.base_url, "gpt-4o", max_history=3)
             async with running_agent(platform, adapter):
                 for text in ["[quick] a", "[quick] b", "[quick] c"]:
@@ -196,7 +196,7 @@ async def test_tool_calls_run_in_order_and_the_model_is_asked_again(platform: Pl
     tool = Tool("lookup", "Look something up.", {"type": "object"}, lookup)
     with trio.fail_after(DEADLINE):
         # raw: stubllm's own framing, every call at index 0 and no "tool_calls" finish
-        async with stubllm_peer(raw=True) as peer:
+        async with shared_stubllm_peer(raw=True) as peer:
             adapter = Observed(peer.base_url, "gpt-4o", tools=[tool])
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "[tools2] both")
@@ -238,7 +238,7 @@ async def test_an_error_status_fails_the_message_and_leaves_no_history(
 ) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer() as peer:
+        async with shared_stubllm_peer() as peer:
             adapter = Observed(peer.base_url, "gpt-4o")
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "[error] please")
@@ -254,7 +254,7 @@ async def test_an_error_status_fails_the_message_and_leaves_no_history(
 async def test_interrupt_mid_stream_cancels_the_servers_generator(platform: Platform) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=50) as peer:
+        async with shared_stubllm_peer(chunk_delay_ms=50) as peer:
             adapter = Observed(peer.base_url, "gpt-4o")
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")
@@ -282,7 +282,7 @@ async def test_interrupt_mid_stream_cancels_the_servers_generator(platform: Plat
 async def test_stop_mid_stream_keeps_the_message_and_play_answers_it(platform: Platform) -> None:
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=10) as peer:
+        async with shared_stubllm_peer(chunk_delay_ms=10) as peer:
             adapter = Observed(peer.base_url, "gpt-4o")
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")
@@ -326,7 +326,7 @@ async def test_interrupt_during_tool_calls_leaves_a_valid_transcript_and_says_wh
 
     tool = Tool("lookup", "Look something up.", {"type": "object"}, lookup)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer() as peer:
+        async with shared_stubllm_peer() as peer:
             adapter = Observed(peer.base_url, "gpt-4o", tools=[tool])
             async with running_agent(platform, adapter):
                 asked = platform.post_message(room, user, "[tools2] look both up")
@@ -364,7 +364,7 @@ async def test_interrupt_mid_stream_after_a_tool_ran_keeps_the_result_not_the_wo
 
     tool = Tool("lookup", "Look something up.", {"type": "object"}, lookup)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer(chunk_delay_ms=10) as peer:
+        async with shared_stubllm_peer(chunk_delay_ms=10) as peer:
             adapter = Observed(peer.base_url, "gpt-4o", tools=[tool])
             async with running_agent(platform, adapter):
                 agent_id = platform.info.agent_id
@@ -409,7 +409,7 @@ async def test_stop_during_tool_calls_then_play_replays_with_the_calls_closed(
 
     tool = Tool("lookup", "Look something up.", {"type": "object"}, lookup)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer() as peer:
+        async with shared_stubllm_peer() as peer:
             adapter = Observed(peer.base_url, "gpt-4o", tools=[tool])
             async with running_agent(platform, adapter) as running:
                 held = platform.post_message(room, user, "[tools2] held")
@@ -441,7 +441,7 @@ async def test_a_turn_cut_by_its_deadline_is_closed_with_a_neutral_note(
 
     tool = Tool("lookup", "Look something up.", {"type": "object"}, lookup)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer() as peer:
+        async with shared_stubllm_peer() as peer:
             adapter = Observed(peer.base_url, "gpt-4o", tools=[tool])
             policy = Policy(turn_deadline=0.5)
             async with running_agent(platform, adapter, policy=policy):

@@ -22,7 +22,7 @@ from band_trio.adapters._opencode import OpenCodeAdapter, OpenCodeError, opencod
 from band_trio.contract import RemoteStop
 from band_trio.errors import ConfigurationError
 from band_trio.platform import Platform
-from peers import Peer, stubllm_peer
+from peers import Peer, shared_stubllm_peer
 from peers.opencode import OpenCodePeer, opencode_peer
 from support import client_sockets, replies, running_agent, status
 
@@ -105,7 +105,7 @@ async def test_a_prompt_is_answered_and_the_rooms_session_is_reused(platform: Pl
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with (
-            stubllm_peer() as llm,
+            shared_stubllm_peer() as llm,
             opencode_peer(llm.base_url, password="s3cret-pw") as peer,
         ):
             adapter = adapter_for(peer, password="s3cret-pw")
@@ -136,7 +136,7 @@ async def test_a_model_that_keeps_failing_fails_the_message_and_is_aborted(
 ) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
-        async with stubllm_peer() as llm, opencode_peer(llm.base_url) as peer:
+        async with shared_stubllm_peer() as llm, opencode_peer(llm.base_url) as peer:
             adapter = adapter_for(peer, max_retries=0)
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "[error] please")
@@ -158,7 +158,7 @@ async def test_interrupt_mid_answer_aborts_opencode_and_its_model_stream(
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with (
-            stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm,
+            shared_stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm,
             opencode_peer(llm.base_url) as peer,
         ):
             adapter = adapter_for(peer)
@@ -198,7 +198,7 @@ async def test_stop_keeps_the_message_and_play_answers_it_in_the_same_session(
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with (
-            stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm,
+            shared_stubllm_peer(chunk_delay_ms=SLOW_CHUNK_MS) as llm,
             opencode_peer(llm.base_url) as peer,
         ):
             adapter = adapter_for(peer)

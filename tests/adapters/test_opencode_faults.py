@@ -13,7 +13,7 @@ import trio
 from band_trio import Policy, UpstreamPolicy
 from band_trio.adapters import OpenCodeAdapter
 from band_trio.platform import Platform
-from peers import fault_proxy, plan, stubllm_peer
+from peers import fault_proxy, plan, shared_stubllm_peer
 from peers.opencode import opencode_peer
 from support import replies, running_agent, seeded, status
 
@@ -26,7 +26,7 @@ async def test_transient_faults_of_each_call_are_retried_to_one_answer(platform:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with (
-            stubllm_peer() as llm,
+            shared_stubllm_peer() as llm,
             opencode_peer(llm.base_url) as peer,
             fault_proxy(peer.url) as proxy,
         ):

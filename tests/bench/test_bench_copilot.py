@@ -15,7 +15,7 @@ from band_trio.bench._protocol import COPILOT
 from band_trio.bench._subject import Identity, environment
 from band_trio.bench._trio_subject import BenchAdapter, live_tasks
 from band_trio.platform import Platform
-from peers import stubllm_peer
+from peers import shared_stubllm_peer
 from peers.copilot import copilot_binary
 from support import running_agent, seeded, status
 
@@ -41,7 +41,7 @@ async def test_the_subject_stops_the_clis_model_call_and_counts_its_tasks_apart(
     agent_id, room, user = seeded(platform)
     monkeypatch.setenv("BAND_COPILOT_CLI", str(copilot_binary()))
     with trio.fail_after(40):
-        async with stubllm_peer(chunk_delay_ms=20) as llm:
+        async with shared_stubllm_peer(chunk_delay_ms=20) as llm:
             adapter = BenchAdapter()
             async with running_agent(platform, adapter):
                 before = live_tasks()

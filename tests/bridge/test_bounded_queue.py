@@ -13,7 +13,7 @@ import trio
 from band_trio.bridge import A2ATargetConfig, BridgePolicy
 from band_trio.platform import Platform
 from band_trio.testing import open_recording_target
-from peers import a2a_peer
+from peers import shared_a2a_peer
 from support import status
 
 from ._helpers import identity, running_bridge
@@ -60,7 +60,7 @@ async def test_a_left_room_drops_its_a2a_context_and_a_rejoined_room_starts_a_ne
     """`A2ATarget.room_left` was never called: every room's A2A context was kept for
     good, and a room left and joined again went on in its old conversation."""
     agent, room, user = seeded(platform)
-    async with a2a_peer() as peer:
+    async with shared_a2a_peer() as peer:
         config = A2ATargetConfig(url=peer.url, streaming=True)
         async with running_bridge([identity(platform, config)]) as run:
             ident = run.bridge.identities[agent]

@@ -178,10 +178,10 @@ async def test_a_stop_reaches_the_a2a_task_behind_the_bridge_and_the_host(
     """The whole path: room → bridge → host → A2A adapter → a real a2a-sdk task. The
     stop cancels the forward, the host's turn, and the task (CancelTask, confirmed)."""
     from band_trio.adapters import A2AAdapter
-    from peers import a2a_peer
+    from peers import shared_a2a_peer
 
     agent_id, room_id, user_id = seeded(platform)
-    async with a2a_peer() as peer:
+    async with shared_a2a_peer() as peer:
         adapter = A2AAdapter(peer.url)
         async with (
             running_host(platform, adapter) as (app, url),

@@ -12,7 +12,7 @@ import trio
 
 from band_trio.bridge import A2ATargetConfig, CommandTargetConfig
 from band_trio.platform import Platform
-from peers import a2a_peer
+from peers import shared_a2a_peer
 from support import pid_pipe
 
 from ._helpers import identity, running_bridge
@@ -29,7 +29,7 @@ async def test_an_a2a_forward_posts_the_agents_answer_and_a_cancel_cancels_its_t
 ) -> None:
     agent_id, room_id, user_id = seeded(platform)
     async with (
-        a2a_peer() as peer,
+        shared_a2a_peer() as peer,
         running_bridge([identity(platform, A2ATargetConfig(url=peer.url))]) as run,
     ):
         ident = run.bridge.identities[agent_id]

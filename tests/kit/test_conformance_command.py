@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from peers import a2a_peer, stubllm_peer
+from peers import shared_a2a_peer, shared_stubllm_peer
 from peers.opencode import opencode_peer
 
 BAND_TRIO = [str(Path(sys.executable).with_name("band-trio"))]  # the console script
@@ -139,13 +139,13 @@ async def _peers_of(name: str) -> AsyncIterator[tuple[dict[str, str], str, str]]
     if name == "command":
         yield {"BAND_COMMAND": f"sh -c '{COMMAND_SCRIPT}'"}, "long", "quick"
     elif name == "a2a":
-        async with a2a_peer() as a2a:
+        async with shared_a2a_peer() as a2a:
             yield {"BAND_A2A_URL": a2a.url}, "mode=normal chunks=400 delay=0.05", "mode=quick"
     elif name == "openai_chat":
-        async with stubllm_peer(chunk_delay_ms=50) as llm:
+        async with shared_stubllm_peer(chunk_delay_ms=50) as llm:
             yield {"BAND_OPENAI_BASE_URL": llm.base_url}, "[slow] go on", "[quick] hi"
     else:  # its prompt may take over the kit's 0.3 s to start under load: --settle
-        async with stubllm_peer(chunk_delay_ms=50) as llm, opencode_peer(llm.base_url) as oc:
+        async with shared_stubllm_peer(chunk_delay_ms=50) as llm, opencode_peer(llm.base_url) as oc:
             env = {"BAND_OPENCODE_URL": oc.url, "BAND_OPENCODE_MODEL": "stub/gpt-4o"}
             yield env, "[slow] go on", "[quick] hi"
 

@@ -29,7 +29,7 @@ from band_trio.adapters import (
 from band_trio.contract import Adapter, Turn
 from band_trio.testing import ProbeResult, Subject, run_probes
 from band_trio.testing._report import table
-from peers import a2a_peer, stubllm_peer
+from peers import shared_a2a_peer, shared_stubllm_peer
 from peers.copilot import copilot_config
 
 WHOLE_RUN = 30.0
@@ -82,7 +82,7 @@ def openai_history(adapter: Adapter, room_id: str) -> list[dict[str, Any]]:
 
 
 async def test_the_openai_chat_adapter_conforms_against_stubllm() -> None:
-    async with stubllm_peer() as peer:
+    async with shared_stubllm_peer() as peer:
 
         def factory() -> OpenAIChatAdapter:
             return OpenAIChatAdapter(peer.base_url, "gpt-4o-mini", tools=[LOOKUP])
@@ -99,7 +99,7 @@ async def test_the_openai_chat_adapter_conforms_against_stubllm() -> None:
 
 
 async def test_the_a2a_adapter_conforms_against_the_a2a_sdk_server() -> None:
-    async with a2a_peer() as peer:
+    async with shared_a2a_peer() as peer:
         subject = Subject(
             lambda: A2AAdapter(peer.url),
             long_prompt="mode=normal chunks=400 delay=0.05",
@@ -120,7 +120,7 @@ async def test_the_command_adapter_conforms_with_a_process_tree() -> None:
 async def test_the_copilot_adapter_conforms_against_the_real_cli() -> None:
     """The probes abort as soon as `session.send` has answered, mostly before the CLI's
     model call: that the call itself is stopped is tests/adapters/test_copilot.py's."""
-    async with stubllm_peer(chunk_delay_ms=20) as peer:
+    async with shared_stubllm_peer(chunk_delay_ms=20) as peer:
         cli = CopilotCli(copilot_config(peer))
         # one CLI for every probe (each probe's adapter is new): started before the kit
         # looks at what a probe leaves behind, so it is not counted as the probe's child

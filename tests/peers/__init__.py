@@ -18,6 +18,7 @@ from .fixtures import (
     plan,
     stubllm_peer,
 )
+from .shared import shared_a2a_peer, shared_stubllm_peer
 from .silent import SilentPeer, silent_peer
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "a2a_peer",
     "fault_proxy",
     "plan",
+    "shared_a2a_peer",
+    "shared_stubllm_peer",
     "silent_peer",
     "stubllm_peer",
 ]
