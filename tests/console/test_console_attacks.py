@@ -92,8 +92,10 @@ def console(processes: Processes, tmp_path: Path) -> Console:
     return Console(f"http://127.0.0.1:{port}", port, info)
 
 
-@pytest.fixture
-def browser() -> Iterator[Browser]:
+@pytest.fixture(scope="module")
+def chromium_browser() -> Iterator[Browser]:
+    """One chromium for the module's tests (its start is ~2 s of CPU); each test's pages
+    are in contexts of their own, closed after it (`browser`)."""
     expect.set_options(timeout=WAIT_MS)
     rules = "--host-resolver-rules=MAP attacker.test 127.0.0.1"
     with sync_playwright() as driver:
@@ -102,6 +104,16 @@ def browser() -> Iterator[Browser]:
             yield launched
         finally:
             launched.close()
+
+
+@pytest.fixture
+def browser(chromium_browser: Browser) -> Iterator[Browser]:
+    assert chromium_browser.contexts == [], "an earlier test left pages open"
+    try:
+        yield chromium_browser
+    finally:
+        for context in chromium_browser.contexts:
+            context.close()
 
 
 def test_a_page_of_another_origin_cannot_create_post_or_press(
