@@ -14,7 +14,7 @@ from band_trio.bridge import A2ATargetConfig, BridgePolicy
 from band_trio.platform import Platform
 from band_trio.testing import open_recording_target
 from peers import shared_a2a_peer
-from support import status
+from support import all_processed, status
 
 from ._helpers import identity, running_bridge
 from .conftest import seeded
@@ -48,9 +48,7 @@ async def test_a_flood_behind_a_held_forward_is_caught_up_through_next_in_order(
             rooms = ident.rooms
             assert rooms is not None and rooms.current[room].queued <= CAP
             target.release_all()
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in [first, *flood])
-            )
+            await platform.wait_until(all_processed(platform, [first, *flood]))
     assert target.message_ids() == [first, *flood]  # each once, in the room's order
 
 

@@ -13,7 +13,7 @@ import trio
 from test_commands import process, read_until
 
 from band_trio.platform import Platform
-from support import agent_env, claims, pid_pipe, rooms_with_the_agent, status
+from support import agent_env, all_processed, claims, pid_pipe, rooms_with_the_agent, status
 
 DEADLINE = 30
 
@@ -52,9 +52,7 @@ async def test_sigterm_with_turns_in_three_rooms_answers_each_exactly_once(
         assert [status(platform, m) for m in posted] == ["processed"] * 3
         async with process("agent", env=env) as again:  # a restart answers only what is new
             newer = [platform.post_message(r, info.user_id, "and now?") for r in rooms]
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in newer)
-            )
+            await platform.wait_until(all_processed(platform, newer))
             again.send_signal(signal.SIGTERM)
             assert await again.wait() == 0
     for room in rooms:

@@ -18,6 +18,7 @@ from band_trio.platform import Platform
 from band_trio.runtime import UnsettledMark, _room
 from support import (
     Recorder,
+    all_processed,
     background_agent,
     rooms_with_the_agent,
     running_agent,
@@ -70,9 +71,7 @@ async def test_a_graceful_stop_sends_the_marks_of_turns_that_finish_inside_the_g
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, again):
             newer = [platform.post_message(room, info.user_id, "newer") for room in rooms]
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in newer)
-            )
+            await platform.wait_until(all_processed(platform, newer))
     assert again.calls == ["newer"] * 3
 
 

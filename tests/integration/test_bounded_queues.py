@@ -8,7 +8,7 @@ import trio
 
 from band_trio import Policy, Turn
 from band_trio.platform import Platform
-from support import Recorder, replies, running_agent, seeded, status
+from support import Recorder, all_processed, replies, running_agent, seeded
 
 DEADLINE = 20
 
@@ -34,7 +34,5 @@ async def test_a_flood_while_a_turn_runs_is_caught_up_through_next_in_order(
             # 5 queued, the 6th drops them (and is queued), 4 more, the 11th drops again
             await running.agent.wait_until(lambda: (view.overflowed, view.queued) == (2, 2))
             release.set()
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in [first, *flood])
-            )
+            await platform.wait_until(all_processed(platform, [first, *flood]))
     assert replies(platform, room) == ["echo: first"] + [f"echo: m{n}" for n in range(12)]

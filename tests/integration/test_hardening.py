@@ -14,7 +14,7 @@ from test_signals import Gate
 from band_trio import Policy, Turn
 from band_trio.platform import Platform, open_platform
 from band_trio.platform._store import Delivery
-from support import Recorder, replies, running_agent, status, ws_opens
+from support import Recorder, all_processed, replies, running_agent, status, ws_opens
 
 DEADLINE = 10
 
@@ -159,9 +159,7 @@ async def test_rooms_whose_ids_need_encoding_are_served(platform: Platform) -> N
         async with running_agent(platform, adapter) as running:
             assert set(odd) <= set(running.agent.rooms)
             posted = {r: platform.post_message(r, info.user_id, f"in {r}") for r in odd}
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in posted.values())
-            )
+            await platform.wait_until(all_processed(platform, posted.values()))
     for room_id in odd:
         assert replies(platform, room_id) == [f"echo: in {room_id}"]
     assert replies(platform, "pctA") == []

@@ -7,7 +7,7 @@ import trio.testing
 
 from band_trio import Policy, Turn
 from band_trio.platform import Platform
-from support import Recorder, replies, running_agent, seeded, status
+from support import Recorder, all_processed, replies, running_agent, seeded, status
 
 DEADLINE = 10
 
@@ -35,9 +35,7 @@ async def test_backlog_runs_in_platform_order_before_newer_pushes(platform: Plat
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter):
             new = platform.post_message(info.room_id, info.user_id, "new")
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in [*backlog, new])
-            )
+            await platform.wait_until(all_processed(platform, [*backlog, new]))
     assert adapter.calls == ["old 0", "old 1", "old 2", "new"]
 
 

@@ -17,7 +17,13 @@ import trio.testing
 from band_trio import Policy, Turn
 from band_trio.link import RestClient
 from band_trio.platform import Platform
-from support import Recorder, background_agent, rooms_with_the_agent, running_agent, status
+from support import (
+    Recorder,
+    all_processed,
+    background_agent,
+    rooms_with_the_agent,
+    running_agent,
+)
 
 DEADLINE = 10
 
@@ -99,9 +105,7 @@ async def test_a_mass_abort_marks_every_room_in_one_wave_past_the_cleanup_grace(
             platform.faults.delay_rest("processed", DELAY, count=ROOMS)
             signalled = trio.current_time()
             platform.send_control(info.agent_id, "interrupt")  # every room of the agent
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in posted)
-            )
+            await platform.wait_until(all_processed(platform, posted))
             wave = trio.current_time() - signalled
     assert wave <= ROOMS * DELAY + 0.2
     kinds = kinds_of(rest_paths(platform, position))

@@ -13,7 +13,7 @@ import trio
 from band_trio import Policy, Turn
 from band_trio.platform import Platform
 from band_trio.wire import AgentControl
-from support import Recorder, claims, replies, running_agent, status
+from support import Recorder, all_processed, claims, replies, running_agent, status
 
 DEADLINE = 10
 
@@ -166,9 +166,7 @@ async def test_play_replays_the_stopped_message_then_the_newer_ones_in_order(
             ]
             gate.release.set()
             platform.send_control(info.agent_id, "play", room_id=info.room_id)
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in [held, *newer])
-            )
+            await platform.wait_until(all_processed(platform, [held, *newer]))
     assert adapter.calls == ["held", "held", "new 0", "new 1", "new 2"]
     assert replies(platform, info.room_id) == [
         "done: held",
@@ -218,9 +216,7 @@ async def test_interrupt_in_the_backlog_pass_consumes_only_that_message(
         async with running_agent(platform, adapter):
             await started.wait()
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in backlog)
-            )
+            await platform.wait_until(all_processed(platform, backlog))
     assert adapter.calls == ["old 0", "old 1", "old 2"]  # "old 0" was not re-run
     assert adapter.cancelled == ["old 0"]
 
@@ -484,9 +480,7 @@ async def test_interrupt_in_a_resync_pass_consumes_only_that_message(platform: P
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
             await adapter.wait_for(lambda: adapter.calls == ["w 0", "w 1", "w 2"])
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in waiting)
-            )
+            await platform.wait_until(all_processed(platform, waiting))
     assert adapter.calls == ["w 0", "w 1", "w 2"]  # none re-run
 
 

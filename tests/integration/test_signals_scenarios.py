@@ -11,7 +11,7 @@ from test_signals import Gate, push_control
 
 from band_trio import Policy, Turn
 from band_trio.platform import Platform
-from support import Recorder, replies, running_agent, status
+from support import Recorder, all_processed, replies, running_agent, status
 
 DEADLINE = 10
 
@@ -135,15 +135,19 @@ async def test_a_signal_reaches_a_running_turn_behind_a_deep_queue_of_pushes(
                 platform.post_message(info.room_id, info.user_id, f"q {i}") for i in range(depth)
             ]
             # every push has reached the agent and waits in the room's queue
-            await platform.wait_until(
-                lambda: sum(1 for e in platform.log() if e.kind == "ws_out") >= depth + 1
-            )
+            pushed = [0, 0]  # pushes counted, the next log entry to read
+
+            def all_pushed() -> bool:  # reads each log entry once, not the log at each change
+                new = platform.log(pushed[1])
+                pushed[0] += sum(1 for e in new if e.kind == "ws_out")
+                pushed[1] = new[-1].seq + 1 if new else pushed[1]
+                return pushed[0] >= depth + 1
+
+            await platform.wait_until(all_pushed)
             platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
             await platform.wait_until(lambda: status(platform, first) == "processed")
             assert adapter.cancelled == ["first"]
             assert adapter.calls[:2] == ["first", "q 0"][: len(adapter.calls)]
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in queued)
-            )
+            await platform.wait_until(all_processed(platform, queued))
     assert adapter.calls == ["first"] + [f"q {i}" for i in range(depth)]
     assert running.stop_result is not None and running.stop_result.graceful

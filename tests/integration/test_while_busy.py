@@ -13,7 +13,7 @@ import trio
 from band_trio import StopOutcome, Turn, WhileBusy
 from band_trio.platform import Platform
 from band_trio.policy import BusyPolicy
-from support import Recorder, replies, running_agent, seeded, status
+from support import Recorder, all_processed, replies, running_agent, seeded, status
 
 DEADLINE = 10
 BUSY_NOTICE = BusyPolicy().notice
@@ -119,9 +119,7 @@ async def test_a_burst_during_one_turn_interrupts_once_and_runs_in_order(
             burst += [platform.post_message(room, user, text) for text in ("b", "c")]
             await platform.wait_until(lambda: pushed(platform, burst))
             hold.release()
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in burst)
-            )
+            await platform.wait_until(all_processed(platform, burst))
     assert adapter.calls == ["long", "a", "b", "c"]
     assert adapter.cancelled == ["long"]  # one interrupt for the burst
     assert replies(platform, room) == ["done: a", "done: b", "done: c"]

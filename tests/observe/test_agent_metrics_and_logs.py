@@ -12,7 +12,7 @@ import trio
 from observed_process import command, delta
 
 from band_trio.platform import Platform
-from support import agent_env, status
+from support import agent_env, all_processed, status
 
 DEADLINE = 30
 ADAPTER = ["--adapter", "observed_adapter:make"]
@@ -39,9 +39,7 @@ async def test_every_counter_moves_by_exactly_what_happened(platform: Platform) 
             before = await agent.metrics()
 
             hellos = [platform.post_message(room, user, f"hello {n}") for n in range(3)]
-            await platform.wait_until(
-                lambda: all(status(platform, m) == "processed" for m in hellos)
-            )
+            await platform.wait_until(all_processed(platform, hellos))
 
             interrupted = platform.post_message(room, user, "hold")
             await lines.wait_for(holding(interrupted))
