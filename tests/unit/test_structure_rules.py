@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).parents[2] / "src" / "band_trio"
@@ -27,7 +28,9 @@ PUBLISHED_SCOPES = {
 WAITS = {"sleep", "move_on_after", "fail_after", "move_on_at", "fail_at", "sleep_until"}
 
 
+@functools.cache
 def _modules() -> list[tuple[str, ast.Module]]:
+    """Every module of src/, parsed once for the rules below (they only read the trees)."""
     return [
         (str(path.relative_to(SRC)), ast.parse(path.read_text(), str(path)))
         for path in sorted(SRC.rglob("*.py"))
