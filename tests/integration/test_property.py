@@ -18,7 +18,7 @@ import trio
 
 from band_trio import Adapter, Policy, Turn
 from band_trio.platform import Platform
-from support import running_agent
+from support import each_done, running_agent
 
 ROOMS = 50
 STEPS = 1000
@@ -148,7 +148,7 @@ async def test_random_interleavings_keep_every_promise(platform: Platform, seed:
                 state = platform.delivery(message_id).get(agent_id, {}).get("status")
                 return state in ("processed", "failed")
 
-            await platform.wait_until(lambda: all(settled(m) for m in posted))
+            await platform.wait_until(each_done(posted, settled))
             await agent.wait_until(lambda: all(r.running is None for r in agent.rooms.values()))
 
     seen = adapter.seen
