@@ -14,12 +14,37 @@ from band_trio.platform import Platform, open_platform
 
 pytest_plugins = ["pytester", "seed_rotation"]
 
-settings.register_profile("band-trio", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("band-trio")
-"""Property tests assert behaviour, not speed: hypothesis's default deadline (200 ms an
-example) and its too-slow health check fail a test on a CI machine at a load of 10, as
-a "Flaky" or "DeadlineExceeded" the code under test did not cause. Loaded before any
-test module, so a test's own `@settings(...)` starts from it."""
+
+def hypothesis_settings(config: pytest.Config) -> None:
+    """The profile every property test starts from, and the run's seed.
+
+    Property tests assert behaviour, not speed: hypothesis's default deadline (200 ms an
+    example) and its too-slow health check fail a test on a CI machine at a load of 10,
+    as a "Flaky" or "DeadlineExceeded" the code under test did not cause. A test without
+    its own count runs the run's share of hypothesis's 100 (`examples`, all of them with
+    `--all-seeds`). Loaded here, after the options and before any test module, so a
+    test's own `@settings(...)` starts from it.
+
+    The seed is the seed day's, unless `--hypothesis-seed` names one: each day's run
+    draws other examples (the run's share of them adds up over the days), every worker
+    the same as the controller, and a failure reruns the same day, or any day with
+    `--hypothesis-seed=DAY` (the header gives it). Set before hypothesis's own plugin
+    reads the option (this conftest's hooks run before an installed plugin's)."""
+    from seed_rotation import SEED_DAY_KEY, examples  # a plugin: imported as one first
+
+    settings.register_profile(
+        "band-trio",
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        max_examples=examples(settings.get_profile("default").max_examples),
+    )
+    settings.load_profile("band-trio")
+    if config.option.hypothesis_seed is None:
+        config.option.hypothesis_seed = str(config.stash[SEED_DAY_KEY])
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"hypothesis seed {config.option.hypothesis_seed} (--hypothesis-seed=N for another)"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -34,6 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     terminal gives; under pytest-xdist each worker runs this too."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    hypothesis_settings(config)
     config.addinivalue_line(
         "markers",
         "long(seconds): a test that takes about `seconds` on its own; under pytest-xdist"

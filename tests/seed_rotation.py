@@ -1,6 +1,7 @@
-"""One seed per run of the long randomized tests (`@pytest.mark.seeds(...)`), and one case
+"""One seed per run of the long randomized tests (`@pytest.mark.seeds(...)`), one case
 per run of a test whose cases repeat, as real processes, what in-process tests hold for
-each (`@pytest.mark.rotated`), rotated daily.
+each (`@pytest.mark.rotated`), rotated daily, and a third of each property test's
+examples (`examples(n)`; tests/conftest.py gives hypothesis the day as its seed).
 
 A plugin of its own (tests/conftest.py loads it) that imports nothing of band-trio, so
 tests/unit/test_seed_rotation.py runs it in a pytester subprocess, with workers, cheaply.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -21,17 +23,42 @@ controller hands its own to each worker, so that every worker collects the same 
 (a run across midnight would otherwise collect two different test sets, which xdist
 refuses)."""
 
+EXAMPLES_SHARE = 3
+"""A run's share of a property test's examples: one in this many by default, every one
+with `--all-seeds`. Hypothesis's seed is the seed day's (tests/conftest.py), so each
+day's run draws other examples and the days between two releases cover what a run of
+the full counts would."""
+
+
+@dataclass
+class Budget:
+    share: int = 1
+    """Outside a configured run (the module imported by hand): every example."""
+
+
+BUDGET = Budget()
+BUDGET_BEFORE_KEY = pytest.StashKey[int]()
+
+
+def examples(full: int) -> int:
+    """The run's `max_examples` of a property test whose full count is `full`: the full
+    count with `--all-seeds`, else its share (rounded up, at least one). Called when a
+    test module is imported, which is after `pytest_configure`."""
+    return max(1, -(-full // BUDGET.share))
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--all-seeds",
         action="store_true",
-        help="run a seeded test (@pytest.mark.seeds) with every one of its seeds, and a"
-        " rotated test (@pytest.mark.rotated) with every one of its cases; by default each"
-        " runs one, rotated daily (BAND_TRIO_SEED=N runs seed N instead)",
+        help="run a seeded test (@pytest.mark.seeds) with every one of its seeds, a rotated"
+        " test (@pytest.mark.rotated) with every one of its cases and a property test with"
+        " all its examples; by default each runs one (a property test a third of its"
+        " examples), rotated daily (BAND_TRIO_SEED=N runs seed N instead)",
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # tests/conftest.py's reads the day and the budget
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "seeds(*seeds): the seeds of a randomized test taking a `seed` argument"
@@ -46,6 +73,15 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"BAND_TRIO_SEED={named!r}: give a seed number, e.g. 2")
     handed: dict[str, object] = getattr(config, "workerinput", {})
     config.stash[SEED_DAY_KEY] = int(str(handed.get(SEED_DAY, datetime.date.today().toordinal())))
+    config.stash[BUDGET_BEFORE_KEY] = BUDGET.share
+    BUDGET.share = 1 if config.getoption("--all-seeds") else EXAMPLES_SHARE
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The budget back as it was: a run inside a run (pytester's in-process runs, in
+    tests/unit/test_seed_rotation.py) must leave the outer run's budget as it found it."""
+    if BUDGET_BEFORE_KEY in config.stash:
+        BUDGET.share = config.stash[BUDGET_BEFORE_KEY]
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -30,6 +30,7 @@ from band_trio import Policy, UpstreamPolicy
 from band_trio.adapters import OpenAIChatAdapter
 from band_trio.platform import open_platform
 from peers import FAULT_PROXY_SCRIPT, STUBLLM_FIXTURES, STUBLLM_SCRIPT, plan
+from seed_rotation import examples
 from support import replies, rooms_with_the_agent, running_agent, status
 
 SLOW = " ".join(f"w{i:02d}" for i in range(80))  # stubllm's "[slow]" answer, 80 chunks
@@ -128,13 +129,12 @@ def proxied_llm() -> Iterator[tuple[str, Spawned]]:
 EXAMPLE = iter(range(1_000_000))
 
 
-@pytest.mark.long(9)
 @pytest.mark.filterwarnings(  # httpx2 2.16.2's body generator, closed early (tests/peers)
     "ignore:Async generator 'httpcore2._async.connection_pool.PoolByteStream.__aiter__'"
     " was garbage collected:ResourceWarning"
 )
 @settings(
-    max_examples=12,
+    max_examples=examples(12),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

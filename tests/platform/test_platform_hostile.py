@@ -19,6 +19,7 @@ from trio_websocket import ConnectionClosed
 
 from band_trio.platform import Platform, open_platform
 from band_trio.policy import PlatformPolicy
+from seed_rotation import examples
 
 SMALL = PlatformPolicy(max_request_body=4096, log_entries=50, log_text_limit=64)
 
@@ -77,7 +78,7 @@ def assert_envelope(response: httpx2.Response, *statuses: int) -> None:
     assert isinstance(error["code"], str) and isinstance(error["message"], str)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(depth=st.integers(1_000, 20_000), opener=st.sampled_from(["[", '{"a":']))
 def test_deep_json_on_every_json_route_is_a_4xx_never_a_500(depth: int, opener: str) -> None:
     async def main() -> None:
@@ -100,7 +101,7 @@ def test_deep_json_on_every_json_route_is_a_4xx_never_a_500(depth: int, opener: 
     trio.run(main)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(size=st.integers(SMALL.max_request_body + 1, 4 * SMALL.max_request_body))
 def test_an_oversized_body_on_any_route_is_a_413(size: int) -> None:
     async def main() -> None:
@@ -130,7 +131,7 @@ async def test_deep_json_in_a_free_form_field_is_a_400(platform: Platform) -> No
     assert platform.stats["errors"] == 0
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(depth=st.integers(1_000, 50_000), opener=st.sampled_from(["[", '{"a":']))
 def test_deep_json_on_the_websocket_is_a_bad_frame(depth: int, opener: str) -> None:
     async def main() -> None:
@@ -244,7 +245,7 @@ _VALUES = (
 _QUERIES = st.lists(st.tuples(st.sampled_from(_PARAMS), _VALUES), max_size=6)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(queries=st.lists(_QUERIES, min_size=1, max_size=12))
 def test_any_query_on_the_paginated_routes_is_a_page_or_an_envelope(
     queries: list[list[tuple[str, str]]],

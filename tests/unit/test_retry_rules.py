@@ -29,6 +29,7 @@ from band_trio.retry import (
     retry_after,
     retry_after_seconds,
 )
+from seed_rotation import examples
 
 # -- what is transient ------------------------------------------------------------------
 
@@ -155,7 +156,7 @@ FAULTS = st.one_of(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     faults=st.lists(FAULTS, min_size=1, max_size=8),
     attempts=st.integers(1, 5),

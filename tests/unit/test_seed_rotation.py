@@ -4,6 +4,7 @@ pytest-xdist worker collects the seed of the controller's day, not of its own cl
 from __future__ import annotations
 
 import datetime
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -19,10 +20,16 @@ class Config(SimpleNamespace):
     def addinivalue_line(self, name: str, line: str) -> None:
         pass
 
+    def getoption(self, name: str) -> bool:
+        assert name == "--all-seeds"
+        return False
+
 
 def configured(**attributes: Any) -> Any:
+    """A config as `pytest_configure` leaves it (the budget it set given back after)."""
     config = Config(stash=pytest.Stash(), **attributes)
     seed_rotation.pytest_configure(config)  # type: ignore[arg-type]
+    seed_rotation.pytest_unconfigure(config)  # type: ignore[arg-type]
     return config
 
 
@@ -100,3 +107,61 @@ def test_seeded(seed):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "BAND_TRIO_SEED='two': give a seed number" in "\n".join(result.errlines)
     assert "Traceback" not in "\n".join(result.errlines + result.outlines)
+
+
+BUDGETED = """
+import pytest
+from seed_rotation import examples
+
+@pytest.mark.parametrize("budget", [examples(300), examples(12), examples(2)])
+def test_budget(budget):
+    pass
+"""
+
+
+def run_budgeted(pytester: pytest.Pytester, *args: str) -> list[str]:
+    pytester.makepyfile(test_budgeted=BUDGETED)
+    (pytester.path / "seed_rotation.py").write_text(Path(seed_rotation.__file__).read_text())
+    result = pytester.runpytest_inprocess("-p", "seed_rotation", "--collect-only", "-q", *args)
+    return [line.split("::")[1] for line in result.outlines if "::" in line]
+
+
+def test_a_property_test_runs_a_third_of_its_examples_and_all_of_them_with_all_seeds(
+    pytester: pytest.Pytester,
+) -> None:
+    """The examples follow the seeds' rule: a share a run (the seed rotated daily, in
+    tests/conftest.py), every one before a release. Rounded up: never none."""
+    assert run_budgeted(pytester) == ["test_budget[100]", "test_budget[4]", "test_budget[1]"]
+    assert run_budgeted(pytester, "--all-seeds") == [
+        "test_budget[300]",
+        "test_budget[12]",
+        "test_budget[2]",
+    ]
+
+
+def test_a_run_inside_this_run_leaves_its_budget_as_it_found_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytester's in-process runs share this process's plugin module: a property test
+    defined after one (in a test body, as tests/unit/test_fuzz_frames.py's are) must
+    still get this run's budget, not the inner run's."""
+    before = seed_rotation.examples(300)
+    run_budgeted(pytester)
+    assert seed_rotation.examples(300) == before
+    run_budgeted(pytester, "--all-seeds")
+    assert seed_rotation.examples(300) == before
+
+
+def test_every_property_test_s_count_is_the_run_s_budget() -> None:
+    """A count written as a bare number would run in full every run, and the run's
+    share would quietly stop being a third: each goes through `examples(...)` (a single
+    draw, a count of 1, as `find` takes for one value, is no budget)."""
+    bare = re.compile(r"max_examples\s*=(?!=)\s*(?!examples\(|1\b)")
+    tests = Path(__file__).parents[1]
+    found = [
+        f"{path.relative_to(tests)}:{number}"
+        for path in sorted(tests.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if bare.search(line)
+    ]
+    assert found == []

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from band_trio.contract import MAX_EVENT_BYTES, ServerSentEvent, server_sent_events
 from band_trio.errors import PeerProtocolError
+from seed_rotation import examples
 
 
 class Chunks(httpx2.AsyncByteStream):
@@ -52,7 +53,7 @@ async def test_comments_names_multiline_data_and_every_line_ending() -> None:
     assert await events_of([BODY]) == EXPECTED
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(cuts=st.lists(st.integers(min_value=1, max_value=len(BODY) - 1), unique=True))
 async def test_any_chunking_gives_the_same_events(cuts: list[int]) -> None:
     edges = [0, *sorted(cuts), len(BODY)]
