@@ -706,10 +706,11 @@ def feed_and_check(probe: Probe, item: Input, caplog: pytest.LogCaptureFixture) 
 def _corpus() -> list[Input]:
     """One input per branch of the reader, and an unreadable payload of every event.
 
-    Fed before the generated inputs: which branches a derandomized sample reaches
-    changes with what else the session imported (Hypothesis mixes string constants
-    of loaded modules into its draws; seen here: a sample with no `phx_reply` at
-    all), so the accounting of each branch must not depend on the sample alone.
+    Fed before the generated inputs: which branches a sample reaches changes with the
+    day's seed and with what else the session imported (Hypothesis mixes string
+    constants of loaded modules into its draws; seen here: a sample with no
+    `phx_reply` at all), so the accounting of each branch must not depend on the
+    sample alone.
     """
     corpus = [
         Input(b"not json", ("bad_frame", None)),
