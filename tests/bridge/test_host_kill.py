@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import json
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -17,6 +16,7 @@ from pathlib import Path
 import trio
 
 from band_trio.platform import Platform
+from ports import free_port
 from support import HOST_TOKEN, Command, claims, status
 
 from ._helpers import identity, running_bridge, running_host
@@ -24,12 +24,6 @@ from .conftest import seeded
 from .test_host import _FirstBlocks, _settles
 
 DEADLINE = 30
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @asynccontextmanager
@@ -77,7 +71,7 @@ async def test_kill_9_of_the_host_mid_turn_then_a_restart_replays_on_the_same_at
     platform: Platform, tmp_path: Path
 ) -> None:
     agent_id, room_id, user_id = seeded(platform)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/"
     with trio.fail_after(DEADLINE):
         async with running_bridge([identity(platform, _settles(url))]):

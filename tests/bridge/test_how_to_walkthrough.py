@@ -10,7 +10,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,17 +17,12 @@ from pathlib import Path
 import httpx2
 import trio
 
+from ports import free_port
 from support import Command
 
 DOC = Path(__file__).parents[2] / "docs" / "how-to" / "bridge.md"
 DEADLINE = 20
 BAND_TRIO = [sys.executable, "-m", "band_trio"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _walkthrough_config() -> str:
@@ -69,7 +63,7 @@ async def _ctl(folder: Path, *args: str) -> None:
 
 
 async def test_the_bridge_how_to_walkthrough_runs_as_written(tmp_path: Path) -> None:
-    rest, host_port, health_port = _free_port(), _free_port(), _free_port()
+    rest, host_port, health_port = free_port(), free_port(), free_port()
     (tmp_path / "host.token").write_text(secrets.token_urlsafe(32) + "\n")
     token = (tmp_path / "host.token").read_text().strip()
     procs: list[Proc] = []
@@ -154,7 +148,7 @@ async def test_the_bridge_how_to_walkthrough_runs_as_written(tmp_path: Path) -> 
 async def test_a_host_with_a_refused_key_exits_3_and_one_without_a_token_warns(
     tmp_path: Path,
 ) -> None:
-    rest = _free_port()
+    rest = free_port()
     platform = await _start(
         tmp_path, "platform", "--seed", "--port", str(rest), "--ready-file", "ready.json"
     )

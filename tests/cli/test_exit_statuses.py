@@ -26,6 +26,7 @@ from band_trio import __version__
 from band_trio.cli import build_parser
 from band_trio.cli._exits import EXIT_STATUSES
 from band_trio.platform import Platform
+from ports import free_port
 
 DOCS = Path(__file__).parents[2] / "docs" / "reference" / "cli.md"
 
@@ -121,12 +122,6 @@ def answering(status: int, body: bytes) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_ctl_a_bad_or_unreachable_admin_url() -> None:

@@ -6,7 +6,6 @@ import os
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,12 +35,6 @@ def chromium() -> str:
             "Debian's package, or set BAND_TRIO_CHROMIUM to a chromium binary"
         )
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class Processes:

@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import CHROMIUM_FLAGS, WAIT_MS, Processes, chromium, free_port
+from browser_support import CHROMIUM_FLAGS, WAIT_MS, Processes, chromium
 from playwright.sync_api import Browser, expect, sync_playwright
+
+from ports import free_port
 
 
 @dataclass

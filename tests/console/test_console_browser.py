@@ -19,8 +19,10 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from browser_support import CHROMIUM_FLAGS, WAIT_MS, Processes, chromium, free_port
+from browser_support import CHROMIUM_FLAGS, WAIT_MS, Processes, chromium
 from playwright.sync_api import Page, expect, sync_playwright
+
+from ports import free_port
 
 
 def _shots(tmp_path: Path) -> Path:

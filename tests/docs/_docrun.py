@@ -38,13 +38,14 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
+
+from ports import free_port
 
 __all__ = ["Page", "Step", "parse", "run_page"]
 
@@ -135,12 +136,6 @@ def parse(path: Path) -> Page:
             f"{path.name}:{line}: a code block with no <!-- doc-run: ... --> comment before it"
         )
     return Page(path, page_options, steps)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
