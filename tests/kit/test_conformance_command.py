@@ -103,12 +103,25 @@ COMMAND_SCRIPT = 'read line; case "$line" in long*) sleep 30 & wait;; esac; echo
 
 
 @pytest.mark.timeout(240)  # past the test's own deadline: the peers are stopped first
-@pytest.mark.parametrize(
-    "name", ["openai_chat", "a2a", "command", pytest.param("opencode", marks=pytest.mark.long(19))]
-)
+@pytest.mark.long(19)
+async def test_the_opencode_adapter_passes_the_command_against_opencode(tmp_path: Path) -> None:
+    """The kit's only run against OpenCode, so every run has it (the others below are
+    held in process too: tests/kit/test_reference_adapters_conform.py)."""
+    await passes_the_command(tmp_path, "opencode")
+
+
+# One case a run, rotated daily (every case with --all-seeds): each adapter passes the
+# kit in process every run; here the command's path, as for OpenCode above.
+@pytest.mark.timeout(240)
+@pytest.mark.rotated
+@pytest.mark.parametrize("name", ["openai_chat", "a2a", "command"])
 async def test_every_reference_adapter_passes_the_command_against_its_real_peer(
     tmp_path: Path, name: str
 ) -> None:
+    await passes_the_command(tmp_path, name)
+
+
+async def passes_the_command(tmp_path: Path, name: str) -> None:
     """`band-trio conformance band_trio.adapters:NAME`, configured from the environment
     as a user would, against each adapter's real peer: exit 0, nothing failed. No bound
     on how long a run takes (speed is the benchmarks'); the whole test has a deadline,

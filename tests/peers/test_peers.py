@@ -1,4 +1,7 @@
-"""The local test peers behave as the real ones do: A2A (a2a-sdk 1.3), OpenAI SSE."""
+"""The local test peers behave as the real ones do: A2A (a2a-sdk 1.3), OpenAI SSE.
+
+The shared peers (tests/peers/shared.py) are the same servers: each test here uses one,
+except where a request is left hanging (a swallowed CancelTask), which starts its own."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Any
 import httpx2
 import trio
 
-from peers import a2a_peer, stubllm_peer
+from peers import a2a_peer, shared_a2a_peer, shared_stubllm_peer
 from support import early_close
 
 V1 = {"A2A-Version": "1.0"}
@@ -78,7 +81,7 @@ class Frames:
 
 
 async def test_a2a_stream_cancel_task_gives_canceled_on_stream_and_in_reply() -> None:
-    async with a2a_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
+    async with shared_a2a_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
         body = rpc("SendStreamingMessage", send_params("mode=normal chunks=40 delay=0.05"), 1)
         async with client.stream("POST", peer.url, json=body, headers=V1) as response:
             assert response.headers["content-type"].startswith("text/event-stream")
@@ -123,7 +126,7 @@ async def test_a2a_stream_cancel_task_gives_canceled_on_stream_and_in_reply() ->
 
 
 async def test_a2a_silent_stream_ends_without_terminal_event() -> None:
-    async with a2a_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
+    async with shared_a2a_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
         body = rpc("SendStreamingMessage", send_params("mode=silent chunks=40 delay=0.05"), 1)
         async with (
             client.stream("POST", peer.url, json=body, headers=V1) as response,
@@ -152,7 +155,7 @@ async def test_a2a_silent_stream_ends_without_terminal_event() -> None:
 
 
 async def test_a2a_stubborn_cancel_is_refused_and_task_fails() -> None:
-    async with a2a_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
+    async with shared_a2a_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
         params = send_params("mode=stubborn chunks=40 delay=0.05", returnImmediately=True)
         task = (await client.post(peer.url, json=rpc("SendMessage", params, 1), headers=V1)).json()
         task_id = task["result"]["task"]["id"]
@@ -201,7 +204,7 @@ async def test_a2a_swallow_cancel_task_does_not_answer() -> None:
 
 
 async def test_a2a_message_mode_answers_without_a_task() -> None:
-    async with a2a_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
+    async with shared_a2a_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
         params = send_params("mode=message hello")
         reply = (await client.post(peer.url, json=rpc("SendMessage", params, 1), headers=V1)).json()
         assert "task" not in reply["result"]
@@ -214,7 +217,7 @@ async def test_a2a_message_mode_answers_without_a_task() -> None:
 
 
 async def test_a2a_return_immediately_returns_the_first_task_at_once() -> None:
-    async with a2a_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
+    async with shared_a2a_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
         card = (await client.get(peer.url + ".well-known/agent-card.json")).json()
         assert card["capabilities"]["streaming"] is True
         # 30 s of work, cancelled below: "at once" is a bound with room for a loaded CI
@@ -250,7 +253,7 @@ def chat(text: str, *history: dict[str, Any], stream: bool = True) -> dict[str, 
 
 @early_close
 async def test_stubllm_client_close_cancels_the_server_generator() -> None:
-    async with stubllm_peer(chunk_delay_ms=50) as peer, httpx2.AsyncClient(timeout=5) as client:
+    async with shared_stubllm_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
         url = peer.base_url + "/chat/completions"
         async with (
             client.stream("POST", url, json=chat("[slow] count")) as response,
@@ -274,7 +277,7 @@ async def test_stubllm_client_close_cancels_the_server_generator() -> None:
 
 
 async def test_stubllm_tool_call_then_plain_answer() -> None:
-    async with stubllm_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
+    async with shared_stubllm_peer() as peer, httpx2.AsyncClient(timeout=5) as client:
         url = peer.base_url + "/chat/completions"
         frames = []
         async with (
