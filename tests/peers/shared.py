@@ -27,6 +27,10 @@ What a view guarantees, so that a test cannot tell the shared peer from its own:
   `task_id` or `context_id` that the peer had already recorded, and are left out.
 - stubllm numbers requests for the whole server; a view renumbers them from 1, as a
   fresh peer would (`req=1` is the test's first request).
+
+A shared peer lives as long as its worker: killed and reaped when the worker exits, and
+gone by itself if the worker is killed (it exits at the end of file on the stdin the
+worker holds, as the benchmark's peers do).
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ from pathlib import Path
 from typing import Any
 
 import trio
+
+from band_trio.bench._peer import _EXIT_WITH_DRIVER
+from band_trio.bench._protocol import ORPHAN_ENV
 
 from .fixtures import (
     A2A_SCRIPT,
@@ -127,6 +134,8 @@ def _retire(key: tuple[str, ...]) -> None:
         with suppress(ProcessLookupError):
             process.kill()
     process.wait()
+    if process.stdin is not None:
+        process.stdin.close()
     shutil.rmtree(peer.workdir, ignore_errors=True)
 
 
@@ -145,6 +154,8 @@ async def _start(name: str, script: Path, args: list[str]) -> Peer:
     stderr_path = work / f"{name}.stderr"
     argv = [
         sys.executable,
+        "-c",
+        _EXIT_WITH_DRIVER,  # exits once our end of its stdin closes: a killed worker too
         str(script),
         "--port",
         "0",
@@ -159,10 +170,10 @@ async def _start(name: str, script: Path, args: list[str]) -> Peer:
         # exec take a millisecond; waiting for it to be ready is the loop below.
         process = subprocess.Popen(  # noqa: ASYNC220
             argv,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # held, never written: see _EXIT_WITH_DRIVER
             stdout=stderr,
             stderr=stderr,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", ORPHAN_ENV: "1"},
             cwd=work,
             start_new_session=True,  # no terminal SIGINT; it is killed by its own pid
         )
@@ -179,6 +190,8 @@ async def _start(name: str, script: Path, args: list[str]) -> Peer:
     except BaseException as exc:
         process.kill()
         process.wait()
+        if process.stdin is not None:
+            process.stdin.close()
         shutil.rmtree(work, ignore_errors=True)
         if isinstance(exc, trio.TooSlowError):
             raise PeerError(f"shared {name} peer not ready within {START_WITHIN} s") from None

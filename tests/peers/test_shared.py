@@ -3,11 +3,15 @@ numbered as a fresh peer would number them, and is handed out only once the peer
 
 from __future__ import annotations
 
+import signal
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+import trio
 
 from peers import PeerError, shared_a2a_peer, shared_stubllm_peer
 from peers import shared as shared_module
@@ -85,3 +89,39 @@ async def test_the_stateful_sequence_fixture_is_refused_on_a_shared_stubllm() ->
         await client.post(f"{peer.base_url}/chat/completions", json=chat("[sequence]"))
         with pytest.raises(PeerError, match=r"\[sequence\].*stubllm_peer\(\)"):
             await peer.wait_for(event="response_end")
+
+
+KILLED_WORKER = """
+import os, signal, sys, trio
+sys.path.insert(0, {tests!r})
+from peers import shared_stubllm_peer
+
+async def main():
+    async with shared_stubllm_peer(chunk_delay_ms=9) as peer:
+        print(peer.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # no atexit, no finally: as a crashed worker
+
+trio.run(main)
+"""
+
+
+async def test_a_shared_peer_exits_by_itself_when_its_worker_is_killed(tmp_path: Path) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(KILLED_WORKER.format(tests=str(Path(__file__).parents[1])))
+    with trio.fail_after(30):
+        done = await trio.run_process(
+            [sys.executable, str(script)], capture_stdout=True, check=False
+        )
+        assert done.returncode == -signal.SIGKILL
+        pid = int(done.stdout.split()[0])
+        while _alive(pid):
+            await trio.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie, reparented to init, counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
