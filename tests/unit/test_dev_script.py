@@ -9,7 +9,9 @@ demo itself running on the runtime alone is tests/cli/test_demo_runtime_only.py.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 
@@ -19,8 +21,14 @@ ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture
-def dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, list[str]]:
-    """dev.py, its venv in `tmp_path`, its commands recorded instead of run."""
+def dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, list[str]]]:
+    """dev.py, its venv in `tmp_path`, its commands recorded instead of run, and an
+    environment of its own: `cmd_test` names the tools' binaries in `os.environ`, and in
+    the worker's own environment those stand-ins failed every later browser, OpenCode
+    and Copilot test of the worker (the console's, at `-n 3`)."""
+    real = os.environ
+    before = _own(real)
+    monkeypatch.setattr(os, "environ", dict(real))
     spec = importlib.util.spec_from_file_location("band_trio_dev_script", ROOT / "dev.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -44,7 +52,13 @@ def dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, li
 
     monkeypatch.setattr(module.venv, "EnvBuilder", Builder)
     monkeypatch.setattr(module, "_run", lambda *cmd: ran.append(" ".join(map(str, cmd[1:]))))
-    return module, ran
+    yield module, ran
+    assert _own(real) == before, "dev.py changed the test process's own environment"
+
+
+def _own(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment but for the variable pytest itself sets at each phase."""
+    return {k: v for k, v in environ.items() if k != "PYTEST_CURRENT_TEST"}
 
 
 def test_demo_installs_the_runtime_only(dev: tuple[ModuleType, list[str]]) -> None:
