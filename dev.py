@@ -14,7 +14,7 @@ and the GitHub Copilot CLI (npm `@github/copilot`) into `.tools/copilot`, and pa
 their binaries to the tests as `BAND_TRIO_OPENCODE` and `BAND_TRIO_COPILOT`; that needs
 npm (the registry only: both ship their native binary inside a platform package). It
 installs Debian's `chromium` with apt-get when it is missing (the console's browser
-test) and passes it as `BAND_TRIO_CHROMIUM`. pytest runs on two workers a CPU, eight at
+test) and passes it as `BAND_TRIO_CHROMIUM`. pytest runs on three workers for two CPUs, eight at
 most (pytest-xdist, in the `test` extra); arguments after `test` go to pytest
 after that, so `python3 dev.py test -n 0` runs it in one process.
 Only the standard library is used here, so it runs on any Python >= 3.11.
@@ -42,10 +42,12 @@ OPENCODE_VERSION = "1.18.33"
 OPENCODE_DIR = ROOT / ".tools" / "opencode"
 COPILOT_VERSION = "1.0.102"
 COPILOT_DIR = ROOT / ".tools" / "copilot"
-TEST_WORKERS_PER_CPU = 2
-"""pytest-xdist workers for `test`, per CPU: the suite's tests mostly wait on sockets,
-peers and processes (two workers kept the 2-core machine it is measured on at a load of
-1.3), so two a core fill the waits: pytest 229 s on two workers, 162 s on four, quiet
+TEST_WORKERS_PER_CPU = 1.5
+"""pytest-xdist workers for `test`, per CPU: the suite's tests wait on sockets, peers and
+processes, so more workers than cores fill the waits (229 s of pytest on two workers,
+162 s on four, on the 2-core machine it is measured on), but it is CPU-bound there, and
+past a point the workers only contend: in alternating runs on that machine, three took
+136 and 154 s of pytest and 197 and 227 s of CPU, four 144 and 158 s and 241 and 281 s
 (README, "Quick start"). On a machine other work loads, fewer are safer: `-n 2`."""
 TEST_WORKERS_MAX = 8
 """More would spend their start-up (a pytest and a band-trio import each) for little."""
@@ -263,7 +265,7 @@ def pytest_args(args: list[str]) -> list[str]:
     """pytest's arguments for `test`: the workers first, so the caller's own come after
     and win (`-n 0`: one process). `worksteal` hands a worker that ran out of tests some
     of the other's, so a long test near the end does not leave one worker idle."""
-    workers = min(TEST_WORKERS_MAX, TEST_WORKERS_PER_CPU * (os.cpu_count() or 1))
+    workers = max(1, min(TEST_WORKERS_MAX, int(TEST_WORKERS_PER_CPU * (os.cpu_count() or 1))))
     return ["-n", str(workers), "--dist", "worksteal", *args]
 
 

@@ -112,17 +112,17 @@ def test_every_command_has_an_install(dev: tuple[ModuleType, list[str]]) -> None
     assert sys.version_info >= (3, 11)
 
 
-def test_the_tests_run_on_two_workers_a_cpu_and_the_caller_s_arguments_win(
+def test_the_tests_run_on_three_workers_for_two_cpus_and_the_caller_s_arguments_win(
     dev: tuple[ModuleType, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     module, _ = dev
     monkeypatch.setattr(module.os, "cpu_count", lambda: 2)
-    assert module.pytest_args(["-x"]) == ["-n", "4", "--dist", "worksteal", "-x"]
+    assert module.pytest_args(["-x"]) == ["-n", "3", "--dist", "worksteal", "-x"]
     assert module.pytest_args(["-n", "0"])[-2:] == ["-n", "0"]  # argparse: the last wins
     monkeypatch.setattr(module.os, "cpu_count", lambda: 64)
     assert module.pytest_args([])[:2] == ["-n", "8"]
     monkeypatch.setattr(module.os, "cpu_count", lambda: None)
-    assert module.pytest_args([])[:2] == ["-n", "2"]
+    assert module.pytest_args([])[:2] == ["-n", "1"]
 
 
 def test_the_tests_run_with_bytecode_cached_whatever_the_environment_says(
