@@ -249,6 +249,21 @@ def _describe(predicate: Predicate | None, match: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "any event"
 
 
+def peer_argv(script: Path, ready_path: Path, events_path: Path, args: list[str]) -> list[str]:
+    """A peer script's command line after the interpreter: an OS-chosen port, and where
+    it writes its ready file and its events."""
+    return [
+        str(script),
+        "--port",
+        "0",
+        "--ready-file",
+        str(ready_path),
+        "--events-file",
+        str(events_path),
+        *args,
+    ]
+
+
 @asynccontextmanager
 async def _run_peer(
     name: str,
@@ -267,17 +282,7 @@ async def _run_peer(
     stderr_path = work / f"{name}.stderr"
     for stale in (events_path, ready_path):
         stale.unlink(missing_ok=True)
-    argv = [
-        sys.executable,
-        str(script),
-        "--port",
-        "0",
-        "--ready-file",
-        str(ready_path),
-        "--events-file",
-        str(events_path),
-        *extra_args,
-    ]
+    argv = [sys.executable, *peer_argv(script, ready_path, events_path, extra_args)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with stderr_path.open("wb") as stderr:
         process = await trio.lowlevel.open_process(

@@ -36,7 +36,6 @@ worker holds, as the benchmark's peers do).
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import shutil
 import subprocess
@@ -60,6 +59,8 @@ from .fixtures import (
     Event,
     Peer,
     PeerError,
+    _wait_ready,
+    peer_argv,
 )
 
 QUIET_WITHIN = 5.0
@@ -127,8 +128,11 @@ def _quiet(peer: Peer) -> bool:
 
 
 def _retire(key: tuple[str, ...]) -> None:
+    _end(_running.pop(key))
+
+
+def _end(peer: Peer) -> None:
     """Kill a shared peer by its pid and reap it (a test peer has nothing to save)."""
-    peer = _running.pop(key)
     process: subprocess.Popen[bytes] = peer.process  # type: ignore[assignment]
     if process.poll() is None:
         with suppress(ProcessLookupError):
@@ -156,18 +160,11 @@ async def _start(name: str, script: Path, args: list[str]) -> Peer:
         sys.executable,
         "-c",
         _EXIT_WITH_DRIVER,  # exits once our end of its stdin closes: a killed worker too
-        str(script),
-        "--port",
-        "0",
-        "--ready-file",
-        str(ready_path),
-        "--events-file",
-        str(events_path),
-        *args,
+        *peer_argv(script, ready_path, events_path, args),
     ]
     with stderr_path.open("wb") as stderr:
         # A Popen, not trio.Process: the peer outlives this test's trio run. Its fork and
-        # exec take a millisecond; waiting for it to be ready is the loop below.
+        # exec take a millisecond; waiting for it to be ready is `_wait_ready`'s.
         process = subprocess.Popen(  # noqa: ASYNC220
             argv,
             stdin=subprocess.PIPE,  # held, never written: see _EXIT_WITH_DRIVER
@@ -179,24 +176,10 @@ async def _start(name: str, script: Path, args: list[str]) -> Peer:
         )
     peer = Peer(name, process, work, events_path, ready_path, stderr_path)  # type: ignore[arg-type]
     try:
-        with trio.fail_after(START_WITHIN):
-            while not ready_path.exists():
-                if process.poll() is not None:
-                    raise PeerError(
-                        f"shared {name} peer exited during startup"
-                        f" (rc={process.returncode}){peer.diagnostics()}"
-                    )
-                await trio.sleep(POLL_INTERVAL)
-    except BaseException as exc:
-        process.kill()
-        process.wait()
-        if process.stdin is not None:
-            process.stdin.close()
-        shutil.rmtree(work, ignore_errors=True)
-        if isinstance(exc, trio.TooSlowError):
-            raise PeerError(f"shared {name} peer not ready within {START_WITHIN} s") from None
+        await _wait_ready(peer, START_WITHIN)
+    except BaseException:
+        _end(peer)
         raise
-    peer.ready = json.loads(ready_path.read_text("utf-8"))
     return peer
 
 

@@ -3,6 +3,7 @@ numbered as a fresh peer would number them, and is handed out only once the peer
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import uuid
@@ -114,14 +115,11 @@ async def test_a_shared_peer_exits_by_itself_when_its_worker_is_killed(tmp_path:
         )
         assert done.returncode == -signal.SIGKILL
         pid = int(done.stdout.split()[0])
-        while _alive(pid):
-            await trio.sleep(0.02)
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie, reparented to init, counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
+        try:
+            exits = os.pidfd_open(pid)  # readable once the process has exited
+        except ProcessLookupError:
+            return  # gone already
+        try:
+            await trio.lowlevel.wait_readable(exits)
+        finally:
+            os.close(exits)
