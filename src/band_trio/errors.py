@@ -90,7 +90,17 @@ class PlatformError(BandTrioError):
 
 
 class PlatformUnavailableError(PlatformError):
-    """The platform could not be reached, or did not answer within the deadline."""
+    """The platform could not be reached, or did not answer within the deadline.
+
+    `maybe_handled` tells the two apart for a request that changes something (a post):
+    False when the request never left (no connection could be made), True when it was
+    sent and no answer came (the connection broke, the deadline passed) — the platform
+    may have stored it, and only a look at the room can say (docs/discussion/closing.md,
+    "A reply whose post broke")."""
+
+    def __init__(self, message: str, *, maybe_handled: bool = True) -> None:
+        super().__init__(message)
+        self.maybe_handled = maybe_handled
 
 
 class PlatformProtocolError(PlatformError):

@@ -196,6 +196,15 @@ class Policy:
     cannot hold the process."""
 
     # -- REST ---------------------------------------------------------------
+    post_wait: float = 300.0
+    """How long one post of a turn (a reply, an event) waits for the platform, through
+    outages and reconnects, before it fails: a post whose connection broke is matched
+    among the room's messages once the platform answers again, and sent again only if
+    it did not land (docs/discussion/closing.md). Inside the turn's own deadline."""
+    post_retry_cap: float = 5.0
+    """While a post waits for the platform, the longest pause between two tries (from
+    `rest_retry_base`, doubling, with equal jitter): the post goes on within seconds
+    of the platform's return."""
     request_deadline: float = 60.0
     """Deadline of one REST call (band-sdk uses 60 s)."""
     rest_max_retries: int = 3

@@ -238,6 +238,36 @@ async def test_delay_rest(platform: Platform, client: httpx2.AsyncClient) -> Non
     assert notes(platform) == ["fault: delay_rest me 0.2s"]
 
 
+async def test_drop_rest_handles_then_cuts_the_connection_unanswered(
+    platform: Platform, client: httpx2.AsyncClient
+) -> None:
+    agent, room, user = ids(platform)
+    platform.faults.drop_rest("post_message", room_id=room)
+    body = {"message": {"content": "stored, never acknowledged", "mentions": [{"id": user}]}}
+    with pytest.raises(httpx2.RemoteProtocolError):  # the connection ended, no answer on it
+        await client.post(room_path(room, "/messages"), json=body)
+    stored = [m for m in platform.messages(room) if m.sender_id == agent]
+    assert [m.content for m in stored] == ["stored, never acknowledged"]
+    assert notes(platform) == ["fault: drop_rest post_message"]
+    assert (platform.stats["faults"], platform.stats["faults_rest_dropped"]) == (1, 1)
+    assert platform.faults.rest == []  # spent: the next post is answered
+    again = await client.post(room_path(room, "/messages"), json=body)
+    assert again.status_code == 201
+
+
+async def test_drop_rest_of_a_refused_request_still_answers_nothing(
+    platform: Platform, client: httpx2.AsyncClient, admin: httpx2.AsyncClient
+) -> None:
+    _, room, user = ids(platform)
+    mid = platform.post_message(room, user, "hello")
+    drop = {"route": "processed", "drop": True}
+    assert (await admin.post("/faults/rest", json=drop)).json() == {"ok": True}
+    with pytest.raises(httpx2.RemoteProtocolError):  # 422 (no attempt) is dropped too
+        await client.post(room_path(room, f"/messages/{mid}/processed"))
+    both = {"route": "processed", "drop": True, "status": 503}
+    assert (await admin.post("/faults/rest", json=both)).status_code == 422  # one of them
+
+
 # -- websocket ----------------------------------------------------------------
 
 

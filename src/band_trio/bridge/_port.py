@@ -10,7 +10,8 @@ import uuid
 
 from ..contract import Message, Turn
 from ..link import RestClient
-from ..runtime._parts import PlatformPort
+from ..policy import Policy
+from ..runtime._parts import OwnPosts, PlatformPort
 from ._envelope import Envelope
 from ._shared import Forward
 
@@ -18,11 +19,18 @@ __all__ = ["turn_for"]
 
 
 def turn_for(
-    envelope: Envelope, message: Message | None, forward: Forward, rest: RestClient
+    envelope: Envelope,
+    message: Message | None,
+    forward: Forward,
+    rest: RestClient,
+    *,
+    policy: Policy,
+    known: OwnPosts,
 ) -> Turn:
     """The contract `Turn` a target runs one forward in. An event that is not a
     message gets a stand-in message naming the event (what `run_command` and the
-    remote-stop bookkeeping need: a room and an id)."""
+    remote-stop bookkeeping need: a room and an id). Its posts land once, as a
+    turn's do (`known`: the room's posts of the identity this process knows of)."""
     room_id = envelope.room_id or ""
     if message is None:
         message = Message(
@@ -33,5 +41,6 @@ def turn_for(
             sender_type="System",
             message_type=envelope.event_type,
         )
-    port = PlatformPort(rest, forward, envelope.agent_id)
+    since = message.inserted_at
+    port = PlatformPort(rest, forward, envelope.agent_id, policy=policy, since=since, known=known)
     return Turn(message, port, control=forward.control)

@@ -48,7 +48,15 @@ from .. import errors
 from ..contract import Message, adapter_failure
 from ..link import Socket
 from ..observe import _hooks as observe
-from ..runtime._parts import AbortKind, Inbound, Pages, inbound, leave_topics, tell_left
+from ..runtime._parts import (
+    AbortKind,
+    Inbound,
+    OwnPosts,
+    Pages,
+    inbound,
+    leave_topics,
+    tell_left,
+)
 from ..wire import ChatMessage
 from ._envelope import Envelope, envelope_for
 from ._port import turn_for
@@ -98,6 +106,9 @@ class ForwardRoom:
         benchmark compares it with the platform's stamp of the control frame)."""
         self.joins = 0
         """How many times the link joined the room's topics (connections)."""
+        self._own_posts = OwnPosts(shared.policy.completed_memory)
+        """The identity's posts in this room this process knows of (a target's posts
+        land once: `runtime._posts`)."""
 
     # -- synchronous inputs (the link's reader, the control lane) --------------
 
@@ -432,9 +443,11 @@ class ForwardRoom:
                 forward.control.deadline = deadline  # a remote start gets the grace beyond it
                 with trio.move_on_at(deadline) as timed:
                     try:
-                        await shared.target.forward(
-                            envelope, turn_for(envelope, message, forward, shared.rest)
-                        )
+                        turn = turn_for(
+                            envelope, message, forward, shared.rest, policy=shared.policy,
+                            known=self._own_posts,
+                        )  # fmt: skip
+                        await shared.target.forward(envelope, turn)
                     except errors.ForwardError as exc:
                         failure = f"not forwarded: {exc}"
                     except BaseException as exc:  # a target's bug stays in this room (closing.md)

@@ -119,8 +119,9 @@ class Turn:
     # -- the room -------------------------------------------------------------
 
     async def history(self) -> Sequence[Message]:
-        """The room's recent messages as the platform gives them to the agent (its own
-        messages and those that mention it, oldest first; `GET .../context`).
+        """The room's recent messages as the platform gives them to the agent (all it
+        posted, events of every type included, and the text messages that mention it,
+        oldest first; `GET .../context`): `Message.message_type` tells them apart.
 
         Fetched once per turn; the message being answered is included."""
         if self._history is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._rest import AMBIGUOUS_STATUSES as AMBIGUOUS_STATUSES
 from ._rest import RestClient as RestClient
 from ._rest import check_rest_url as check_rest_url
 from ._rest import map_transport_errors as map_transport_errors
@@ -14,6 +15,7 @@ from ._socket import run_socket as run_socket
 from ._status import error_for_status as error_for_status
 
 __all__ = [
+    "AMBIGUOUS_STATUSES",
     "CLOSE_HEARTBEAT_DEAD",
     "PushHandler",
     "RestClient",

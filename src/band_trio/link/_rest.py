@@ -71,7 +71,13 @@ from ._http import Answer, HttpPool, HttpProtocolError, HttpTooLarge, HttpTransp
 from ._lanes import Lanes
 from ._status import Codes, error_for_status
 
-__all__ = ["RestClient", "check_rest_url", "env_proxy_for", "map_transport_errors"]
+__all__ = [
+    "AMBIGUOUS_STATUSES",
+    "RestClient",
+    "check_rest_url",
+    "env_proxy_for",
+    "map_transport_errors",
+]
 
 
 def env_proxy_for(url: str) -> bool:
@@ -93,6 +99,13 @@ _POST_CODES: Codes = {"forbidden": errors.ExecutionStoppedError}
 """A post to a room answered 403 `forbidden` met the platform's stopped gate
 (docs/reference/platform.md): the only refusal a post gets for a room the agent is in."""
 _ROOM_PAGE = 100
+UNHANDLED_STATUSES = frozenset({408, 429, 503})
+"""The retried statuses that say a request was not handled (timed out unread, refused
+for its rate, the service unavailable): a post answered so is sent again as it is. A
+500, 502 or 504 may come after the platform (or a gateway before it) did the work, so
+a post answered so is not sent again blindly: its caller looks at the room first
+(the runtime's reconciled posts)."""
+AMBIGUOUS_STATUSES = PLATFORM_RETRY_STATUSES - UNHANDLED_STATUSES
 _encoder = msgspec.json.Encoder()
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
@@ -123,10 +136,15 @@ def map_transport_errors(what: str) -> Iterator[None]:
         raise errors.PlatformProtocolError(f"{what}: {exc}") from exc
     except HttpProtocolError as exc:
         raise errors.PlatformProtocolError(f"{what}: unreadable answer: {exc}") from exc
+    except HttpUnsent as exc:
+        raise errors.PlatformUnavailableError(f"{what}: {exc}", maybe_handled=False) from exc
     except HttpTransportError as exc:
         raise errors.PlatformUnavailableError(f"{what}: {exc}") from exc
     except trio.TooSlowError as exc:
         raise errors.PlatformUnavailableError(f"{what}: no answer before the deadline") from exc
+    except (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout) as exc:
+        unsent = f"{what}: {exc!r}"
+        raise errors.PlatformUnavailableError(unsent, maybe_handled=False) from exc
     except httpx2.TimeoutException as exc:
         raise errors.PlatformUnavailableError(f"{what}: timed out ({exc!r})") from exc
     except httpx2.TransportError as exc:
@@ -238,6 +256,7 @@ class RestClient:
         retry_unsent: bool = True,
         urgent: bool = False,
         on_slot: Callable[[], None] | None = None,
+        statuses: frozenset[int] = PLATFORM_RETRY_STATUSES,
     ) -> T | None:
         """Send one request and decode its answer into `kind`: the one path every call
         takes, so transport errors, error envelopes and unreadable bodies are
@@ -253,7 +272,8 @@ class RestClient:
         An `urgent` request (a final mark) takes the next free connection before
         any other waiting one (`Lanes`). `on_slot` is called each time an attempt gets
         its connection (its wait in the lanes is over): a settling starts its grace
-        then (`Cutoff.queued`), so the wait costs the mark none of it.
+        then (`Cutoff.queued`), so the wait costs the mark none of it. `statuses` narrows
+        the retried ones (a post retries only `UNHANDLED_STATUSES`).
         """
         content = None if body is None else _encoder.encode(body)
         what = f"{method} {path}"
@@ -264,7 +284,7 @@ class RestClient:
             cap=policy.rest_retry_cap,
             retry_after_cap=policy.rest_retry_cap,
             peer="the platform",
-            statuses=PLATFORM_RETRY_STATUSES,
+            statuses=statuses,
             backoff=equal_jitter,  # a reply must outlast a platform restart (see equal_jitter)
         )
         with observe.rest_call(method, path) as call, map_transport_errors(what):
@@ -523,8 +543,9 @@ class RestClient:
     ) -> PostedMessage:
         body = NewMessageBody(message=NewMessage(content=content, mentions=list(mentions)))
         return await self._data(
-            "POST", f"{_room(room_id)}/messages", PostedMessage, body=body, codes=_POST_CODES
-        )
+            "POST", f"{_room(room_id)}/messages", PostedMessage, body=body, codes=_POST_CODES,
+            statuses=UNHANDLED_STATUSES,
+        )  # fmt: skip
 
     async def post_event(
         self,
@@ -542,7 +563,7 @@ class RestClient:
         body = NewEventBody(event=event)
         return await self._data(
             "POST", f"{_room(room_id)}/events", EventCreated, body=body, codes=_POST_CODES,
-            on_slot=on_slot,
+            on_slot=on_slot, statuses=UNHANDLED_STATUSES,
         )  # fmt: skip
 
     async def unprocessed(self, room_id: str, cursor: str | None = None) -> MessagePage:

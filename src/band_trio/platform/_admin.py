@@ -203,9 +203,11 @@ def _bytes(text: str | None) -> bytes | None:
 def _fault_rest(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
     req = decode_body(body, FaultRest)
     filters = {"room_id": req.room_id, "message_id": req.message_id, "agent_id": req.agent_id}
-    if (req.status is None) == (req.delay is None):
-        raise ValueError("give exactly one of status (fail) and delay (seconds)")
-    if req.delay is not None:
+    if (req.status is not None) + (req.delay is not None) + req.drop != 1:
+        raise ValueError("give exactly one of status (fail), delay (seconds) and drop (true)")
+    if req.drop:
+        p.faults.drop_rest(req.route, count=req.count, **filters)
+    elif req.delay is not None:
         p.faults.delay_rest(req.route, req.delay, count=req.count, **filters)
     else:
         assert req.status is not None

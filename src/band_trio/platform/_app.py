@@ -14,7 +14,7 @@ from time import perf_counter
 from typing import Any
 from urllib.parse import parse_qsl
 
-from ..server import BodyTooLarge, ClientGone, read_body
+from ..server import BodyTooLarge, ClientGone, abort_connection, read_body
 from ._admin import admin_route, handle_admin
 from ._api import PREFIX, describe, handle, route
 from ._console import PREFIX as CONSOLE
@@ -73,9 +73,13 @@ class App:
                 raise HttpError(413, "payload_too_large", f"request body over {limit} bytes")
             result, agent_id = self._dispatch(scope, method, path, body)
             if isinstance(result, Intercepted):  # an armed fault caught this request
-                result = await p.faults.run_rest(
+                answer = await p.faults.run_rest(
                     result, method=method, path=path, agent_id=agent_id, request_id=request_id
                 )
+                if answer is None:  # handled, and dropped: no answer, the connection cut
+                    abort_connection()
+                    return
+                result = answer
             response = result
         except HttpError as exc:
             response = Response(

@@ -1,4 +1,4 @@
-"""REST faults: fail, hold or delay the next calls of one agent route.
+"""REST faults: fail, hold, delay or drop the next calls of one agent route.
 
 The hot path stays cheap: with nothing armed, a REST request pays one list
 truthiness check (`faults.rest`).
@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,7 +23,7 @@ from ._fault_log import (
     error_code,
     retry_after_header,
 )
-from ._http import Response, error_body
+from ._http import HttpError, Response, error_body
 
 __all__ = ["REST_ROUTES", "Hold", "Intercepted", "RestFault", "RestFaults"]
 
@@ -32,7 +33,7 @@ REST_ROUTES = (
 )  # fmt: skip
 """The stable name of every agent REST route, as `fail_rest`/`hold_rest`/`delay_rest` take it."""
 
-Action = Literal["fail", "hold", "delay"]
+Action = Literal["fail", "hold", "delay", "drop"]
 
 
 class Hold:
@@ -191,6 +192,25 @@ class RestFaults:
             )
         )  # fmt: skip
 
+    def drop_rest(
+        self,
+        route: str,
+        *,
+        count: int = 1,
+        room_id: str | None = None,
+        message_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        """Handle the next `count` matching requests (a post is stored, a mark lands),
+        then cut the connection without an answer: a platform that died between doing
+        the work and saying so. The client cannot tell it from one whose request never
+        arrived, which is what its reconciliation is for."""
+        self._arm(
+            RestFault(
+                route, "drop", count, room_id=room_id, message_id=message_id, agent_id=agent_id
+            )
+        )
+
     def keep_processed(self, on: bool = True) -> None:
         """Make `processed` terminal, stricter than the API documents: while on, a
         `/processing` of a message the agent has `processed` is answered 409
@@ -236,9 +256,18 @@ class RestFaults:
         path: str,
         agent_id: str | None,
         request_id: str,
-    ) -> Response:
-        """Apply the fault to a caught request: answer it, or hold/delay then handle it."""
+    ) -> Response | None:
+        """Apply the fault to a caught request: answer it, hold/delay then handle it,
+        or (None) handle it and leave it unanswered: the caller cuts the connection."""
         fault = caught.fault
+        if fault.action == "drop":
+            self._faults_log.note(
+                f"fault: drop_rest {caught.route}", "faults_rest_dropped",
+                agent_id=agent_id, method=method, path=path,
+            )  # fmt: skip
+            with suppress(HttpError):  # refused (a stopped room, no attempt): as it is
+                caught.handle()
+            return None
         if fault.action == "fail":
             self._faults_log.note(
                 f"fault: fail_rest {caught.route} {fault.status}", "faults_rest_failed",

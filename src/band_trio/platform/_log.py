@@ -31,10 +31,10 @@ COUNTERS = (
     "connections_closed", "superseded", "ws_frames_in", "ws_frames_out", "bad_frames",
     "frame_errors", "socket_errors", "joins_refused", "unhandled_events", "pushes",
     "pushes_unjoined", "pushes_offline", "faults", "faults_rest_failed", "faults_rest_held",
-    "faults_rest_delayed", "faults_sockets_dropped", "faults_sockets_closed",
-    "faults_upgrades_refused", "faults_joins_refused", "faults_heartbeats_dropped",
-    "faults_superseded", "faults_reopens_refused", "bodies_too_large", "log_evicted",
-    "reopened",
+    "faults_rest_delayed", "faults_rest_dropped", "faults_sockets_dropped",
+    "faults_sockets_closed", "faults_upgrades_refused", "faults_joins_refused",
+    "faults_heartbeats_dropped", "faults_superseded", "faults_reopens_refused",
+    "bodies_too_large", "log_evicted", "reopened",
 )  # fmt: skip
 """Counters reported from the start, at 0, so a reader can rely on every key."""
 

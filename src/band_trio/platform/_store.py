@@ -35,6 +35,8 @@ RECENT = 4096
 """How many messages, and how many deliveries, the store keeps at hand."""
 
 
+_TEXT = "m.message_type = 'text'"
+"""The room's messages proper: an event is listed in `messages` for `/context` only."""
 _json_encode = msgspec.json.Encoder().encode
 _json_decode = msgspec.json.decode
 
@@ -280,7 +282,7 @@ class Store(StorePages):
 
     def messages(self, room_id: str) -> list[Message]:
         rows = self._db.execute(
-            f"SELECT {MSG_COLUMNS} FROM messages m WHERE m.room_id = ? ORDER BY m.seq",
+            f"SELECT {MSG_COLUMNS} FROM messages m WHERE m.room_id = ? AND {_TEXT} ORDER BY m.seq",
             (room_id,),
         )
         return [message_of(row) for row in rows]
@@ -288,11 +290,12 @@ class Store(StorePages):
     def recent_messages(self, room_id: str, limit: int) -> tuple[list[Message], int]:
         """The room's newest `limit` messages, oldest first, and its message count."""
         rows = self._db.execute(
-            f"SELECT {MSG_COLUMNS} FROM messages m WHERE m.room_id = ? ORDER BY m.seq DESC LIMIT ?",
+            f"SELECT {MSG_COLUMNS} FROM messages m WHERE m.room_id = ? AND {_TEXT} "
+            "ORDER BY m.seq DESC LIMIT ?",
             (room_id, limit),
         ).fetchall()
         total = self._db.execute(
-            "SELECT COUNT(*) FROM messages WHERE room_id = ?", (room_id,)
+            f"SELECT COUNT(*) FROM messages m WHERE m.room_id = ? AND {_TEXT}", (room_id,)
         ).fetchone()[0]
         return [message_of(row) for row in reversed(rows)], int(total)
 
@@ -349,14 +352,31 @@ class Store(StorePages):
         message_type: str,
         metadata: dict[str, Any] | None,
     ) -> str:
+        """Store an event, and list it among the room's messages as the documented
+        context does ("all messages the agent sent, any type": band-client-rest 0.0.51):
+        a row of its type in `messages`, with no delivery, so only `/context` shows it
+        (not `/next`, `/messages`, the console's or the admin API's message lists)."""
         event_id = str(uuid.uuid4())
-        self._db.execute(
-            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                event_id, room_id, sender_id, content, message_type,
-                None if metadata is None else _json_encode(metadata).decode(), now_iso(),
-            ),
-        )  # fmt: skip
+        inserted_at = now_iso()
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.execute(
+                "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    event_id, room_id, sender_id, content, message_type,
+                    None if metadata is None else _json_encode(metadata).decode(), inserted_at,
+                ),
+            )  # fmt: skip
+            db.execute(
+                "INSERT INTO messages (id, room_id, content, sender_id, sender_type, sender_name, "
+                "message_type, mentions, inserted_at) VALUES (?, ?, ?, ?, 'Agent', NULL, ?, '[]', ?)",
+                (event_id, room_id, content, sender_id, message_type, inserted_at),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
         return event_id
 
     def events(self, room_id: str) -> list[dict[str, Any]]:

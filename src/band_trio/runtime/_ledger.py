@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from collections import OrderedDict
 
-__all__ = ["Ledger", "Standing"]
+__all__ = ["Ledger", "OwnPosts", "Standing"]
 
 
 class Standing(enum.Enum):
@@ -21,6 +21,26 @@ class Standing(enum.Enum):
     ACK_PENDING = "ack_pending"
     COMPLETED = "completed"
     EXHAUSTED = "exhausted"
+
+
+class OwnPosts:
+    """The ids of the agent's own posts in one room that this process knows of (the
+    newest `memory`): the posts reconciliation may not take for a new one."""
+
+    __slots__ = ("_ids", "_memory")
+
+    def __init__(self, memory: int) -> None:
+        self._memory = memory
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def add(self, post_id: str) -> None:
+        self._ids[post_id] = None
+        self._ids.move_to_end(post_id)
+        while len(self._ids) > self._memory:
+            self._ids.popitem(last=False)
+
+    def __contains__(self, post_id: object) -> bool:
+        return post_id in self._ids
 
 
 class Ledger:
@@ -36,6 +56,9 @@ class Ledger:
         """Ack-pending ids whose claim opened no attempt (refused as stopped, or failed):
         their mark needs a claim first, and no mark of ours can have landed yet."""
         self._completed: OrderedDict[str, None] = OrderedDict()
+        self.own_posts = OwnPosts(memory)
+        """The room's posts of ours this process knows of (`_posts`: never taken for
+        a post whose answer was lost)."""
 
     def standing(self, message_id: str) -> Standing:
         if message_id in self._completed:

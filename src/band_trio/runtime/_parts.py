@@ -29,6 +29,7 @@ from ._hosting import LinkedRooms as LinkedRooms
 from ._inbound import Inbound as Inbound
 from ._inbound import inbound as inbound
 from ._ledger import Ledger as Ledger
+from ._ledger import OwnPosts as OwnPosts
 from ._ledger import Standing as Standing
 from ._link import Link as Link
 from ._link import LinkEnd as LinkEnd
@@ -64,6 +65,7 @@ __all__ = [
     "LinkedRoom",
     "LinkedRooms",
     "Outcome",
+    "OwnPosts",
     "Pages",
     "PlatformPort",
     "RemoteStopLog",

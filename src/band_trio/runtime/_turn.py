@@ -100,7 +100,11 @@ async def _unit(
                 beside.start_soon(keep_alive.run)
             try:
                 with turn.scope:  # cancelled already if a signal came during the claim
-                    outcome = claimed if claimed is not None else await _run(ctx, turn, last_abort)
+                    outcome = (
+                        claimed
+                        if claimed is not None
+                        else await _run(ctx, ledger, turn, last_abort)
+                    )
             finally:
                 observe.scope_exited()  # an abort's latency ends here
                 await keep_alive.end()
@@ -162,13 +166,18 @@ async def _claim(ctx: RoomContext, turn: ActiveTurn) -> Outcome | None:
     return None if claim is not None else Outcome.CLAIM_STOPPED
 
 
-async def _run(ctx: RoomContext, turn: ActiveTurn, last_abort: LastAbort | None) -> Outcome:
+async def _run(
+    ctx: RoomContext, ledger: Ledger, turn: ActiveTurn, last_abort: LastAbort | None
+) -> Outcome:
     """The adapter, under the turn's deadline."""
     message = turn.message
     await trio.lowlevel.checkpoint()  # a signal during the claim cancels the turn here
     deadline = trio.current_time() + ctx.policy.turn_deadline
     turn.scope.deadline = turn.control.deadline = deadline
-    port = PlatformPort(ctx.rest, turn, ctx.agent_id)
+    port = PlatformPort(
+        ctx.rest, turn, ctx.agent_id, policy=ctx.policy, since=message.inserted_at,
+        known=ledger.own_posts,
+    )  # fmt: skip
     view = Turn(message, port, control=turn.control, last_abort=last_abort)
     try:
         with observe.adapter_call(ctx.agent_id, ctx.adapter):

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy
+from ._abort import abort_connection as abort_connection
 from ._body import BodyTooLarge as BodyTooLarge
 from ._body import ClientGone as ClientGone
 from ._body import read_body as read_body
@@ -44,6 +45,7 @@ __all__ = [
     "Guard",
     "Listening",
     "ServeSettings",
+    "abort_connection",
     "allowed_hosts",
     "check_bind",
     "check_port",

@@ -48,6 +48,7 @@ from hypercorn.utils import wrap_app
 
 from ..errors import ConfigurationError
 from ..policy import ServerPolicy
+from ._abort import connection_socket
 from ._guard import Guard, allowed_hosts
 
 __all__ = ["Listening", "ServeSettings", "serve"]
@@ -216,6 +217,7 @@ async def serve(
 
     async def connection(stream: trio.SocketStream) -> None:
         bounded: Any = _BoundedStream(stream, sends)  # TCPServer's type says SSLStream
+        connection_socket.set(stream.socket)  # for `abort_connection`, in the app's task
         await TCPServer(wrapped, config, context, ConnectionState({}), bounded)
 
     shield = trio.CancelScope(shield=True)

@@ -158,13 +158,15 @@ class AdminLogEntry(_Admin):
 
 
 class FaultRest(_Admin):
-    """`POST /faults/rest`: fail (`status`) or delay (`delay`, seconds) the next
-    `count` calls of a REST route. Exactly one of `status` and `delay`. `body`
-    replaces the error envelope (sent as UTF-8); the filters narrow the match."""
+    """`POST /faults/rest`: fail (`status`), delay (`delay`, seconds) or drop (`drop`:
+    handle, then cut the connection unanswered) the next `count` calls of a REST route.
+    Exactly one of `status`, `delay` and `drop`. `body` replaces the error envelope
+    (sent as UTF-8); the filters narrow the match."""
 
     route: str
     status: int | None = None
     delay: float | None = None
+    drop: bool = False
     count: int = 1
     body: str | None = None
     retry_after: float | None = None

@@ -1,0 +1,116 @@
+"""A platform that dies between doing a post and saying so never costs an answer, nor
+gives two.
+
+The embedded platform's `drop` fault handles a request (the reply is stored) and cuts
+the connection without an answer; `fail` answers without handling it. The agent cannot
+tell the two apart from the broken exchange: it looks at the room (`GET .../context`)
+and posts again only if its reply is not there (docs/discussion/closing.md).
+"""
+
+from __future__ import annotations
+
+import trio
+
+from band_trio import Policy, Turn
+from band_trio.platform import Platform
+from support import Recorder, errors_posted, replies, running_agent, seeded, status
+
+DEADLINE = 20
+FAST = Policy(rest_retry_base=0.05, post_retry_cap=0.2)
+
+
+def posts_to(platform: Platform, room: str, what: str = "messages") -> list[int | None]:
+    """The statuses of the agent's answered `POST .../<what>` in `room` (a dropped
+    one has no entry: it was never answered)."""
+    return [
+        e.status
+        for e in platform.log()
+        if e.kind == "rest" and e.method == "POST" and (e.path or "").endswith(f"{room}/{what}")
+    ]
+
+
+async def test_a_reply_stored_then_dropped_is_found_and_not_posted_again(
+    platform: Platform,
+) -> None:
+    _, room, user = seeded(platform)
+    adapter = Recorder()
+    platform.faults.drop_rest("post_message", room_id=room)
+    async with running_agent(platform, adapter, policy=FAST):
+        message = platform.post_message(room, user, "hello")
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert replies(platform, room) == ["echo: hello"]  # stored once: the dropped one
+    assert posts_to(platform, room) == []  # never posted again
+    assert errors_posted(platform, room) == []
+    assert platform.stats["faults_rest_dropped"] == 1
+
+
+async def test_a_reply_that_was_not_stored_is_posted_again_once(platform: Platform) -> None:
+    """A 500: the request was not handled here, but the agent cannot know that; it
+    looks, finds nothing, and posts the reply again."""
+    _, room, user = seeded(platform)
+    platform.faults.fail_rest("post_message", 500, room_id=room)
+    async with running_agent(platform, Recorder(), policy=FAST):
+        message = platform.post_message(room, user, "hello")
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert replies(platform, room) == ["echo: hello"]
+    assert posts_to(platform, room) == [500, 201]
+
+
+async def test_an_earlier_identical_reply_is_not_taken_for_the_lost_one(
+    platform: Platform,
+) -> None:
+    """Two messages posted at once, both answered "done": the first answer lands after
+    the second message was created, so only knowing it (its id) keeps it from being
+    taken for the second answer, which is lost unstored (a 502)."""
+    _, room, user = seeded(platform)
+
+    async def same(turn: Turn) -> None:
+        if turn.message.content == "two":
+            platform.faults.fail_rest("post_message", 502, room_id=room)
+        await turn.reply("done")
+
+    async with running_agent(platform, Recorder(same), policy=FAST):
+        first = platform.post_message(room, user, "one")
+        second = platform.post_message(room, user, "two")
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: status(platform, second) == "processed")
+    assert status(platform, first) == "processed"
+    assert replies(platform, room) == ["done", "done"]
+    assert posts_to(platform, room) == [201, 502, 201]
+
+
+async def test_each_of_several_replies_lands_once_with_a_drop_on_each(
+    platform: Platform,
+) -> None:
+    _, room, user = seeded(platform)
+
+    async def three(turn: Turn) -> None:
+        for n in range(3):
+            await turn.reply(f"part {n}")
+        await turn.send_event("thinking", message_type="thought")
+
+    platform.faults.drop_rest("post_message", room_id=room, count=3)
+    platform.faults.drop_rest("post_event", room_id=room)
+    async with running_agent(platform, Recorder(three), policy=FAST):
+        message = platform.post_message(room, user, "go")
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert replies(platform, room) == ["part 0", "part 1", "part 2"]
+    events = [e["content"] for e in platform.store.events(room)]
+    assert events == ["thinking"]
+
+
+async def test_a_dropped_mark_and_a_dropped_reply_end_processed_and_answered_once(
+    platform: Platform,
+) -> None:
+    _, room, user = seeded(platform)
+    platform.faults.drop_rest("post_message", room_id=room)
+    platform.faults.drop_rest("processed", room_id=room)
+    async with running_agent(platform, Recorder(), policy=FAST):
+        message = platform.post_message(room, user, "hello")
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert replies(platform, room) == ["echo: hello"]
+    assert platform.stats["reopened"] == 0
