@@ -127,7 +127,10 @@ class Policy:
 
     # -- message lifecycle (docs/reference/runtime.md) -----------------------
     max_attempts: int = 1
-    """Adapter runs allowed per message in one process (band-sdk: max_message_retries)."""
+    """Adapter runs allowed per message (band-sdk: max_message_retries, per process).
+    The platform's count holds across restarts: a message it shows `failed` after this
+    many attempts is never claimed again (a claim would open another), by this process
+    or a later one; our own interrupts and stops give their attempt back."""
     completed_memory: int = 500
     """How many completed message ids each room remembers to skip duplicates."""
     reconcile_interval: float = 60.0

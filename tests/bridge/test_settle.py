@@ -117,6 +117,30 @@ async def test_a_message_is_marked_failed_after_the_forward_attempts_and_the_roo
     assert "did not take it" in errors[0]["content"]
 
 
+async def test_a_restarted_bridge_forwards_no_message_it_gave_up_and_tells_the_room_once(
+    platform: Platform,
+) -> None:
+    """The platform's `failed` is the budget spent: a new bridge process walks past it
+    (no forward, no second error event) and forwards what is behind it."""
+    agent_id, room_id, user_id = seeded(platform)
+    policy = BridgePolicy(retry_first=0.01, forward_attempts=2)
+    async with open_recording_target() as target:
+        async with running_bridge([identity(platform, target.url)], bridge_policy=policy):
+            target.fail(500, 2)
+            given_up = platform.post_message(room_id, user_id, "the target never takes this")
+            with trio.fail_after(5):
+                await platform.wait_until(lambda: _status(platform, given_up) == "failed")
+        assert _messages(target) == [given_up] * 2
+        later = platform.post_message(room_id, user_id, "while away")
+        async with running_bridge([identity(platform, target.url)], bridge_policy=policy) as run:
+            with trio.fail_after(5):
+                await platform.wait_until(lambda: _status(platform, later) == "processed")
+                await run.bridge.wait_until(lambda: run.bridge.identities[agent_id].rooms_idle)
+    assert _messages(target) == [given_up] * 2 + [later]
+    errors = [e for e in platform.store.events(room_id) if e["message_type"] == "error"]
+    assert len(errors) == 1
+
+
 async def test_a_stop_mid_forward_leaves_the_message_processing_and_play_replays_it_once(
     platform: Platform,
 ) -> None:

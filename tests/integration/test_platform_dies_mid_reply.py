@@ -13,7 +13,7 @@ import trio
 
 from band_trio import Policy, Turn
 from band_trio.platform import Platform
-from support import Recorder, errors_posted, replies, running_agent, seeded, status
+from support import Recorder, claims, errors_posted, replies, running_agent, seeded, status
 
 DEADLINE = 20
 FAST = Policy(rest_retry_base=0.05, post_retry_cap=0.2)
@@ -114,3 +114,34 @@ async def test_a_dropped_mark_and_a_dropped_reply_end_processed_and_answered_onc
             await platform.wait_until(lambda: status(platform, message) == "processed")
     assert replies(platform, room) == ["echo: hello"]
     assert platform.stats["reopened"] == 0
+
+
+async def test_a_restart_never_runs_a_message_that_used_its_attempts(
+    platform: Platform,
+) -> None:
+    """The attempt budget is the platform's: a restarted agent reads a `failed`
+    message's attempts from `/next` and the listing, without claiming it, so it does
+    not run it again nor post a second error event; the messages behind it still run."""
+    _, room, user = seeded(platform)
+
+    async def fails_once(turn: Turn) -> None:
+        if turn.message.content == "broken":
+            raise RuntimeError("the adapter broke")
+        await turn.reply(f"echo: {turn.message.content}")
+
+    async with running_agent(platform, Recorder(fails_once)):
+        broken = platform.post_message(room, user, "broken")
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: status(platform, broken) == "failed")
+            await platform.wait_until(lambda: len(errors_posted(platform, room)) == 1)
+    for restart in range(2):
+        adapter = Recorder(fails_once)
+        async with running_agent(platform, adapter):
+            later = platform.post_message(room, user, f"later {restart}")
+            with trio.fail_after(DEADLINE):
+                await platform.wait_until(lambda: status(platform, later) == "processed")  # noqa: B023
+        assert adapter.calls == [f"later {restart}"]  # the failed head was walked past
+    assert status(platform, broken) == "failed"
+    assert claims(platform, broken) == 1
+    assert len(errors_posted(platform, room)) == 1
+    assert platform.delivery(broken)[seeded(platform)[0]]["attempts"] == 1

@@ -31,6 +31,7 @@ from collections.abc import Callable
 import trio
 
 from .. import errors
+from ..runtime._parts import inbound
 from ..wire import ChatMessage
 from ._envelope import INTERRUPTED, envelope_for
 from ._policy import BridgePolicy
@@ -212,13 +213,16 @@ async def gave_up(shared: Shared, retry: Retry, room_id: str, message_id: str) -
 
 
 def done_here(shared: Shared, wire: ChatMessage) -> bool:
-    """Nothing left for the bridge to do with `wire` in this process: our own, taken
-    by the target already, or given up. `/next` may still return it (a target that
-    settles nothing, a mark that did not land, a `failed` mark)."""
+    """Nothing left for the bridge to do with `wire`: our own, taken by the target
+    already, or given up — in this process, or by an earlier one: the platform shows it
+    `failed` for the identity, which a bridge marks only once its `forward_attempts`
+    are spent (the budget is the platform's, as a turn's is). `/next` may still return
+    it (a target that settles nothing, a mark that did not land, a `failed` mark)."""
     return (
         wire.sender_id == shared.agent_id
         or wire.id in shared.forwarded
         or wire.id in shared.given_up
+        or inbound(wire.chat_room_id or "", shared.agent_id, wire).failed_attempts > 0
     )
 
 

@@ -369,8 +369,9 @@ class Store(StorePages):
                 ),
             )  # fmt: skip
             db.execute(
-                "INSERT INTO messages (id, room_id, content, sender_id, sender_type, sender_name, "
-                "message_type, mentions, inserted_at) VALUES (?, ?, ?, ?, 'Agent', NULL, ?, '[]', ?)",
+                "INSERT INTO messages (id, room_id, content, sender_id, sender_type, "
+                "sender_name, message_type, mentions, inserted_at) "
+                "VALUES (?, ?, ?, ?, 'Agent', NULL, ?, '[]', ?)",
                 (event_id, room_id, content, sender_id, message_type, inserted_at),
             )
             db.execute("COMMIT")

@@ -11,24 +11,32 @@ __all__ = ["Inbound", "inbound"]
 class Inbound:
     """A message on its way into a room, with the facts the room needs to skip it."""
 
-    __slots__ = ("message", "processed")
+    __slots__ = ("failed_attempts", "message", "processed")
 
-    def __init__(self, message: Message, processed: bool) -> None:
+    def __init__(self, message: Message, processed: bool, failed_attempts: int = 0) -> None:
         self.message = message
         self.processed = processed
         """The platform already shows it `processed` for this agent."""
+        self.failed_attempts = failed_attempts
+        """The attempts the platform counts for it, when it shows it `failed` for this
+        agent (0 otherwise): a claim would open one more (docs/reference/runtime.md,
+        "The attempt budget is the platform's")."""
 
 
 def inbound(room_id: str, agent_id: str, wire: MessageCreated | ChatMessage) -> Inbound:
     metadata = wire.metadata
     mentions: tuple[str, ...] = ()
     processed = False
+    failed_attempts = 0
     if metadata is not None:
         if metadata.mentions:
             mentions = tuple(m.id for m in metadata.mentions)
         if metadata.delivery_status:
             mine = metadata.delivery_status.get(agent_id)
-            processed = isinstance(mine, dict) and mine.get("status") == "processed"
+            if isinstance(mine, dict):
+                processed = mine.get("status") == "processed"
+                if mine.get("status") == "failed":
+                    failed_attempts = _attempts(mine)
     message = Message(
         id=wire.id,
         room_id=room_id,
@@ -40,4 +48,16 @@ def inbound(room_id: str, agent_id: str, wire: MessageCreated | ChatMessage) -> 
         mentions=mentions,
         inserted_at=wire.inserted_at,
     )
-    return Inbound(message, processed)
+    return Inbound(message, processed, failed_attempts)
+
+
+def _attempts(delivery: dict[str, object]) -> int:
+    """How many attempts a delivery status counts: its `attempts` list, else its
+    `current_attempt`, else one (a `failed` delivery had at least one)."""
+    attempts = delivery.get("attempts")
+    if isinstance(attempts, list) and attempts:
+        return len(attempts)
+    current = delivery.get("current_attempt")
+    if isinstance(current, int) and not isinstance(current, bool) and current > 0:
+        return current
+    return 1

@@ -72,6 +72,16 @@ class Ledger:
     def attempts(self, message_id: str) -> int:
         return self._attempts.get(message_id, 0)
 
+    def spent_on_platform(self, message_id: str, attempts: int) -> None:
+        """The platform shows the message `failed` after `attempts` attempts: they count
+        here too, so a restarted agent never claims a message that used its budget (a
+        claim of a `failed` message opens a new attempt) and posts no second error
+        event for it. Completed or ack-pending messages are left as they are."""
+        if message_id in self._completed or message_id in self._pending:
+            return
+        if attempts > self._attempts.get(message_id, 0):
+            self._attempts[message_id] = attempts
+
     def charge(self, message_id: str) -> None:
         """One attempt is being spent (before the claim)."""
         self._attempts[message_id] = self._attempts.get(message_id, 0) + 1

@@ -4,8 +4,9 @@ A pass asks `/next` for the room's oldest message not yet processed for this
 agent, hands it out as work, and asks again once that unit is done, until
 `/next` is empty or reaches a message already queued from a push (the sync
 point: pushes take it from there, in order). A head that can never move on in
-this process — the agent's own, completed, out of attempts, or only waiting
-for its final mark — would come back from every `/next` and hide the messages
+this process — the agent's own, completed, out of attempts (in this process, or
+`failed` on the platform after as many attempts as the policy allows), or only
+waiting for its final mark — would come back from every `/next` and hide the messages
 behind it; the pass then walks the room's unprocessed list once, page by
 page, past it, instead of spinning.
 
@@ -23,7 +24,7 @@ from .. import errors
 from ..contract import Message
 from ..wire import ChatMessage
 from ._context import RoomContext
-from ._inbound import inbound
+from ._inbound import Inbound, inbound
 from ._ledger import Ledger, Standing
 from ._pages import Pages
 
@@ -81,7 +82,7 @@ class Pass:
             self.found_work = bool(self.found_work) or head is not None
             if head is None:
                 return None
-            message = inbound(self._room_id, self._ctx.agent_id, head).message
+            message = self._noted(inbound(self._room_id, self._ctx.agent_id, head))
             if message.id in self._queued:
                 return None  # the sync point
             if not self._stuck(message):
@@ -94,6 +95,7 @@ class Pass:
         while True:
             while self._page:
                 item = inbound(self._room_id, self._ctx.agent_id, self._page.popleft())
+                self._noted(item)
                 if item.message.id in self._queued:
                     return None
                 if not item.processed and not self._stuck(item.message):
@@ -108,6 +110,12 @@ class Pass:
                 return None
             self._page.extend(page.data)
             pages.advance(page.metadata)
+
+    def _noted(self, item: Inbound) -> Message:
+        """`item`'s message, once the ledger knows the attempts the platform counts."""
+        if item.failed_attempts:
+            self._ledger.spent_on_platform(item.message.id, item.failed_attempts)
+        return item.message
 
     def _stuck(self, message: Message) -> bool:
         standing = self._ledger.standing(message.id)

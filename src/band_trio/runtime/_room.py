@@ -174,6 +174,8 @@ class Room:
     def push(self, item: Inbound) -> None:
         """A `message_created` push. Ignored while stopped: `/next` replays it on play."""
         message = item.message
+        if item.failed_attempts:
+            self.ledger.spent_on_platform(message.id, item.failed_attempts)
         if self._stopped or item.processed or message.id in self._queued:
             return
         if self._is_own(message):
