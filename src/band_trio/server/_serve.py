@@ -65,8 +65,6 @@ class ServeSettings:
     backlog: int = 1024
     ws_max_message: int | None = None
     """Bytes of one websocket message hypercorn reads (None: its default)."""
-    keep_alive: float = 5.0
-    """An idle keep-alive connection is closed after this (hypercorn's default)."""
 
 
 @dataclass(slots=True)
@@ -194,7 +192,7 @@ async def serve(
     config.errorlog = settings.log
     config.graceful_timeout = settings.grace
     config.backlog = settings.backlog
-    config.keep_alive_timeout = settings.keep_alive
+    config.keep_alive_timeout = settings.policy.keep_alive
     if settings.ws_max_message is not None:
         config.websocket_max_message_size = settings.ws_max_message
     sockets = _sockets(config, host, port)
