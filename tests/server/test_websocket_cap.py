@@ -28,8 +28,10 @@ from typing import Any
 
 import pytest
 import trio
+from hypercorn.protocol import h2, h11
 
 from band_trio.server import ServeSettings, serve
+from band_trio.server._websocket import CappedWSStream
 
 DEADLINE = 10
 CAP = 1024 * 1024
@@ -208,6 +210,11 @@ def deflated(size: int, kind: str) -> bytes:
     parts = [compressor.compress(block) for _ in range(size // len(block))]
     parts.append(compressor.flush(zlib.Z_SYNC_FLUSH)[:-4])
     return b"".join(parts)
+
+
+async def test_http1_and_http2_upgrades_both_get_the_capped_stream() -> None:
+    async with serving():  # hypercorn builds a websocket's stream by these names
+        assert h11.WSStream is h2.WSStream is CappedWSStream
 
 
 async def test_permessage_deflate_is_not_negotiated() -> None:
