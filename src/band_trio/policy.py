@@ -370,8 +370,10 @@ class PlatformPolicy:
     """Bytes of an HTTP request body (REST and admin) the platform reads; a longer
     one is answered 413 with the error envelope, unread."""
     max_ws_message: int = 16 * 1024 * 1024
-    """Bytes of one websocket message either way (hypercorn's limit on what it reads;
-    what the platform pushes stays under it: a post is at most `max_request_body`)."""
+    """Bytes of one websocket message either way (the server seam's cap on what it reads,
+    counted as the message arrives, permessage-deflate never negotiated: one past it
+    is closed with 1009, the rest unread; what the platform pushes stays under it: a
+    post is at most `max_request_body`)."""
     log_entries: int = 20_000
     """The request log keeps this many entries, the newest (a ring)..."""
     log_text_limit: int = 1024

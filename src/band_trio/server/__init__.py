@@ -9,7 +9,8 @@ in one place:
   secret wherever another process can run work (`check_secret`);
 * a Host allow-list against DNS rebinding, same-origin only, JSON bodies only,
   no framing (`Guard`), before the app sees a request;
-* a body limit (`read_body`), every write bounded (`ServerPolicy`), and a
+* a body limit (`read_body`), a websocket message cap held as the message is
+  read (no permessage-deflate), every write bounded (`ServerPolicy`), and a
   graceful close with a deadline.
 
 See docs/discussion/security.md for the threat model.

@@ -29,6 +29,9 @@ all serve through here, so each of them gets, in one place:
   nor a timer: a client that held it open kept its fd as long as it liked
   (issue 38). The shield waits for nothing unbounded: the writes under it are
   bounded as above;
+* **websockets capped as they are read** (`CappedWSStream`): no
+  permessage-deflate, and a message counted before it is kept, so one past
+  `ws_max_message` is closed with 1009 before the server holds more than that;
 * **a graceful, bounded close** — no new connections; open requests get `grace`
   (hypercorn's `graceful_timeout`), then are cancelled. The server runs
   shielded, so a cancel from outside does not cut an answer off mid-frame: it
@@ -59,6 +62,7 @@ from ..errors import ConfigurationError
 from ..policy import ServerPolicy
 from ._abort import connection_socket
 from ._guard import Guard, allowed_hosts
+from ._websocket import install as cap_websockets
 
 __all__ = ["Listening", "ServeSettings", "serve"]
 
@@ -74,7 +78,8 @@ class ServeSettings:
     """Where hypercorn's own error lines go."""
     backlog: int = 1024
     ws_max_message: int | None = None
-    """Bytes of one websocket message hypercorn reads (None: its default)."""
+    """Bytes of one websocket message read (None: hypercorn's default, 16 MiB), counted
+    as they arrive; permessage-deflate is never negotiated (`_websocket`)."""
 
 
 @dataclass(slots=True)
@@ -218,6 +223,7 @@ async def serve(
     """Serve `app`, guarded, on `host:port` until `stop` is set or the caller cancels;
     `task_status.started(Listening)` once it listens. The close is graceful and
     bounded (the module docstring); both ways of asking for it are the same."""
+    cap_websockets()
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
