@@ -145,3 +145,38 @@ async def test_a_restart_never_runs_a_message_that_used_its_attempts(
     assert claims(platform, broken) == 1
     assert len(errors_posted(platform, room)) == 1
     assert platform.delivery(broken)[seeded(platform)[0]]["attempts"] == 1
+
+
+async def test_a_message_whose_push_was_lost_in_a_reconnect_runs_in_order_at_once(
+    platform: Platform,
+) -> None:
+    """Pushes queued on the old connection are no sync point for the catch-up after a
+    reconnect: a message posted while the agent was away (its push lost) runs right
+    after the ones before it, not a reconcile later (60 s by default)."""
+    agent_id, room, user = seeded(platform)
+    gate = trio.Event()
+
+    async def held(turn: Turn) -> None:
+        if turn.message.content == "first":
+            await gate.wait()
+        await turn.reply(f"echo: {turn.message.content}")
+
+    adapter = Recorder(held)
+    policy = FAST.replace(reconnect_base=0.01)
+    async with running_agent(platform, adapter, policy=policy) as running:
+        agent = running.agent
+        platform.post_message(room, user, "first")
+        with trio.fail_after(DEADLINE):
+            await adapter.wait_for(lambda: adapter.calls == ["first"])
+            platform.post_message(room, user, "queued")  # pushed: in the room's queue
+            await agent.wait_until(lambda: agent.rooms[room].queued == 1)
+            platform.faults.refuse_upgrades(3, 503)
+            assert platform.faults.drop_socket(agent_id)
+            await platform.wait_until(lambda: platform.faults.upgrades == 1)  # still away
+            offline = platform.stats["pushes_offline"]
+            away = platform.post_message(room, user, "while away")
+            assert platform.stats["pushes_offline"] == offline + 1  # its push is lost
+            await agent.wait_until(lambda: agent.rooms[room].joined)  # on the new socket
+            gate.set()
+            await platform.wait_until(lambda: status(platform, away) == "processed")
+        assert adapter.calls == ["first", "queued", "while away"]

@@ -52,9 +52,10 @@ class PlatformProcess:
         self.ready.unlink(missing_ok=True)  # a killed platform's file is stale
         argv = [sys.executable, "-m", "band_trio", "platform", "--db", str(self.db)]
         argv += ["--port", str(self.port), "--ready-file", str(self.ready)]
-        self.process = await trio.lowlevel.open_process(
-            [*argv, *(["--seed"] if seed else [])], stderr=subprocess.DEVNULL
-        )
+        with trio.CancelScope(shield=True):  # spawned and recorded, or neither
+            self.process = await trio.lowlevel.open_process(
+                [*argv, *(["--seed"] if seed else [])], stderr=subprocess.DEVNULL
+            )
         while not self.ready.exists():
             assert self.process.poll() is None, "the platform exited at start-up"
             await trio.sleep(POLL)
@@ -104,7 +105,8 @@ async def platform_process(tmp_path: Path) -> AsyncIterator[PlatformProcess]:
     finally:
         if platform.process is not None and platform.process.returncode is None:
             platform.process.send_signal(signal.SIGCONT)  # a frozen one cannot die of TERM
-            await platform.kill()
+            with trio.CancelScope(shield=True):  # reaped, even when the test was cut off
+                await platform.kill()
 
 
 @asynccontextmanager

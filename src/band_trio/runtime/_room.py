@@ -166,8 +166,17 @@ class Room:
         return self.turn
 
     def joined(self, socket: Socket) -> None:
-        """The link joined the room's topics on `socket`; catch up through `/next`."""
+        """The link joined the room's topics on `socket`; catch up through `/next`.
+
+        The pushes queued from an earlier connection are dropped for that catch-up, as
+        an overflow drops them: the pushes lost while no connection was up came after
+        them, so the first of them is no sync point (the pass would stop there, and
+        a message posted while the agent was away would wait for the reconcile). The
+        pass walks them all, in order, and stops at the first message pushed on
+        this connection."""
         self.socket = socket
+        self._inbox.clear()
+        self._queued.clear()
         self.request_resync()
         self._ctx.changes.notify()
 
