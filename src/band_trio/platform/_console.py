@@ -34,6 +34,7 @@ from ..server import BodyTooLarge, ClientGone, read_body
 from ._console_presses import PressBook
 from ._console_state import console_user, snapshot
 from ._console_stream import Feeds, serve_stream
+from ._handles import handle_key
 from ._http import HttpError, error_body
 from ._log import logger
 from ._platform import Platform
@@ -177,12 +178,13 @@ class Console:
         user = self.user_id
         if not p.store.is_participant(req.room_id, user):
             p.add_participant(req.room_id, user)
-        members = {}
+        members: dict[str, str] = {}
         for pid in p.store.participants(req.room_id):
             profile = p.store.profile(pid)
-            if profile is not None:
-                members[profile.handle.lower()] = pid
-        named = [members[h.lower()] for h in _MENTION.findall(content) if h.lower() in members]
+            if profile is not None:  # the key the store keeps handles unique by
+                members.setdefault(handle_key(profile.handle), pid)
+        mentioned = (handle_key(h) for h in _MENTION.findall(content))
+        named = [members[key] for key in mentioned if key in members]
         mentions = [pid for pid in dict.fromkeys(named) if pid != user]
         message_id = p.post_message(req.room_id, user, content, mentions or None)
         return {"id": message_id, "mentions": mentions}

@@ -354,10 +354,11 @@ class Platform:
             room = self.store.room(room_id)
             if agent_id in self.store.agents and user_id in self.store.users and room:
                 return self.store.agents[agent_id], self.store.users[user_id], room
-        user = self.store.create_user(name="Alice", handle="alice")
+        handles = self.store.handles  # a second seed (its room deleted) takes "alice-2"
+        user = self.store.create_user(name="Alice", handle=handles.free("alice"))
         agent = self.store.create_agent(
             name="Demo Agent",
-            handle="demo-agent",
+            handle=handles.free("demo-agent"),
             description="A demo agent on the band-trio embedded platform",
         )
         room = self.store.room(self.create_room("demo", [user.id, agent.id]).id or "")

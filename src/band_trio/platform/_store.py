@@ -25,6 +25,7 @@ from typing import Any
 
 import msgspec
 
+from ._handles import Handles
 from ._recent import Recent
 from ._records import SCHEMA, Agent, Delivery, Message, Room, User, agent_fields, now_iso
 from ._store_pages import MSG_COLUMNS, StorePages, message_of
@@ -51,10 +52,13 @@ class Store(StorePages):
         self.agents: dict[str, Agent] = {}
         self.agents_by_key: dict[str, Agent] = {}
         self.users: dict[str, User] = {}
+        self.handles = Handles()
+        """Who owns each handle, agents' and users' alike (`_handles`)."""
         for row in self._db.execute("SELECT * FROM agents"):
             self._cache_agent(Agent(*row))
         for row in self._db.execute("SELECT * FROM users"):
             self.users[row[0]] = User(*row)
+            self.handles.add(row[2], row[0])
         self._rooms: dict[str, Room] = {}
         self._members: dict[str, dict[str, None]] = {}
         """Each room's participants in `position` order (a dict as an ordered set)."""
@@ -88,6 +92,7 @@ class Store(StorePages):
     def _cache_agent(self, agent: Agent) -> None:
         self.agents[agent.id] = agent
         self.agents_by_key[agent.api_key] = agent
+        self.handles.add(agent.handle, agent.id)
 
     def create_agent(
         self,
@@ -109,7 +114,7 @@ class Store(StorePages):
             agent_id,
             key,
             name or f"Agent {short}",
-            handle or f"agent-{short}",
+            self.handles.check(handle) if handle else self.handles.free(f"agent-{short}"),
             description or "An agent on the band-trio embedded platform",
             str(uuid.uuid4()),
             now_iso(),
@@ -127,12 +132,14 @@ class Store(StorePages):
         if user_id in self.agents or user_id in self.users:
             raise ValueError(f"participant {user_id} already exists")
         short = user_id[:8]
-        user = User(user_id, name or f"User {short}", handle or f"user-{short}", now_iso())
+        handle = self.handles.check(handle) if handle else self.handles.free(f"user-{short}")
+        user = User(user_id, name or f"User {short}", handle, now_iso())
         self._db.execute(
             "INSERT INTO users VALUES (?, ?, ?, ?)",
             (user.id, user.name, user.handle, user.inserted_at),
         )
         self.users[user.id] = user
+        self.handles.add(user.handle, user.id)
         return user
 
     def profile(self, pid: str) -> Agent | User | None:
