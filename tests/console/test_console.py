@@ -301,6 +301,7 @@ async def test_a_press_that_has_no_effect_times_out_with_a_reason() -> None:
         ("control", {"mode": "pause", "agent_id": "AGENT"}, 422, "mode"),
         ("control", {"mode": "stop", "agent_id": "ghost"}, 404, "There is no agent ghost"),
         ("control", {"mode": "stop", "agent_id": "AGENT", "room_id": "nope"}, 404, "no room"),
+        ("control", {"mode": "stop", "agent_id": "AGENT", "reason": "r" * 1001}, 422, "1000"),
         ("nothing", {}, 404, "The console has no POST"),
     ],
 )

@@ -57,6 +57,8 @@ async def test_default_handles_never_collide(platform: Platform) -> None:
     platform.create_agent(handle="agent-x")
     taken = platform.create_agent(id="x")  # its default would be "agent-x"
     assert taken.handle != "agent-x"
+    odd = platform.create_agent(id="a b#c?d")  # a handle is one word, a default too
+    assert odd.handle == "agent-a-b-c-d"
 
 
 async def test_the_console_user_takes_a_free_handle(tmp_path: Path) -> None:
@@ -92,3 +94,60 @@ def test_handles_stay_unique_across_a_restart(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="is taken"):
         store.create_user(handle="Bot")
     store.close()
+
+
+LIMITS = [
+    ("/agents", "name", 100),
+    ("/agents", "handle", 64),
+    ("/agents", "description", 1000),
+    ("/agents", "api_key", 256),
+    ("/users", "name", 100),
+    ("/users", "handle", 64),
+    ("/rooms", "title", 200),
+]
+"""(route, field, characters): every text a profile or a room keeps, and the console
+streams to each page on every change (a 7 MB name once sent 306 MB down one stream)."""
+
+
+@pytest.mark.parametrize(("path", "field", "chars"), LIMITS)
+async def test_profile_texts_are_capped(
+    admin: httpx2.AsyncClient, path: str, field: str, chars: int
+) -> None:
+    at_cap = await admin.post(path, json={field: "h" * chars})
+    assert at_cap.status_code == 201, at_cap.text
+    over = await admin.post(path, json={field: "k" * (chars + 1)})
+    refused(over, f"{field} is at most {chars} characters")
+    huge = await admin.post(path, json={field: "m" * 7_000_000})
+    refused(huge, f"{field} is at most {chars} characters")
+
+
+async def test_a_control_reason_is_capped(platform: Platform, admin: httpx2.AsyncClient) -> None:
+    control = {"agent_id": platform.info.agent_id, "mode": "interrupt"}
+    assert (await admin.post("/control", json={**control, "reason": "r" * 1000})).status_code == 200
+    over = await admin.post("/control", json={**control, "reason": "r" * 1001})
+    refused(over, "reason is at most 1000 characters")
+
+
+@pytest.mark.parametrize("bad", ["two words", "@bot", "a/b", "\u200b", "x\u202ey", ""], ids=ascii)
+async def test_a_handle_is_one_word_the_console_can_mention(
+    platform: Platform, admin: httpx2.AsyncClient, bad: str
+) -> None:
+    """`@handle` in the console is letters, digits, `_`, `.` and `-`: any other
+    handle could never be mentioned there."""
+    if bad:
+        refused(await admin.post("/agents", json={"handle": bad}), "handle")
+    else:  # empty: the default, as when no handle is given
+        made = await admin.post("/agents", json={"handle": bad})
+        assert made.json()["handle"].startswith("agent-")
+    assert (await admin.post("/agents", json={"handle": "Zoë.b_2-x"})).status_code == 201
+
+
+def test_the_in_process_methods_apply_the_same_caps() -> None:
+    platform = Platform(Store(None))
+    with pytest.raises(ValueError, match="name is at most 100 characters"):
+        platform.create_agent(name="n" * 101)
+    with pytest.raises(ValueError, match="title is at most 200 characters"):
+        platform.create_room("t" * 201)
+    with pytest.raises(ValueError, match="handle is at most 64 characters"):
+        platform.create_user(handle="u" * 65)
+    assert not platform.store.agents and not platform.store.users and not platform.store.rooms(9)[0]

@@ -31,6 +31,7 @@ import msgspec
 import trio
 
 from ..server import BodyTooLarge, ClientGone, read_body
+from ._checks import REASON_CHARS, TITLE_CHARS
 from ._console_presses import PressBook
 from ._console_state import console_user, snapshot
 from ._console_stream import Feeds, serve_stream
@@ -50,7 +51,6 @@ _STATIC = {
     "console.css": ("console.css", b"text/css; charset=utf-8"),
     "favicon.svg": ("favicon.svg", b"image/svg+xml"),
 }
-_TITLE_CHARS = 200
 _MENTION = re.compile(r"(?<![\w@])@([\w.-]+)")
 _encode = msgspec.json.Encoder().encode
 
@@ -195,9 +195,9 @@ class Console:
             if agent_id not in p.store.agents:
                 raise HttpError(404, "not_found", f"There is no agent {agent_id}.")
         title = req.title.strip() or None
-        if title is not None and len(title) > _TITLE_CHARS:
+        if title is not None and len(title) > TITLE_CHARS:
             raise HttpError(
-                422, "validation_error", f"A room title is at most {_TITLE_CHARS} characters."
+                422, "validation_error", f"A room title is at most {TITLE_CHARS} characters."
             )
         room = p.create_room(title, [self.user_id, *req.agents])
         return {"id": room.id, "title": room.title}
@@ -216,6 +216,10 @@ class Console:
             raise HttpError(404, "not_found", f"There is no agent {req.agent_id}.")
         if req.room_id is not None:
             self._room(req.room_id)
+        if req.reason is not None and len(req.reason) > REASON_CHARS:
+            raise HttpError(
+                422, "validation_error", f"A reason is at most {REASON_CHARS} characters."
+            )
         working = any(
             on and agent == req.agent_id and req.room_id in (None, room)
             for (agent, room), on in p.working.items()

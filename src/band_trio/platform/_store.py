@@ -17,6 +17,7 @@ written through: the table is changed first, then the cache, by the same
 from __future__ import annotations
 
 import itertools
+import re
 import secrets
 import sqlite3
 import uuid
@@ -37,6 +38,15 @@ RECENT = 4096
 
 
 _json_encode = msgspec.json.Encoder().encode
+_NOT_IN_A_HANDLE = re.compile(r"[^\w.-]")
+
+
+def _word(text: str) -> str:
+    """`text` as part of a default handle or name: `-` for each character the console
+    could not mention (a handle is letters, digits, `_`, `.` and `-`)."""
+    return _NOT_IN_A_HANDLE.sub("-", text)
+
+
 _json_decode = msgspec.json.decode
 
 
@@ -109,7 +119,7 @@ class Store(StorePages):
         key = api_key or f"bt_{secrets.token_hex(16)}"
         if key in self.agents_by_key:
             raise ValueError("api_key already in use")
-        short = agent_id[:8]
+        short = _word(agent_id[:8])
         agent = Agent(
             agent_id,
             key,
@@ -131,7 +141,7 @@ class Store(StorePages):
         user_id = id or str(uuid.uuid4())
         if user_id in self.agents or user_id in self.users:
             raise ValueError(f"participant {user_id} already exists")
-        short = user_id[:8]
+        short = _word(user_id[:8])
         handle = self.handles.check(handle) if handle else self.handles.free(f"user-{short}")
         user = User(user_id, name or f"User {short}", handle, now_iso())
         self._db.execute(
