@@ -21,7 +21,8 @@ import re
 import secrets
 import sqlite3
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -87,6 +88,29 @@ class Store(StorePages):
 
     def close(self) -> None:
         self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """`BEGIN` ... `COMMIT`, rolled back on any error, and that error raised.
+
+        sqlite ends a transaction by itself on some errors (SQLITE_FULL "database or
+        disk is full", SQLITE_IOERR, SQLITE_NOMEM), so the rollback is tried only
+        when one is still open; a `ROLLBACK` without one fails with "cannot rollback
+        - no transaction is active", which was logged and raised over the disk's
+        error. A rollback that fails all the same is a note on the error, not a
+        replacement for it."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            yield
+            db.execute("COMMIT")
+        except BaseException as exc:
+            if db.in_transaction:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error as failed:
+                    exc.add_note(f"and the rollback failed: {failed}")
+            raise
 
     # -- meta -----------------------------------------------------------------
 
@@ -176,8 +200,7 @@ class Store(StorePages):
 
     def delete_room(self, room_id: str) -> None:
         db = self._db
-        db.execute("BEGIN")
-        try:
+        with self._transaction():
             db.execute(
                 "DELETE FROM deliveries WHERE seq IN (SELECT seq FROM messages WHERE room_id = ?)",
                 (room_id,),
@@ -185,10 +208,6 @@ class Store(StorePages):
             for table in ("messages", "events", "participants", "stopped"):
                 db.execute(f"DELETE FROM {table} WHERE room_id = ?", (room_id,))
             db.execute("DELETE FROM rooms WHERE id = ?", (room_id,))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         self._rooms.pop(room_id, None)
         self._members.pop(room_id, None)
         self._recent_messages.clear()
@@ -252,8 +271,7 @@ class Store(StorePages):
         db = self._db
         message_id = str(uuid.uuid4())
         inserted_at = now_iso()
-        db.execute("BEGIN")
-        try:
+        with self._transaction():
             cur = db.execute(
                 "INSERT INTO messages (id, room_id, content, sender_id, sender_type, sender_name, "
                 "message_type, mentions, inserted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -268,10 +286,6 @@ class Store(StorePages):
                 "INSERT INTO deliveries VALUES (?, ?, ?, 'delivered', 0, 0)",
                 [(seq, agent_id, room_id) for agent_id in recipients],
             )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         message = Message(
             seq, message_id, room_id, content, sender_id, sender_type, sender_name,
             message_type, mentions, inserted_at,
