@@ -55,10 +55,23 @@ def _open_store(db: str | os.PathLike[str] | None) -> Store:
         raise ConfigurationError(f"cannot use {path} as the platform's database: {exc}") from exc
 
 
-def _ready_folder(path: str | os.PathLike[str]) -> None:
-    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+def _check_ready_file(path: str | os.PathLike[str]) -> None:
+    """A `ConfigurationError` now, before anything listens, if `path` cannot be written
+    as `_write_ready_file` will write it: a temp file in its folder, renamed over it."""
+    target = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(folder):
         raise ConfigurationError(f"cannot write the ready file {path}: no folder {folder}")
+    if os.path.isdir(target):
+        raise ConfigurationError(f"cannot write the ready file {path}: it is a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".ready-", dir=folder)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot write the ready file {path}: {exc.strerror or exc}"
+        ) from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def _loopback(host: str) -> str:
@@ -176,17 +189,24 @@ async def open_platform(
 
 
 def _write_ready_file(path: str | os.PathLike[str], info: ReadyInfo) -> None:
-    """Write atomically (temp file + rename): a reader never sees half a file."""
+    """Write atomically (temp file + rename): a reader never sees half a file. What
+    `_check_ready_file` could not foresee (the disk filled since, the folder went) is
+    a `ConfigurationError` too: one line, not a traceback."""
     target = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=".ready-", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(msgspec.json.encode(info))
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        fd, tmp = tempfile.mkstemp(prefix=".ready-", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(msgspec.json.encode(info))
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot write the ready file {path}: {exc.strerror or exc}"
+        ) from None
 
 
 def _remove_ready_file(path: str | os.PathLike[str], info: ReadyInfo) -> None:
@@ -214,7 +234,7 @@ async def run_platform(
     the `Platform` through `task_status`."""
     host, port = _loopback(host), check_port(port)
     if ready_file is not None:
-        _ready_folder(ready_file)
+        _check_ready_file(ready_file)
     server = _Server(policy or PlatformPolicy())
     async with trio.open_nursery() as nursery:
         platform: Platform = await nursery.start(_serve, host, port, db, seed, server, console)
