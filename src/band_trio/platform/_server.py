@@ -90,7 +90,11 @@ class _Server:
     def __init__(self, policy: PlatformPolicy) -> None:
         self.policy = policy
         self.shutdown_requested = trio.Event()
-        self.scope = trio.CancelScope(shield=True)
+        self.scope = trio.CancelScope()
+        """Shielded once the platform has started (`_serve`): a cancel during the
+        start (a Ctrl-C in the first moments of `band-trio demo`) ends it, for
+        nothing has connected yet, and no `shutdown()` could reach a start that
+        `nursery.start` is still waiting for."""
 
     def shutdown(self) -> None:
         if not self.shutdown_requested.is_set():
@@ -149,6 +153,11 @@ async def _serve(
                 if pages is not None:
                     await nursery.start(pages.run)
                 task_status.started(platform)
+                # A start cancelled meanwhile ends here (trio's `started()` leaves the task
+                # where it was then, and nobody will ask it to shut down); from here on,
+                # a cancel asks for a shutdown.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                server.scope.shield = True
                 await server.shutdown_requested.wait()
                 platform.faults.clear()  # held requests proceed rather than hang
                 platform.hub.close_all(1001, "platform shutting down")
@@ -237,13 +246,14 @@ async def run_platform(
         _check_ready_file(ready_file)
     server = _Server(policy or PlatformPolicy())
     async with trio.open_nursery() as nursery:
-        platform: Platform = await nursery.start(_serve, host, port, db, seed, server, console)
+        started: Platform | None = None
         try:
+            started = await nursery.start(_serve, host, port, db, seed, server, console)
             if ready_file is not None:
-                _write_ready_file(ready_file, platform.info)
-            task_status.started(platform)
+                _write_ready_file(ready_file, started.info)
+            task_status.started(started)
             await trio.sleep_forever()
         finally:
             server.shutdown()
-            if ready_file is not None:
-                _remove_ready_file(ready_file, platform.info)
+            if ready_file is not None and started is not None:
+                _remove_ready_file(ready_file, started.info)
