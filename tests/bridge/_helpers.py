@@ -126,7 +126,8 @@ def second_agent(platform: Platform, room_title: str = "second") -> tuple[str, s
     """A second agent in a room of its own with the seeded user: (agent, key, room)."""
     info = platform.info
     assert info.user_id
-    agent = platform.create_agent(name="Second", handle="second", description="a second agent")
+    handle = platform.store.handles.free("second")  # a handle names one agent: second-2, ...
+    agent = platform.create_agent(name="Second", handle=handle, description="a second agent")
     room = platform.create_room(room_title, [info.user_id, agent.id])
     assert agent.api_key and room.id
     return agent.id, agent.api_key, room.id

@@ -172,7 +172,7 @@ def test_policy_values_come_from_the_file_and_are_checked() -> None:
     config = parse_config(_one(policy={"max_forwards": 4, "shutdown_grace": 2.5}), env={})
     assert config.policy.max_forwards == 4 and config.policy.shutdown_grace == 2.5
     assert config.policy.forward_connect == 5.0  # the default for the rest
-    with pytest.raises(ConfigurationError, match=r"\$\.bridge\.policy: max_forwards must be"):
+    with pytest.raises(ConfigurationError, match=r"\$\.bridge\.policy\.max_forwards: must be"):
         parse_config(_one(policy={"max_forwards": 0}), env={})
     with pytest.raises(ConfigurationError, match="unknown field `speed`"):
         parse_config(_one(policy={"speed": 1}), env={})
@@ -224,9 +224,9 @@ def test_the_retry_policy_comes_from_the_file_and_is_checked() -> None:
     assert (config.policy.retry_first, config.policy.retry_max) == (0.5, 4)
     assert config.policy.forward_attempts == 2
     for bad, says in [
-        ({"retry_first": 0}, "retry_first must be > 0"),
+        ({"retry_first": 0}, "retry_first: must be seconds over 0 and at most 3600, not 0"),
         ({"retry_first": 2, "retry_max": 1}, "retry_max must be at least retry_first"),
-        ({"forward_attempts": 0}, "forward_attempts must be at least 1"),
+        ({"forward_attempts": 0}, "forward_attempts: must be a whole number from 1 to 1,000"),
     ]:
         with pytest.raises(ConfigurationError, match=says):
             parse_config(_one(policy=bad), env={})
@@ -323,8 +323,42 @@ def test_every_number_of_bridge_policy_can_be_set_from_the_file() -> None:
     for name in HOST_ONLY:
         with pytest.raises(ConfigurationError, match=rf"policy\.{name}: a setting of the host"):
             parse_config(_one(policy={name: 5}), env={})
-    with pytest.raises(ConfigurationError, match="target_connections must be at least 1"):
+    with pytest.raises(ConfigurationError, match="target_connections: must be a whole number"):
         parse_config(_one(policy={"target_connections": 0}), env={})
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("shutdown_grace", float("inf")),
+        ("forward_deadline", float("inf")),
+        ("health_grace", float("nan")),
+        ("retry_max", 1e23),
+        ("room_queue", 2**63 - 1),
+        ("target_max_body", 2**63 - 1),
+        ("forwarded_memory", 2**63 - 1),
+    ],
+)
+def test_a_number_that_would_turn_a_bound_off_is_refused(name: str, value: float) -> None:
+    """`shutdown_grace = inf` or a 2**63 - 1 queue turned the deadline or the cap off
+    (issue 38, item 7g): each number has a finite range, named in the error."""
+    with pytest.raises(ConfigurationError, match=rf"policy\.{name}: must be .*, not "):
+        parse_config(_one(policy={name: value}), env={})
+
+
+def test_every_number_has_a_range_whose_ends_are_taken() -> None:
+    from band_trio.bridge._config import HOST_ONLY, POLICY_RANGES, _Policy
+
+    assert set(POLICY_RANGES) == set(_Policy.__struct_fields__)
+    for name, allowed in POLICY_RANGES.items():
+        if name in HOST_ONLY:
+            continue
+        top = int(allowed.high) if allowed.whole else allowed.high
+        within = {"retry_first": {"retry_max": top}}.get(name, {})  # retry_max >= retry_first
+        parse_config(_one(policy={name: top, **within}), env={})
+        past = top + 1 if allowed.whole else top * 1.01
+        with pytest.raises(ConfigurationError, match=rf"policy\.{name}: must be"):
+            parse_config(_one(policy={name: past}), env={})
 
 
 def _headers(headers: dict[str, str]) -> dict[str, object]:

@@ -61,6 +61,8 @@ def one_line(done: subprocess.CompletedProcess[bytes]) -> str:
         ([*AGENT, "--ws-url", "ws://127.0.0.1:9/", "--adapter", "os:getcwd"], "not an Adapter"),
         ([*AGENT, "--ws-url", "ws://127.0.0.1:9/", "--adapter", "no.such:x"], "cannot load"),
         (["agent", "--ready-file", "/nonexistent/ready.json"], "cannot read /nonexistent"),
+        (["agent", "--ready-file", "/dev/zero"], "cannot read /dev/zero: not a file"),
+        (["ctl", "stop", "--ready-file", "/dev/zero"], "cannot read /dev/zero: not a file"),
         (HOST, "the host's token is missing: give --token-file FILE or BAND_HOST_TOKEN"),
         ([*HOST, "--token-file", "/nonexistent/t"], "cannot read the token file /nonexistent/t"),
         ([*HOST, "--token-file", str(SHORT)], "must be at least 16 printable characters"),
@@ -80,6 +82,26 @@ async def test_a_configuration_error_is_one_line_and_exit_2(args: list[str], say
     done = await run(*args)
     assert done.returncode == EXIT_CONFIG, done.stderr
     assert says in one_line(done)
+
+
+@pytest.mark.parametrize("where", ["proc", "folder", "file in a file"])
+async def test_a_ready_file_that_cannot_be_written_is_one_line_before_the_start(
+    tmp_path: Path, where: str
+) -> None:
+    """An unwritable `--ready-file` (a folder no file can be made in — /proc refuses
+    even root —, a folder in the file's place, a file in the place of its folder) is
+    found before the platform listens: nothing on stdout, one line, exit 2."""
+    (tmp_path / "a-file").write_text("")
+    target = {
+        "proc": "/proc/band-trio-ready.json",
+        "folder": str(tmp_path),
+        "file in a file": str(tmp_path / "a-file" / "ready.json"),
+    }[where]
+    done = await run("platform", "--ready-file", target)
+    assert done.returncode == EXIT_CONFIG, done.stderr
+    assert f"cannot write the ready file {target}" in one_line(done)
+    assert done.stdout == b""  # checked before the platform started
+    assert sorted(os.listdir(tmp_path)) == ["a-file"]  # no temp file left
 
 
 async def test_a_database_that_is_not_sqlite_is_one_line(tmp_path: Path) -> None:

@@ -176,11 +176,25 @@ async def test_a_duplicate_room_id_is_a_422(platform: Platform) -> None:
         assert platform.stats["errors"] == 0
 
 
-@pytest.mark.parametrize("bad", ["a/b", "", " ", "x" * 129, "tab\there", "nul\x00"], ids=repr)
+INVISIBLE = ["\u200b", "\u202e", "\u2066", "\u200b\u200c\u2060", "\ufeff \u00ad", "\u2028"]
+"""Ids made only of zero-width, format or bidi characters: nothing to tell apart."""
+BIDI = ["room\u202egnp.exe", "a\u2066b\u2069", "\u200fx", "x\u061c"]
+"""Ids with a bidi control: shown reordered in a log or a console, unlike what was sent."""
+
+
+@pytest.mark.parametrize(
+    "bad", ["a/b", "", " ", "x" * 129, "tab\there", "nul\x00", *INVISIBLE, *BIDI], ids=ascii
+)
 async def test_ids_no_route_could_address_are_refused(platform: Platform, bad: str) -> None:
     async with httpx2.AsyncClient(base_url=platform.info.admin_url) as admin:
         for path in ("/rooms", "/agents", "/users"):
             assert_envelope(await admin.post(path, json={"id": bad}), 422)
+
+
+@pytest.mark.parametrize("good", ["r?1#%", "über raum", "👩\u200d💻", "a\u00adb"], ids=ascii)
+async def test_ids_a_person_can_read_are_taken(platform: Platform, good: str) -> None:
+    async with httpx2.AsyncClient(base_url=platform.info.admin_url) as admin:
+        assert (await admin.post("/rooms", json={"id": good})).status_code == 201
 
 
 async def test_the_request_log_is_a_bounded_ring_with_short_bodies(small: Platform) -> None:

@@ -76,6 +76,7 @@ from ..contract import (
     request_body,
     upstream_client,
 )
+from ..contract._env import read_number, seconds
 from ..errors import ConfigurationError, PeerProtocolError
 from ..policy import UpstreamPolicy
 from ._a2a_lookup import BROKEN_START, Ask, recover
@@ -399,12 +400,7 @@ def a2a() -> A2AAdapter:
     if protocol not in _PROTOCOLS:
         raise ConfigurationError(f"BAND_A2A_PROTOCOL must be 1.0, 0.3 or auto, not {protocol!r}")
     poll = env.get("BAND_A2A_POLL_INTERVAL") or "0.2"
-    try:
-        interval = float(poll)
-    except ValueError:
-        interval = -1.0
-    if not 0 < interval <= 60:
-        raise ConfigurationError(f"BAND_A2A_POLL_INTERVAL must be seconds in (0, 60], not {poll!r}")
+    interval = read_number("BAND_A2A_POLL_INTERVAL", poll, seconds(60, above=True))
     try:
         return A2AAdapter(
             url,

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..contract._env import count, read_number
 from ..errors import ConfigurationError
 
 __all__ = ["PERMISSION_KINDS", "CopilotConfig"]
@@ -159,11 +160,9 @@ class CopilotConfig:
                 f"BAND_COPILOT_{missing[0]} is required (the Copilot adapter runs only with a "
                 "provider of your own: BAND_COPILOT_BASE_URL and BAND_COPILOT_MODEL)"
             )
-        retries = get("MAX_RETRIES") or "2"
-        if not retries.isdigit():
-            raise ConfigurationError(
-                f"BAND_COPILOT_MAX_RETRIES must be a whole number, not {retries!r}"
-            )
+        retries = read_number(
+            "BAND_COPILOT_MAX_RETRIES", get("MAX_RETRIES") or "2", count(100, low=0)
+        )
         try:
             return cls(
                 cli=cli,

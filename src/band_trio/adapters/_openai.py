@@ -69,6 +69,7 @@ from ..contract import (
     stream_request,
     upstream_client,
 )
+from ..contract._env import count, read_number
 from ..errors import ConfigurationError
 from ..policy import UpstreamPolicy
 from ._openai_stream import Draft, Msg, OpenAIChatError, decode, read_stream
@@ -78,6 +79,8 @@ __all__ = ["OpenAIChatAdapter", "OpenAIChatError", "Tool", "openai_chat"]
 
 ToolFn = Callable[[dict[str, Any], Turn], Awaitable[str]]
 
+MAX_HISTORY = count(10_000, low=2)
+"""What `BAND_OPENAI_MAX_HISTORY` may be: messages kept per room, each sent again."""
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _UNEXPLAINED = "not run: the turn was cut off before this tool call finished"
 
@@ -350,11 +353,9 @@ def openai_chat() -> OpenAIChatAdapter:
     base_url = env.get("BAND_OPENAI_BASE_URL")
     if not base_url:
         raise ConfigurationError("BAND_OPENAI_BASE_URL is not set (e.g. http://127.0.0.1:8765/v1)")
-    history = env.get("BAND_OPENAI_MAX_HISTORY") or "50"
-    if not history.isdigit() or int(history) < 2:
-        raise ConfigurationError(
-            f"BAND_OPENAI_MAX_HISTORY must be a whole number ≥ 2, not {history!r}"
-        )
+    history = read_number(
+        "BAND_OPENAI_MAX_HISTORY", env.get("BAND_OPENAI_MAX_HISTORY") or "50", MAX_HISTORY
+    )
     try:
         return OpenAIChatAdapter(
             base_url,

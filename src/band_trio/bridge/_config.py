@@ -34,12 +34,15 @@ from typing import Any, Literal
 
 import msgspec
 
+from ..contract._env import DAY, GIB, HOUR, Range, count, seconds
 from ..errors import ConfigurationError
 from ..link import check_rest_url, check_ws_url
+from ..policy import COLLECTOR_THRESHOLD_MAX
 from ..server import check_bind, parse_listen
 from ._policy import BridgePolicy
 
 __all__ = [
+    "POLICY_RANGES",
     "A2ATargetConfig",
     "BridgeConfig",
     "CommandTargetConfig",
@@ -238,6 +241,30 @@ def parse_config(
     )
 
 
+POLICY_RANGES: Mapping[str, Range] = {
+    "max_forwards": count(10_000),
+    "max_connects": count(10_000),
+    "forward_connect": seconds(HOUR, above=True),
+    "forward_deadline": seconds(DAY, above=True),
+    "target_connections": count(10_000),
+    "forwarded_memory": count(10_000_000),
+    "room_queue": count(1_000_000, low=2),
+    "shutdown_grace": seconds(HOUR, above=True),
+    "health_grace": seconds(HOUR, above=True),
+    "host_max_body": count(GIB),
+    "target_max_body": count(GIB),
+    "host_rooms": count(1_000_000),
+    "host_lookup_pages": count(1000),
+    "retry_first": seconds(HOUR, above=True),
+    "retry_max": seconds(DAY, above=True),
+    "forward_attempts": count(1000),
+    "collector_threshold": count(COLLECTOR_THRESHOLD_MAX),
+}
+"""What each `[bridge.policy]` number may be (docs/how-to/bridge.md): finite and
+bounded, so a file cannot turn a deadline or a cap off (`shutdown_grace = inf`,
+`room_queue = 9223372036854775807`). Leaving `forward_deadline` out keeps the
+default, no deadline: a stop, not a clock, ends a turn."""
+
 HOST_ONLY = ("host_max_body", "host_rooms", "host_lookup_pages")
 """`BridgePolicy` fields only `band-trio host` reads (`HostApp(bridge_policy=...)`):
 refused in a bridge's file, where they would change nothing."""
@@ -250,6 +277,11 @@ def _policy(raw: _Policy, source: str) -> BridgePolicy:
             raise ConfigurationError(
                 f"{source}: $.bridge.policy.{name}: a setting of the host (band-trio host), "
                 "not of the bridge"
+            )
+    for name, value in given.items():
+        if value is not None and value not in POLICY_RANGES[name]:
+            raise ConfigurationError(
+                f"{source}: $.bridge.policy.{name}: must be {POLICY_RANGES[name]}, not {value!r}"
             )
     try:
         return BridgePolicy(**{k: v for k, v in given.items() if v is not None})

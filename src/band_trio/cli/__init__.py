@@ -4,20 +4,21 @@
 This is the one boundary where an error becomes an exit status (`_exits`): a
 `ConfigurationError` is one line and 2, a refused key 3, a platform that cannot
 be reached or answers wrongly one line and 1, a reader of stdout gone (`| head`)
-nothing and 141. Anything else is a bug, and Python's traceback says where.
+nothing and 141, a Ctrl-C before the command serves SIGINT itself one line and
+130. Anything else is a bug, and Python's traceback says where.
+
+The package itself imports next to nothing: the console script runs `from
+band_trio.cli import main` outside any handler, so a Ctrl-C during an import
+there is Python's own traceback. The parser and the commands (trio, httpx2, the
+runtime: ~0.3 s) are loaded inside `main`, where the interrupt is caught.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import select
 import sys
-from collections.abc import Sequence
 
-from .. import __version__, errors, observe
-from . import _agent, _bench, _bridge, _conformance, _ctl, _demo, _host, _platform, _runs_api
 from ._exits import EXIT_CONFIG as EXIT_CONFIG
 from ._exits import EXIT_CRASH as EXIT_CRASH
 from ._exits import EXIT_DISCONNECTED as EXIT_DISCONNECTED
@@ -25,7 +26,12 @@ from ._exits import EXIT_FAILED as EXIT_FAILED
 from ._exits import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from ._exits import EXIT_OK as EXIT_OK
 from ._exits import EXIT_PIPE as EXIT_PIPE
-from ._exits import EXIT_STATUSES, single
+from ._exits import single
+
+TYPE_CHECKING = False  # not `typing`'s: see the docstring (and band_trio's)
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
 __all__ = [
     "EXIT_CONFIG",
@@ -38,66 +44,12 @@ __all__ = [
     "main",
 ]
 
-_DESCRIPTION = """\
-band-trio: a trio agent runtime for the Band platform, where stopping work is
-structural. The embedded platform, agents, the conformance kit, the benchmark,
-the runs API, the bridge and its host; `band-trio COMMAND --help` for each."""
-
-
-def _log_level(value: str) -> str:
-    level = value.upper()
-    if level not in logging.getLevelNamesMapping():
-        names = ", ".join(n for n in logging.getLevelNamesMapping() if n != "NOTSET")
-        raise argparse.ArgumentTypeError(f"unknown level {value!r} (one of {names})")
-    return level
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's wrapping, except for the exit-status table, which is laid out already."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if text == EXIT_STATUSES:
-            return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
-
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="band-trio",
-        description=_DESCRIPTION,
-        epilog=EXIT_STATUSES,
-        formatter_class=_Formatter,
-    )
-    parser.add_argument("--version", action="version", version=f"band-trio {__version__}")
-    parser.add_argument(
-        "--log-level", default="WARNING", type=_log_level, help="logging level (default: WARNING)"
-    )
-    parser.add_argument(
-        "--log-format",
-        default="text",
-        choices=["text", "json"],
-        help="text (the default) or json: one object a line with time, level, logger, "
-        "message, and the room, message id and correlation id where known",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _platform.add_parser(commands)
-    _agent.add_parser(commands)
-    _demo.add_parser(commands)
-    _ctl.add_parser(commands)
-    _conformance.add_parser(commands)
-    _bench.add_parser(commands)
-    _runs_api.add_parser(commands)
-    _bridge.add_parser(commands)
-    _host.add_parser(commands)
-    helps = {action.dest: action.help for action in commands._choices_actions}
-    for name, command in commands.choices.items():  # each command's --help: what, and exits
-        summary = helps.get(name)
-        if command.description is None and summary:
-            command.description = f"{summary[:1].upper()}{summary[1:]}."
-        if command.epilog is None:
-            command.epilog = EXIT_STATUSES
-            command.formatter_class = _Formatter
-    return parser
+    """The `band-trio` parser, every command's flags (`_parser`: loaded on first use)."""
+    from ._parser import build_parser as build
+
+    return build()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -109,7 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     a nursery). The last of the output is flushed here, while the error can still
     be caught, and stdout is pointed at /dev/null so the interpreter's own flush
     at exit finds nothing to complain about. Only a broken *stdout* is quiet: a
-    `BrokenPipeError` from anything else is a bug and keeps its traceback."""
+    `BrokenPipeError` from anything else is a bug and keeps its traceback.
+
+    A Ctrl-C anywhere before the command serves SIGINT itself (while the commands
+    load, while parsing, in `trio.run` before its signal receiver) is one line and
+    `EXIT_INTERRUPTED`, never a `KeyboardInterrupt` traceback."""
     try:
         try:
             code = _main(argv)
@@ -120,10 +76,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         sys.stdout.flush()
     except BaseException as exc:
-        if not (isinstance(single(exc), BrokenPipeError) and _stdout_gone()):
+        error = single(exc)
+        if isinstance(error, KeyboardInterrupt):
+            return _interrupted()
+        if not (isinstance(error, BrokenPipeError) and _stdout_gone()):
             raise
         return EXIT_PIPE
     return code
+
+
+def _interrupted() -> int:
+    print("band-trio: interrupted", file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
 
 
 def _stdout_gone() -> bool:
@@ -144,6 +108,8 @@ def _stdout_gone() -> bool:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    from .. import errors, observe  # here, with the parser: see the module's docstring
+
     parser = build_parser()
     args = parser.parse_args(argv)
     observe.configure_logging(args.log_level, args.log_format)
@@ -162,8 +128,7 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"band-trio {args.command}: {error}", file=sys.stderr)
             return EXIT_FAILED
         if isinstance(error, KeyboardInterrupt):  # Ctrl-C where no command serves SIGINT
-            print("band-trio: interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return _interrupted()
         raise
     return code
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -22,6 +21,7 @@ import trio
 from .. import errors
 from ..adapters import DemoAdapter
 from ..contract import Adapter, upstream_from_env
+from ..contract._env import HOUR, read_number, seconds
 from ..policy import Policy, UpstreamPolicy, WhileBusy
 from ..runtime import Agent
 from ._collector import freeze_for_exit
@@ -208,19 +208,16 @@ def upstream_policy() -> UpstreamPolicy:
     return upstream_from_env(os.environ, "BAND_UPSTREAM_") or UpstreamPolicy()
 
 
+SHUTDOWN_GRACE = seconds(HOUR)
+"""What `--shutdown-grace` (`BAND_SHUTDOWN_GRACE`) may be: a stop that waits longer
+for its turns is no stop."""
+
+
 def _shutdown_grace(flag: str | None) -> float:
     value = flag or os.environ.get("BAND_SHUTDOWN_GRACE")
     if value is None:
         return Policy().shutdown_grace
-    try:
-        grace = float(value)
-    except ValueError:
-        grace = math.nan
-    if not 0 <= grace < math.inf:
-        raise errors.ConfigurationError(
-            f"--shutdown-grace (BAND_SHUTDOWN_GRACE) must be seconds >= 0, got {value!r}"
-        )
-    return grace
+    return read_number("--shutdown-grace (BAND_SHUTDOWN_GRACE)", value, SHUTDOWN_GRACE)
 
 
 def _while_busy(flag: str | None) -> WhileBusy:

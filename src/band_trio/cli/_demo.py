@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import math
 import signal
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 import trio
+
+from ._exits import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
     from ..platform import Platform
@@ -36,8 +39,34 @@ def add_parser(commands: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    trio.run(run_demo, args.console)
+    if trio.run(_until_signalled, args.console):
+        print("band-trio: interrupted", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     return 0
+
+
+async def _until_signalled(console: bool) -> bool:
+    """Run the demo; a SIGINT/SIGTERM cancels it (the agent and the platform close
+    as at its end) and returns True. Without the receiver, trio raised the
+    `KeyboardInterrupt` in whichever task was running: a server's task mid-handshake
+    among them, whose own cleanup then failed over it (a traceback and exit 1, not
+    130). `--console`'s wait for Ctrl-C has a receiver of its own, which takes the
+    signal while it is open (exit 0)."""
+    interrupted = False
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                nonlocal interrupted
+                async for _ in signals:
+                    interrupted = True
+                    nursery.cancel_scope.cancel(reason="band-trio demo: a signal")
+                    return
+
+            nursery.start_soon(watch)
+            await run_demo(console)
+            nursery.cancel_scope.cancel(reason="band-trio demo: done")
+    return interrupted
 
 
 def _ms(seconds: float) -> str:

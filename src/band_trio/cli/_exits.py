@@ -7,9 +7,10 @@ holds the same table (a test compares them).
 from __future__ import annotations
 
 import os
-from typing import NoReturn
 
-from ..contract._groups import kill_live_groups
+TYPE_CHECKING = False  # not `typing`'s: `band_trio.cli` imports this before `main` runs
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 __all__ = [
     "EXIT_CONFIG",
@@ -39,8 +40,10 @@ EXIT_PIPE = 141
 """The reader of stdout went away (`band-trio demo | head -3`): nothing on stderr,
 the status a shell reports for a tool killed by SIGPIPE (128 + 13)."""
 EXIT_INTERRUPTED = 130
-"""Interrupted: `band-trio bench` by SIGINT/SIGTERM (its table is incomplete), or a
-command that does not serve SIGINT itself (`conformance`) by Ctrl-C: one line."""
+"""Interrupted: `band-trio bench` by SIGINT/SIGTERM (its table is incomplete), a
+command that does not serve SIGINT itself (`conformance`) or the scripted part of
+`demo` by Ctrl-C, or any command by a Ctrl-C before it serves SIGINT (while it
+loads): one line."""
 
 EXIT_STATUSES = """\
 exit statuses (every command):
@@ -52,7 +55,8 @@ exit statuses (every command):
        port that cannot be used, an unknown agent or room; one line on stderr
   3    the platform ended the agent's session for good (refused key,
        terminal disconnect); the reason on stderr
-  130  interrupted: bench by SIGINT/SIGTERM, conformance by Ctrl-C (one line)
+  130  interrupted: bench by SIGINT/SIGTERM, conformance and the scripted demo
+       by Ctrl-C, any command by one before it serves SIGINT (one line)
   141  stdout's reader went away (| head): quiet, as a tool killed by SIGPIPE
 """
 
@@ -68,6 +72,10 @@ def single(exc: BaseException) -> BaseException:
 def exit_at_once(code: int) -> NoReturn:
     """Exit now, without unwinding: the commands' backstop after a second signal, when
     some work ignores its cancel. The process groups band-trio leads are SIGKILLed
-    first — a command in a session of its own would outlive us (`contract._groups`)."""
+    first — a command in a session of its own would outlive us (`contract._groups`).
+    Imported here, not with the module: `band_trio.cli` loads this before `main`
+    can catch a Ctrl-C, and the contract loads trio."""
+    from ..contract._groups import kill_live_groups
+
     kill_live_groups()
     os._exit(code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import msgspec
@@ -10,7 +11,10 @@ import msgspec
 from .. import errors
 from ..wire.admin import ReadyInfo
 
-__all__ = ["read_ready_file", "unreachable_hint"]
+__all__ = ["READY_FILE_BYTES", "read_ready_file", "unreachable_hint"]
+
+READY_FILE_BYTES = 64 * 1024
+"""A ready file is a few hundred bytes; past this it is something else."""
 
 
 def read_ready_file(path: Path) -> ReadyInfo:
@@ -19,7 +23,7 @@ def read_ready_file(path: Path) -> ReadyInfo:
     (its `pid` is gone: the platform removes its file when it exits, so a file left
     behind is from one that was killed)."""
     try:
-        ready = msgspec.json.decode(path.read_bytes(), type=ReadyInfo)
+        ready = msgspec.json.decode(_read(path), type=ReadyInfo)
     except OSError as exc:
         raise errors.ConfigurationError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except (msgspec.DecodeError, RecursionError) as exc:
@@ -30,6 +34,22 @@ def read_ready_file(path: Path) -> ReadyInfo:
             "start it again, or give the URLs yourself"
         )
     return ready
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes, if it is a regular file of at most `READY_FILE_BYTES`: a FIFO
+    would hold the command before it started (opened without blocking, it is refused
+    here), and `/dev/zero` would be read until memory ran out."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise errors.ConfigurationError(f"cannot read {path}: not a file")
+        data = file.read(READY_FILE_BYTES + 1)
+    if len(data) > READY_FILE_BYTES:
+        raise errors.ConfigurationError(
+            f"{path} is not a ready file: over {READY_FILE_BYTES} bytes"
+        )
+    return data
 
 
 def _running(pid: int) -> bool:

@@ -31,9 +31,11 @@ import msgspec
 import trio
 
 from ..server import BodyTooLarge, ClientGone, read_body
+from ._checks import REASON_CHARS, TITLE_CHARS
 from ._console_presses import PressBook
 from ._console_state import console_user, snapshot
 from ._console_stream import Feeds, serve_stream
+from ._handles import handle_key
 from ._http import HttpError, error_body
 from ._log import logger
 from ._platform import Platform
@@ -49,7 +51,6 @@ _STATIC = {
     "console.css": ("console.css", b"text/css; charset=utf-8"),
     "favicon.svg": ("favicon.svg", b"image/svg+xml"),
 }
-_TITLE_CHARS = 200
 _MENTION = re.compile(r"(?<![\w@])@([\w.-]+)")
 _encode = msgspec.json.Encoder().encode
 
@@ -177,12 +178,13 @@ class Console:
         user = self.user_id
         if not p.store.is_participant(req.room_id, user):
             p.add_participant(req.room_id, user)
-        members = {}
+        members: dict[str, str] = {}
         for pid in p.store.participants(req.room_id):
             profile = p.store.profile(pid)
-            if profile is not None:
-                members[profile.handle.lower()] = pid
-        named = [members[h.lower()] for h in _MENTION.findall(content) if h.lower() in members]
+            if profile is not None:  # the key the store keeps handles unique by
+                members.setdefault(handle_key(profile.handle), pid)
+        mentioned = (handle_key(h) for h in _MENTION.findall(content))
+        named = [members[key] for key in mentioned if key in members]
         mentions = [pid for pid in dict.fromkeys(named) if pid != user]
         message_id = p.post_message(req.room_id, user, content, mentions or None)
         return {"id": message_id, "mentions": mentions}
@@ -193,9 +195,9 @@ class Console:
             if agent_id not in p.store.agents:
                 raise HttpError(404, "not_found", f"There is no agent {agent_id}.")
         title = req.title.strip() or None
-        if title is not None and len(title) > _TITLE_CHARS:
+        if title is not None and len(title) > TITLE_CHARS:
             raise HttpError(
-                422, "validation_error", f"A room title is at most {_TITLE_CHARS} characters."
+                422, "validation_error", f"A room title is at most {TITLE_CHARS} characters."
             )
         room = p.create_room(title, [self.user_id, *req.agents])
         return {"id": room.id, "title": room.title}
@@ -214,6 +216,10 @@ class Console:
             raise HttpError(404, "not_found", f"There is no agent {req.agent_id}.")
         if req.room_id is not None:
             self._room(req.room_id)
+        if req.reason is not None and len(req.reason) > REASON_CHARS:
+            raise HttpError(
+                422, "validation_error", f"A reason is at most {REASON_CHARS} characters."
+            )
         working = any(
             on and agent == req.agent_id and req.room_id in (None, room)
             for (agent, room), on in p.working.items()

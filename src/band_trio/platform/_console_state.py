@@ -27,7 +27,7 @@ def console_user(p: Platform) -> str:
     made = p.store.get_meta("console_user")
     if made is not None and made in p.store.users:
         return made
-    user = p.create_user(name="Console user", handle="you")
+    user = p.create_user(name="Console user", handle=p.store.handles.free("you"))
     p.store.set_meta("console_user", user.id or "")
     return user.id or ""
 

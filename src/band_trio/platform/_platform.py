@@ -33,6 +33,15 @@ from ..wire.admin import (
     AdminUser,
     ReadyInfo,
 )
+from ._checks import (
+    DESCRIPTION_CHARS,
+    KEY_CHARS,
+    NAME_CHARS,
+    REASON_CHARS,
+    TITLE_CHARS,
+    check_handle,
+    check_text,
+)
 from ._faults import Faults
 from ._hub import Hub
 from ._ids import check_id
@@ -166,6 +175,10 @@ class Platform:
     ) -> AdminAgent:
         if id is not None:
             check_id("agent", id)
+        check_text("name", name, NAME_CHARS)
+        check_handle(handle)
+        check_text("description", description, DESCRIPTION_CHARS)
+        check_text("api_key", api_key, KEY_CHARS)
         agent = self.store.create_agent(
             id=id, name=name, handle=handle, description=description, api_key=api_key
         )
@@ -183,6 +196,8 @@ class Platform:
     ) -> AdminUser:
         if id is not None:
             check_id("user", id)
+        check_text("name", name, NAME_CHARS)
+        check_handle(handle)
         user = self.store.create_user(id=id, name=name, handle=handle)
         self.changes.notify()
         return AdminUser(id=user.id, name=user.name, handle=user.handle)
@@ -192,6 +207,7 @@ class Platform:
     ) -> AdminRoom:
         if id is not None:
             check_id("room", id)
+        check_text("title", title, TITLE_CHARS)
         pids = list(dict.fromkeys(participants))
         for pid in pids:
             self._profile(pid)
@@ -320,6 +336,7 @@ class Platform:
             raise LookupError(f"no agent {agent_id}")
         if mode not in ("interrupt", "stop", "play"):
             raise ValueError(f"unknown control mode {mode!r}")
+        check_text("reason", reason, REASON_CHARS)
         if room_id is not None:
             self._room(room_id)
         if mode == "stop":
@@ -354,10 +371,11 @@ class Platform:
             room = self.store.room(room_id)
             if agent_id in self.store.agents and user_id in self.store.users and room:
                 return self.store.agents[agent_id], self.store.users[user_id], room
-        user = self.store.create_user(name="Alice", handle="alice")
+        handles = self.store.handles  # a second seed (its room deleted) takes "alice-2"
+        user = self.store.create_user(name="Alice", handle=handles.free("alice"))
         agent = self.store.create_agent(
             name="Demo Agent",
-            handle="demo-agent",
+            handle=handles.free("demo-agent"),
             description="A demo agent on the band-trio embedded platform",
         )
         room = self.store.room(self.create_room("demo", [user.id, agent.id]).id or "")

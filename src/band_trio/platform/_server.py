@@ -55,10 +55,23 @@ def _open_store(db: str | os.PathLike[str] | None) -> Store:
         raise ConfigurationError(f"cannot use {path} as the platform's database: {exc}") from exc
 
 
-def _ready_folder(path: str | os.PathLike[str]) -> None:
-    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+def _check_ready_file(path: str | os.PathLike[str]) -> None:
+    """A `ConfigurationError` now, before anything listens, if `path` cannot be written
+    as `_write_ready_file` will write it: a temp file in its folder, renamed over it."""
+    target = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(folder):
         raise ConfigurationError(f"cannot write the ready file {path}: no folder {folder}")
+    if os.path.isdir(target):
+        raise ConfigurationError(f"cannot write the ready file {path}: it is a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".ready-", dir=folder)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot write the ready file {path}: {exc.strerror or exc}"
+        ) from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def _loopback(host: str) -> str:
@@ -77,7 +90,11 @@ class _Server:
     def __init__(self, policy: PlatformPolicy) -> None:
         self.policy = policy
         self.shutdown_requested = trio.Event()
-        self.scope = trio.CancelScope(shield=True)
+        self.scope = trio.CancelScope()
+        """Shielded once the platform has started (`_serve`): a cancel during the
+        start (a Ctrl-C in the first moments of `band-trio demo`) ends it, for
+        nothing has connected yet, and no `shutdown()` could reach a start that
+        `nursery.start` is still waiting for."""
 
     def shutdown(self) -> None:
         if not self.shutdown_requested.is_set():
@@ -136,6 +153,11 @@ async def _serve(
                 if pages is not None:
                     await nursery.start(pages.run)
                 task_status.started(platform)
+                # A start cancelled meanwhile ends here (trio's `started()` leaves the task
+                # where it was then, and nobody will ask it to shut down); from here on,
+                # a cancel asks for a shutdown.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                server.scope.shield = True
                 await server.shutdown_requested.wait()
                 platform.faults.clear()  # held requests proceed rather than hang
                 platform.hub.close_all(1001, "platform shutting down")
@@ -176,17 +198,24 @@ async def open_platform(
 
 
 def _write_ready_file(path: str | os.PathLike[str], info: ReadyInfo) -> None:
-    """Write atomically (temp file + rename): a reader never sees half a file."""
+    """Write atomically (temp file + rename): a reader never sees half a file. What
+    `_check_ready_file` could not foresee (the disk filled since, the folder went) is
+    a `ConfigurationError` too: one line, not a traceback."""
     target = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=".ready-", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(msgspec.json.encode(info))
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        fd, tmp = tempfile.mkstemp(prefix=".ready-", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(msgspec.json.encode(info))
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot write the ready file {path}: {exc.strerror or exc}"
+        ) from None
 
 
 def _remove_ready_file(path: str | os.PathLike[str], info: ReadyInfo) -> None:
@@ -214,16 +243,17 @@ async def run_platform(
     the `Platform` through `task_status`."""
     host, port = _loopback(host), check_port(port)
     if ready_file is not None:
-        _ready_folder(ready_file)
+        _check_ready_file(ready_file)
     server = _Server(policy or PlatformPolicy())
     async with trio.open_nursery() as nursery:
-        platform: Platform = await nursery.start(_serve, host, port, db, seed, server, console)
+        started: Platform | None = None
         try:
+            started = await nursery.start(_serve, host, port, db, seed, server, console)
             if ready_file is not None:
-                _write_ready_file(ready_file, platform.info)
-            task_status.started(platform)
+                _write_ready_file(ready_file, started.info)
+            task_status.started(started)
             await trio.sleep_forever()
         finally:
             server.shutdown()
-            if ready_file is not None:
-                _remove_ready_file(ready_file, platform.info)
+            if ready_file is not None and started is not None:
+                _remove_ready_file(ready_file, started.info)

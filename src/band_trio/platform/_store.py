@@ -17,14 +17,17 @@ written through: the table is changed first, then the cache, by the same
 from __future__ import annotations
 
 import itertools
+import re
 import secrets
 import sqlite3
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
 
+from ._handles import Handles
 from ._recent import Recent
 from ._records import SCHEMA, Agent, Delivery, Message, Room, User, agent_fields, now_iso
 from ._store_pages import MSG_COLUMNS, StorePages, message_of
@@ -38,6 +41,15 @@ RECENT = 4096
 _TEXT = "m.message_type = 'text'"
 """The room's messages proper: an event is listed in `messages` for `/context` only."""
 _json_encode = msgspec.json.Encoder().encode
+_NOT_IN_A_HANDLE = re.compile(r"[^\w.-]")
+
+
+def _word(text: str) -> str:
+    """`text` as part of a default handle or name: `-` for each character the console
+    could not mention (a handle is letters, digits, `_`, `.` and `-`)."""
+    return _NOT_IN_A_HANDLE.sub("-", text)
+
+
 _json_decode = msgspec.json.decode
 
 
@@ -53,10 +65,13 @@ class Store(StorePages):
         self.agents: dict[str, Agent] = {}
         self.agents_by_key: dict[str, Agent] = {}
         self.users: dict[str, User] = {}
+        self.handles = Handles()
+        """Who owns each handle, agents' and users' alike (`_handles`)."""
         for row in self._db.execute("SELECT * FROM agents"):
             self._cache_agent(Agent(*row))
         for row in self._db.execute("SELECT * FROM users"):
             self.users[row[0]] = User(*row)
+            self.handles.add(row[2], row[0])
         self._rooms: dict[str, Room] = {}
         self._members: dict[str, dict[str, None]] = {}
         """Each room's participants in `position` order (a dict as an ordered set)."""
@@ -76,6 +91,29 @@ class Store(StorePages):
     def close(self) -> None:
         self._db.close()
 
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """`BEGIN` ... `COMMIT`, rolled back on any error, and that error raised.
+
+        sqlite ends a transaction by itself on some errors (SQLITE_FULL "database or
+        disk is full", SQLITE_IOERR, SQLITE_NOMEM), so the rollback is tried only
+        when one is still open; a `ROLLBACK` without one fails with "cannot rollback
+        - no transaction is active", which was logged and raised over the disk's
+        error. A rollback that fails all the same is a note on the error, not a
+        replacement for it."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            yield
+            db.execute("COMMIT")
+        except BaseException as exc:
+            if db.in_transaction:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error as failed:
+                    exc.add_note(f"and the rollback failed: {failed}")
+            raise
+
     # -- meta -----------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:
@@ -90,6 +128,7 @@ class Store(StorePages):
     def _cache_agent(self, agent: Agent) -> None:
         self.agents[agent.id] = agent
         self.agents_by_key[agent.api_key] = agent
+        self.handles.add(agent.handle, agent.id)
 
     def create_agent(
         self,
@@ -106,12 +145,12 @@ class Store(StorePages):
         key = api_key or f"bt_{secrets.token_hex(16)}"
         if key in self.agents_by_key:
             raise ValueError("api_key already in use")
-        short = agent_id[:8]
+        short = _word(agent_id[:8])
         agent = Agent(
             agent_id,
             key,
             name or f"Agent {short}",
-            handle or f"agent-{short}",
+            self.handles.check(handle) if handle else self.handles.free(f"agent-{short}"),
             description or "An agent on the band-trio embedded platform",
             str(uuid.uuid4()),
             now_iso(),
@@ -128,13 +167,15 @@ class Store(StorePages):
         user_id = id or str(uuid.uuid4())
         if user_id in self.agents or user_id in self.users:
             raise ValueError(f"participant {user_id} already exists")
-        short = user_id[:8]
-        user = User(user_id, name or f"User {short}", handle or f"user-{short}", now_iso())
+        short = _word(user_id[:8])
+        handle = self.handles.check(handle) if handle else self.handles.free(f"user-{short}")
+        user = User(user_id, name or f"User {short}", handle, now_iso())
         self._db.execute(
             "INSERT INTO users VALUES (?, ?, ?, ?)",
             (user.id, user.name, user.handle, user.inserted_at),
         )
         self.users[user.id] = user
+        self.handles.add(user.handle, user.id)
         return user
 
     def profile(self, pid: str) -> Agent | User | None:
@@ -161,8 +202,7 @@ class Store(StorePages):
 
     def delete_room(self, room_id: str) -> None:
         db = self._db
-        db.execute("BEGIN")
-        try:
+        with self._transaction():
             db.execute(
                 "DELETE FROM deliveries WHERE seq IN (SELECT seq FROM messages WHERE room_id = ?)",
                 (room_id,),
@@ -170,10 +210,6 @@ class Store(StorePages):
             for table in ("messages", "events", "participants", "stopped"):
                 db.execute(f"DELETE FROM {table} WHERE room_id = ?", (room_id,))
             db.execute("DELETE FROM rooms WHERE id = ?", (room_id,))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         self._rooms.pop(room_id, None)
         self._members.pop(room_id, None)
         self._recent_messages.clear()
@@ -237,8 +273,7 @@ class Store(StorePages):
         db = self._db
         message_id = str(uuid.uuid4())
         inserted_at = now_iso()
-        db.execute("BEGIN")
-        try:
+        with self._transaction():
             cur = db.execute(
                 "INSERT INTO messages (id, room_id, content, sender_id, sender_type, sender_name, "
                 "message_type, mentions, inserted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -253,10 +288,6 @@ class Store(StorePages):
                 "INSERT INTO deliveries VALUES (?, ?, ?, 'delivered', 0, 0)",
                 [(seq, agent_id, room_id) for agent_id in recipients],
             )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         message = Message(
             seq, message_id, room_id, content, sender_id, sender_type, sender_name,
             message_type, mentions, inserted_at,
