@@ -306,3 +306,38 @@ async def test_the_hosts_health_counts_its_worker_threads(platform: Platform) ->
             async with httpx2.AsyncClient(headers=bearer) as client:
                 health = (await client.get(f"{url}health")).json()
     assert health["threads"] == {"limit": 5, "running": 0, "abandoned": 0, "abandoned_running": 0}
+
+
+async def test_a_restarted_host_runs_no_message_the_platform_shows_failed(
+    platform: Platform,
+) -> None:
+    """The attempt budget is the platform's: a second host (a restart) reads the
+    `failed` status and its attempts, and answers `exhausted` without a turn."""
+    agent_id, room_id, user_id = seeded(platform)
+
+    async def broken(turn: Turn) -> None:
+        raise RuntimeError("the adapter broke")
+
+    message_id = platform.post_message(room_id, user_id, "hi")
+    payload = {
+        "id": message_id, "content": "hi", "message_type": "text", "sender_type": "User",
+        "sender_id": user_id, "inserted_at": "2026-12-01T00:00:00Z",
+        "updated_at": "2026-12-01T00:00:00Z",
+    }  # fmt: skip
+    sent = {
+        "event_type": "message_created", "agent_id": agent_id, "room_id": room_id,
+        "payload": payload, "forwarded_at": "2026-12-01T00:00:00Z",
+    }  # fmt: skip
+    outcomes = []
+    for _ in range(2):
+        adapter = Recorder(broken)
+        async with (
+            running_host(platform, adapter) as (_, url),
+            httpx2.AsyncClient(headers=BEARER) as client,
+        ):
+            with trio.fail_after(5):
+                outcomes.append((await client.post(url, json=sent)).json()["outcome"])
+        assert _status(platform, message_id) == "failed"
+    assert outcomes == ["failed", "exhausted"]
+    errors = [e for e in platform.store.events(room_id) if e["message_type"] == "error"]
+    assert len(errors) == 1

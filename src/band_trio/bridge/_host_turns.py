@@ -253,6 +253,10 @@ class HostRooms:
         item = inbound(room_id, ctx.agent_id, found)
         if item.message.sender_id == ctx.agent_id:
             return HostOutcome.SKIPPED
+        if item.failed_attempts:  # the budget is the platform's: a restart spends none
+            room.ledger.spent_on_platform(found.id, item.failed_attempts)
+            if room.ledger.standing(found.id) is Standing.EXHAUSTED:
+                return HostOutcome.EXHAUSTED
         turn = ActiveTurn(item.message, self._policy, cutoff=self._cutoff, threads=self._threads)
         lifeline.attach(turn)
         return await self._run(ctx, room, turn)
@@ -338,6 +342,10 @@ class HostRooms:
         item = inbound(room_id, ctx.agent_id, found)
         if item.message.sender_id == ctx.agent_id:
             return HostOutcome.SKIPPED
+        if item.failed_attempts:  # the budget is the platform's: a restart spends none
+            room.ledger.spent_on_platform(found.id, item.failed_attempts)
+            if room.ledger.standing(found.id) is Standing.EXHAUSTED:
+                return HostOutcome.EXHAUSTED
         turn = ActiveTurn(item.message, self._policy, cutoff=self._cutoff, threads=self._threads)
         turn.claimed = room.held == message_id
         turn.abort(AbortKind.INTERRUPT, reason or "interrupted in the room")
