@@ -106,6 +106,7 @@ async def post_once(
     Raises what `send` raises for an answer that is final (a 4xx: the stopped gate,
     a validation error), and `PlatformUnavailableError` once `Policy.post_wait` has
     passed with the platform away."""
+    search = _Search(rest, policy, room_id, agent_id, post, _when(since), known)
     waits = 0
     with trio.move_on_after(policy.post_wait) as bounded:
         while True:
@@ -119,7 +120,7 @@ async def post_once(
                         "room %s: a %s post may or may not have landed (%s); looking at the "
                         "room", room_id, post.message_type, exc,
                     )  # fmt: skip
-                    found = await _find(rest, policy, room_id, agent_id, post, since, known)
+                    found = await search.find()
                     if found is not None:
                         log.info("room %s: the post landed as %s", room_id, found)
                         known.add(found)
@@ -142,60 +143,64 @@ def _backoff(policy: Policy, n: int) -> float:
     return equal_jitter(n, policy.rest_retry_base, policy.post_retry_cap)
 
 
-async def _find(
-    rest: RestClient,
-    policy: Policy,
-    room_id: str,
-    agent_id: str,
-    post: Post,
-    since: str | None,
-    known: OwnPosts,
-) -> str | None:
-    """The id `post` was stored under, or None if it was not; waits (with backoff)
-    until the platform answers twice in a row: a first page, then the walk."""
-    probed = False
-    waits = 0
-    while True:
-        try:
-            if not probed:
-                await rest.context(room_id, None, 1)
-                probed = True
-            return await _match(rest, policy, room_id, agent_id, post, since, known)
-        except errors.PlatformError as exc:
-            if not _transient(exc):
-                raise
-            log.info("room %s: cannot look at the room yet (%s)", room_id, exc)
-        waits += 1
-        await trio.sleep(_backoff(policy, waits))
+class _Search:
+    """Where one post that broke is looked for: the room's posts of this agent of its
+    type and content, after `after` (when the unit's message was created), not `known`."""
 
+    __slots__ = ("_after", "_agent_id", "_known", "_policy", "_post", "_rest", "_room_id")
 
-async def _match(
-    rest: RestClient,
-    policy: Policy,
-    room_id: str,
-    agent_id: str,
-    post: Post,
-    since: str | None,
-    known: OwnPosts,
-) -> str | None:
-    """Walk the room's context, oldest first, for the first post of ours that is `post`."""
-    after = _when(since)
-    pages = Pages(policy.scan_pages, f"room {room_id}: the walk for a post that broke")
-    while pages.more:
-        page = await rest.context(room_id, pages.cursor, PAGE_LIMIT_MAX)
-        for item in page.data:
-            if _is(item, agent_id, post, after) and item.id not in known:
-                return item.id
-        pages.advance(page.metadata)
-    return None
+    def __init__(
+        self,
+        rest: RestClient,
+        policy: Policy,
+        room_id: str,
+        agent_id: str,
+        post: Post,
+        after: datetime | None,
+        known: OwnPosts,
+    ) -> None:
+        self._rest, self._policy = rest, policy
+        self._room_id, self._agent_id = room_id, agent_id
+        self._post, self._after, self._known = post, after, known
 
+    async def find(self) -> str | None:
+        """The id the post was stored under, or None if it was not; waits (with
+        backoff) until the platform answers twice in a row: a first page, then the
+        walk."""
+        probed = False
+        waits = 0
+        while True:
+            try:
+                if not probed:
+                    await self._rest.context(self._room_id, None, 1)
+                    probed = True
+                return await self._walk()
+            except errors.PlatformError as exc:
+                if not _transient(exc):
+                    raise
+                log.info("room %s: cannot look at the room yet (%s)", self._room_id, exc)
+            waits += 1
+            await trio.sleep(_backoff(self._policy, waits))
 
-def _is(item: ChatMessage, agent_id: str, post: Post, after: datetime | None) -> bool:
-    if not (item.sender_id == agent_id and item.sender_type == "Agent"):
-        return False
-    if item.message_type != post.message_type or item.content != post.content:
-        return False
-    if after is None:
-        return True
-    stamp = _when(item.inserted_at)
-    return stamp is None or stamp >= after
+    async def _walk(self) -> str | None:
+        """The room's context, oldest first, to the first post of ours that is it."""
+        what = f"room {self._room_id}: the walk for a post that broke"
+        pages = Pages(self._policy.scan_pages, what)
+        while pages.more:
+            page = await self._rest.context(self._room_id, pages.cursor, PAGE_LIMIT_MAX)
+            for item in page.data:
+                if self._is(item) and item.id not in self._known:
+                    return item.id
+            pages.advance(page.metadata)
+        return None
+
+    def _is(self, item: ChatMessage) -> bool:
+        post = self._post
+        if not (item.sender_id == self._agent_id and item.sender_type == "Agent"):
+            return False
+        if item.message_type != post.message_type or item.content != post.content:
+            return False
+        if self._after is None:
+            return True
+        stamp = _when(item.inserted_at)
+        return stamp is None or stamp >= self._after
