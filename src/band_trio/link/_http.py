@@ -256,12 +256,19 @@ async def _answer(conn: _Connection, limit: int) -> Answer:
     status = 0
     headers: dict[str, str] = {}
     body = bytearray()
+    ended = False
     while True:
-        event = machine.next_event()
+        try:
+            event = machine.next_event()
+        except h11.RemoteProtocolError as exc:
+            if ended:  # cut off mid-answer (a server killed while it wrote): no answer
+                raise HttpBroken(f"the server closed the connection mid-answer ({exc})") from exc
+            raise
         if event is h11.NEED_DATA:
             data = await stream.receive_some(_READ)
             if not data and machine.their_state is h11.SEND_RESPONSE:
                 raise HttpBroken("the server closed the connection without an answer")
+            ended = not data
             machine.receive_data(bytes(data))
         elif isinstance(event, h11.Response):
             status = event.status_code
