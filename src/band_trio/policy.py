@@ -349,8 +349,17 @@ class PlatformPolicy:
     second's retransmission each — when thousands of rooms' requests arrived at once;
     the kernel caps it at `net.core.somaxconn`)."""
     outbound_queue: int = 4096
-    """Frames a connection may have waiting to be sent before it counts as stuck
-    (and is aborted; the agent resyncs through `/next`)."""
+    """Frames a websocket may have waiting to be sent before the platform stops reading
+    from it: the replies to its own frames wait for room (backpressure), so a client
+    that pipelines more than this, and reads, gets every reply (`band-trio platform
+    --outbound-queue N`)..."""
+    outbound_overflow: int = 4096
+    """...while pushes (what others' activity fans out) never wait: they are queued past
+    `outbound_queue`, up to this many more. One more means the client fell that far
+    behind, and it is aborted (1011; the agent resyncs through `/next`)."""
+    outbound_stall: float = 10.0
+    """A websocket whose queue is full and to which nothing was sent for this long has
+    stopped reading: it is aborted (1011). The time, not how much it asked for, decides."""
     max_request_body: int = 8 * 1024 * 1024
     """Bytes of an HTTP request body (REST and admin) the platform reads; a longer
     one is answered 413 with the error envelope, unread."""
@@ -416,6 +425,8 @@ class PlatformPolicy:
             raise ValueError(
                 f"PlatformPolicy.collector_threshold must be at most {COLLECTOR_THRESHOLD_MAX}"
             )
+        if not self.outbound_stall > 0:
+            raise ValueError("PlatformPolicy.outbound_stall must be > 0")
         if not isinstance(self.server, ServerPolicy):
             raise ValueError(f"PlatformPolicy.server must be a ServerPolicy, got {self.server!r}")
 
