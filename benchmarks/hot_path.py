@@ -82,7 +82,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     options = Options(
         trials=args.trials, rooms=(1,), idle_rooms=(), floor_samples=args.floor, remote_trials=0
     )
-    policy = PlatformPolicy(log_entries=500_000, outbound_queue=65_536)
+    policy = PlatformPolicy(log_entries=500_000)
     load = [os.getloadavg()]
     async with open_platform(seed=True, policy=policy) as platform:
         user = platform.info.user_id

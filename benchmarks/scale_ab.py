@@ -312,7 +312,7 @@ async def _main(args: argparse.Namespace) -> None:
     arms = [Arm(name, Path(src)) for name, _, src in (a.partition("=") for a in args.arm)]
     _tier.spawn = _spawn  # type: ignore[assignment]
     options = Options(trials=args.trials, rooms=(), idle_rooms=(), floor_samples=0, remote_trials=0)
-    policy = PlatformPolicy(log_entries=500_000, outbound_queue=65_536)
+    policy = PlatformPolicy(log_entries=500_000)
     loads: list[str] = []
     async with open_platform(seed=True, policy=policy) as platform:
         user = platform.info.user_id

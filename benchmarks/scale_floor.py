@@ -162,7 +162,7 @@ async def _driver(args: argparse.Namespace) -> None:
     from band_trio.policy import PlatformPolicy
 
     results: list[dict[str, float]] = []
-    policy = PlatformPolicy(log_entries=500_000, outbound_queue=65_536)
+    policy = PlatformPolicy(log_entries=500_000)
     async with open_platform(seed=True, policy=policy) as platform:
         user = platform.info.user_id
         for trial in range(args.trials):

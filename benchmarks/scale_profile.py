@@ -79,7 +79,7 @@ def _profiled(profiler: cProfile.Profile | None, top: int) -> None:
 
 
 async def _main(args: argparse.Namespace) -> None:
-    policy = PlatformPolicy(log_entries=500_000, outbound_queue=65_536)
+    policy = PlatformPolicy(log_entries=500_000)
     async with open_platform(seed=True, policy=policy) as platform:
         info = platform.info
         assert info.user_id and info.agent_id and info.api_key

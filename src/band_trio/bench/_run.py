@@ -96,7 +96,7 @@ async def run_bench(options: Options, *, show_progress: bool = True) -> Report:
     runtimes: list[Runtime] = ["band-trio", "band-sdk"] if options.peer else ["band-trio"]
     progress = Progress(_steps(options, len(runtimes)), enabled=show_progress)
     started = trio.current_time()
-    policy = PlatformPolicy(log_entries=500_000, outbound_queue=65_536)
+    policy = PlatformPolicy(log_entries=500_000)
     async with open_platform(seed=True, policy=policy) as platform:
         from ._watch import LogWatch
 
