@@ -255,6 +255,14 @@ class Policy:
     """Deadline of the websocket close handshake."""
     join_deadline: float = 10.0
     """A join (or leave) with no reply by then fails."""
+    join_window: int = 2048
+    """Rooms joining at once on one connection (each its two topics, one after the
+    other); the rest wait for a place. An agent in 10,000 rooms sent every join at
+    once, and a platform that queues its replies by count (the embedded one's 4,096,
+    before it pushed back) cut the socket off: the window keeps what it holds for the
+    agent below this, however many rooms. Not smaller: a narrow window lets the first
+    rooms' `/next` crowd out the later rooms' joins (256: 10,000 rooms joined in 30 s
+    against 8.5 s; docs/benchmarks.md, "The join window")."""
     join_refusals: int = 5
     """A room whose join is refused more times than this on one connection is given
     up: it leaves the agent (with a log line) until the room list says otherwise."""
@@ -302,6 +310,7 @@ class Policy:
             "scan_pages",
             "adapter_threads",
             "room_inbox",
+            "join_window",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"Policy.{name} must be >= 1")
@@ -364,8 +373,17 @@ class PlatformPolicy:
     second's retransmission each — when thousands of rooms' requests arrived at once;
     the kernel caps it at `net.core.somaxconn`)."""
     outbound_queue: int = 4096
-    """Frames a connection may have waiting to be sent before it counts as stuck
-    (and is aborted; the agent resyncs through `/next`)."""
+    """Frames a websocket may have waiting to be sent before the platform stops reading
+    from it: the replies to its own frames wait for room (backpressure), so a client
+    that pipelines more than this, and reads, gets every reply (`band-trio platform
+    --outbound-queue N`)..."""
+    outbound_overflow: int = 4096
+    """...while pushes (what others' activity fans out) never wait: they are queued past
+    `outbound_queue`, up to this many more. One more means the client fell that far
+    behind, and it is aborted (1011; the agent resyncs through `/next`)."""
+    outbound_stall: float = 10.0
+    """A websocket whose queue is full and to which nothing was sent for this long has
+    stopped reading: it is aborted (1011). The time, not how much it asked for, decides."""
     max_request_body: int = 8 * 1024 * 1024
     """Bytes of an HTTP request body (REST and admin) the platform reads; a longer
     one is answered 413 with the error envelope, unread."""
@@ -433,6 +451,8 @@ class PlatformPolicy:
             raise ValueError(
                 f"PlatformPolicy.collector_threshold must be at most {COLLECTOR_THRESHOLD_MAX}"
             )
+        if not self.outbound_stall > 0:
+            raise ValueError("PlatformPolicy.outbound_stall must be > 0")
         if not isinstance(self.server, ServerPolicy):
             raise ValueError(f"PlatformPolicy.server must be a ServerPolicy, got {self.server!r}")
 

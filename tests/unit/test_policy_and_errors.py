@@ -101,6 +101,11 @@ def test_the_platform_policy_is_validated_like_the_agent_policy() -> None:
         PlatformPolicy(close_grace=-1)
     with pytest.raises(ValueError, match="outbound_queue"):
         PlatformPolicy(outbound_queue=0)
+    with pytest.raises(ValueError, match=r"outbound_stall must be > 0"):
+        PlatformPolicy(outbound_stall=0)
+    with pytest.raises(ValueError, match="outbound_overflow"):
+        PlatformPolicy(outbound_overflow=-1)
+    assert PlatformPolicy(outbound_overflow=0).outbound_overflow == 0  # pushes never past it
     with pytest.raises(ValueError, match="listen_backlog"):
         PlatformPolicy(listen_backlog=0)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from ..errors import ConfigurationError
 from ..policy import PlatformPolicy
 from ._collector import collect_rarely, freeze_for_exit
 
@@ -38,11 +39,35 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="also serve the browser console (its URL is printed and in the ready file)",
     )
+    parser.add_argument(
+        "--outbound-queue",
+        metavar="N",
+        help="frames a websocket may have waiting before the platform stops reading it "
+        f"(default {PlatformPolicy().outbound_queue})",
+    )
     parser.set_defaults(run=_run)
 
 
+OUTBOUND_QUEUE_MAX = 1 << 20
+"""The largest `--outbound-queue`: a million frames waiting for one socket is already
+far past any use (the queue is a bound, and backpressure makes a small one enough)."""
+
+
+def _policy(args: argparse.Namespace) -> PlatformPolicy:
+    if args.outbound_queue is None:
+        return PlatformPolicy()
+    text = args.outbound_queue.strip()
+    size = int(text) if text.isascii() and text.isdigit() else 0
+    if not 1 <= size <= OUTBOUND_QUEUE_MAX:
+        raise ConfigurationError(
+            f"--outbound-queue takes a whole number of frames from 1 to {OUTBOUND_QUEUE_MAX}, "
+            f"not {args.outbound_queue!r}"
+        )
+    return PlatformPolicy(outbound_queue=size)
+
+
 def _run(args: argparse.Namespace) -> int:
-    policy = PlatformPolicy()
+    policy = _policy(args)
     collect_rarely(policy.collector_threshold)
     try:
         trio.run(_serve, args, policy)

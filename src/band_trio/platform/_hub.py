@@ -4,8 +4,9 @@ A push is encoded with the `join_ref` of the receiving connection's *current*
 join of the topic (a V2 client drops anything else) and put on that
 connection's outbound queue without waiting: the REST handler or admin call
 that caused it never blocks on a slow socket. Each connection's writer task
-drains its queue (`_socket.py`). A queue that overflows means a client that
-stopped reading; it is aborted, and it will resync through `/next`.
+drains its queue (`_socket.py`). A push that finds the queue past its overflow
+(`_outbox.py`: the client fell that far behind the fan-out) aborts that
+connection alone; the agent resyncs through `/next`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import trio
 from ..policy import PlatformPolicy
 from ..wire import Supersede, encode_frame
 from ._log import Changes, RequestLog
+from ._outbox import Outbox
 from ._records import now_iso
 
 __all__ = ["Close", "Connection", "Hub"]
@@ -38,7 +40,7 @@ class Connection:
 
     agent_id: str
     socket_id: str
-    outbox: trio.MemorySendChannel[str | Close]
+    outbox: Outbox[str | Close]
     nursery: trio.Nursery
     joins: dict[str, str] = field(default_factory=dict)
     closing: bool = False
@@ -49,22 +51,33 @@ class Connection:
     ended: str | None = None
     """Why the connection ended, once known: the first cause recorded wins (a close
     the platform sends, an overflow, the client's own close), for the console."""
+    aborted: str | None = None
+    """`stalled` or `overflowed` once the platform cut the connection off (counted
+    as `sockets_stalled` / `sockets_overflowed` when it is gone)."""
 
     def end(self, why: str) -> None:
         if self.ended is None:
             self.ended = why
 
+    def abort(self, kind: str, why: str) -> None:
+        """Cut the connection off now, without a close frame (hypercorn sends 1011)."""
+        if self.aborted is None:
+            self.aborted = kind
+        self.end(f"aborted by the platform: {why}")
+        self.nursery.cancel_scope.cancel(reason=f"outbound queue {kind}")
+
     def enqueue(self, item: str | Close) -> bool:
-        """Queue a frame without blocking; abort the connection if its queue is full."""
-        try:
-            self.outbox.send_nowait(item)
-        except trio.WouldBlock:
-            self.end("aborted by the platform: the agent stopped reading (outbound queue full)")
-            self.nursery.cancel_scope.cancel(reason="outbound queue overflow")
-            return False
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            return False
-        return True
+        """Queue a frame without blocking; abort the connection if the queue is past
+        its overflow (`Outbox`)."""
+        outbox = self.outbox
+        if outbox.put(item):
+            return True
+        if not outbox.closed:
+            self.abort(
+                "overflowed",
+                f"the agent fell behind ({len(outbox)} frames waiting to be sent)",
+            )
+        return False
 
     def close(self, code: int, reason: str = "", *, delay: float = 0.0) -> None:
         """Close this connection (after `delay` seconds), once."""

@@ -34,7 +34,8 @@ COUNTERS = (
     "faults_rest_delayed", "faults_rest_dropped", "faults_sockets_dropped",
     "faults_sockets_closed", "faults_upgrades_refused", "faults_joins_refused",
     "faults_heartbeats_dropped", "faults_superseded", "faults_reopens_refused",
-    "bodies_too_large", "log_evicted", "reopened",
+    "bodies_too_large", "log_evicted", "reopened", "socket_backpressure", "sockets_stalled",
+    "sockets_overflowed",
 )  # fmt: skip
 """Counters reported from the start, at 0, so a reader can rely on every key."""
 

@@ -6,6 +6,11 @@ the `websocket.http.response` extension (hypercorn supports it). An accepted
 connection runs two tasks in its own nursery: the reader (frames in, replies
 queued) and the writer (the outbound queue, drained in order). Anything a
 client sends, however broken, is logged and counted, never fatal.
+
+The reader reads no frame while the outbound queue is full (`Outbox.wait_room`):
+a client that pipelines requests gets its replies as fast as it reads them, and
+one that stopped reading is aborted once nothing was sent to it for
+`PlatformPolicy.outbound_stall` (`_outbox.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from ..wire import FrameError, decode_frame, encode_frame
 from ._http import Response, error_body
 from ._hub import Close, Connection
 from ._log import logger
+from ._outbox import Outbox, Stalled
 from ._platform import Platform
 from ._store import Agent
 
@@ -125,7 +131,10 @@ async def _run(
     client: Any = None,
     server: Any = None,
 ) -> None:
-    outbox, inbox = trio.open_memory_channel[str | Close](p.policy.outbound_queue)
+    policy = p.policy
+    outbox = Outbox[str | Close](
+        policy.outbound_queue, policy.outbound_overflow, policy.outbound_stall
+    )
     async with trio.open_nursery() as nursery:
         conn = Connection(
             agent.id,
@@ -140,40 +149,54 @@ async def _run(
         try:
             if old is not None:
                 p.hub.supersede(old)  # not retryable: the SDK treats it as final
-            nursery.start_soon(_writer, p, conn, inbox, send)
+            nursery.start_soon(_writer, p, conn, send)
             await _reader(p, conn, receive)
             nursery.cancel_scope.cancel(reason="client closed")
         finally:
             outbox.close()
+            if conn.aborted is not None:
+                p.request_log.count(f"sockets_{conn.aborted}")
             p.hub.detach(conn)
             p.request_log.append("ws_close", perf_counter(), agent_id=agent.id)
 
 
-async def _writer(
-    p: Platform, conn: Connection, inbox: trio.MemoryReceiveChannel[str | Close], send: Send
-) -> None:
+async def _writer(p: Platform, conn: Connection, send: Send) -> None:
     log = p.request_log
-    with inbox:
-        async for item in inbox:
-            if isinstance(item, Close):
-                await send({"type": "websocket.close", "code": item.code, "reason": item.reason})
-                await trio.sleep(p.policy.close_grace)  # the reader ends it sooner
-                conn.nursery.cancel_scope.cancel(reason="client did not answer the close")
-                return
-            # Stamped just before the send, logged after it: the append wakes every
-            # `wait_until`, and hypercorn's send yields (its write lock) before it
-            # writes, so logging first would run those waiters ahead of the frame.
-            t = perf_counter()
-            try:
-                await send({"type": "websocket.send", "text": item})
-            finally:
-                log.append("ws_out", t, agent_id=conn.agent_id, frame=item)
-                log.count("ws_frames_out")
+    outbox = conn.outbox
+    while True:
+        try:
+            item = await outbox.get()
+        except trio.EndOfChannel:
+            return
+        if isinstance(item, Close):
+            await send({"type": "websocket.close", "code": item.code, "reason": item.reason})
+            await trio.sleep(p.policy.close_grace)  # the reader ends it sooner
+            conn.nursery.cancel_scope.cancel(reason="client did not answer the close")
+            return
+        # Stamped just before the send, logged after it: the append wakes every
+        # `wait_until`, and hypercorn's send yields (its write lock) before it
+        # writes, so logging first would run those waiters ahead of the frame.
+        t = perf_counter()
+        try:
+            await send({"type": "websocket.send", "text": item})
+        finally:
+            log.append("ws_out", t, agent_id=conn.agent_id, frame=item)
+            log.count("ws_frames_out")
+        outbox.sent()
 
 
 async def _reader(p: Platform, conn: Connection, receive: Receive) -> None:
     log = p.request_log
+    outbox = conn.outbox
     while True:
+        try:
+            if await outbox.wait_room():
+                log.count("socket_backpressure")
+        except Stalled:
+            stall = p.policy.outbound_stall
+            why = f"the agent stopped reading (nothing sent for {stall:g} s, {len(outbox)} waiting)"
+            conn.abort("stalled", why)
+            return
         message = await receive()
         t = perf_counter()
         kind = message["type"]

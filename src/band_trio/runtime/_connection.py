@@ -5,7 +5,10 @@ nursery (`Connection.work`), which the link cancels when the socket closes:
 nothing keeps trying a dead socket, and the next connection starts afresh.
 A room's join is retried for that room alone, on this connection; a room
 refused too often is given up (left, with a log line) without touching the
-connection or the other rooms.
+connection or the other rooms. At most `Policy.join_window` rooms join at once
+(a room holds its place for its two topics' joins, not for the wait before a
+retry): the set-up of an agent in 10,000 rooms puts no more than that on the
+wire, so a platform that queues its replies by count never sees a burst.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class Connection:
         """The link finished setting this connection up (its rooms joined)."""
         self.joined = 0
         """Rooms joined on this connection."""
+        self._window = trio.Semaphore(policy.join_window)
+        """A place for each room joining now (`join_window`), taken in FIFO order."""
         self._joins: dict[str, tuple[LinkedRoom, trio.Event]] = {}
         """Per room id, the room joined (or being joined) on this connection: a room left
         and added again is a new room, whose topics are joined again."""
@@ -103,7 +108,8 @@ class Connection:
         refusals = 0
         while True:
             try:
-                await join_topics(socket, room.id, policy)
+                async with self._window:
+                    await join_topics(socket, room.id, policy)
             except errors.ConnectionClosedError:
                 return  # this connection is ending; the next one joins again
             except errors.JoinError as exc:
