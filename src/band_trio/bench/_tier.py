@@ -74,7 +74,9 @@ class Tier:
 def create_identity(bench: Bench, runtime: Runtime, rooms: int, label: str) -> Identity:
     """A fresh agent identity in `rooms` fresh rooms shared with the benchmark's user."""
     platform = bench.platform
-    agent = platform.create_agent(name=f"{runtime} {label}", handle=f"bench-{label}")
+    # the platform's own handle: one per participant, and `--rooms 10,10` makes two tiers
+    # of one label
+    agent = platform.create_agent(name=f"{runtime} {label}")
     assert agent.id is not None and agent.api_key is not None
     room_ids = []
     for i in range(rooms):
