@@ -31,6 +31,10 @@ HERE = Path(__file__).resolve().parent
         (["--api-key", KEY, "--adapter", "no_such_module:x"], {}, "cannot load adapter"),
         (["--api-key", KEY, "--stop-wait", "-1"], {}, "--stop-wait must be seconds"),
         (["--api-key", KEY, "--max-runs", "0"], {}, "--max-runs must be a whole number"),
+        # finite but no bound at all: every run at once, a wait or a memory of ages
+        (["--api-key", KEY, "--max-runs", "1e18"], {}, "--max-runs must be a whole number"),
+        (["--api-key", KEY, "--stop-wait", "1e300"], {}, "--stop-wait must be seconds"),
+        (["--api-key", KEY, "--retention", "inf"], {}, "--retention must be seconds"),
         (["--api-key", KEY, "--port", "70000"], {}, "a port is a number"),
     ],
 )

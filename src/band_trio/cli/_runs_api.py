@@ -11,7 +11,6 @@ rather than hang.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .. import errors
+from ..contract._env import Range, read_number
 from ._agent import load_adapter
 from ._exits import EXIT_CRASH, exit_at_once
 from ._observe import add_flags as add_observe_flags
@@ -71,24 +70,24 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=_run)
 
 
-def _number(flag: str, value: str | None, *, whole: bool = False) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not 0 <= number < math.inf or (whole and (number != int(number) or number < 1)):
-        kind = "a whole number ≥ 1" if whole else "seconds ≥ 0"
-        raise errors.ConfigurationError(f"{flag} must be {kind}, got {value!r}")
-    return number
+_RANGES = {
+    "--max-runs": Range(1, 10_000, whole=True),
+    "--stop-wait": Range(0, 3_600),
+    "--retention": Range(0, 7 * 86_400),
+}
+"""Each flag's bounds: finite is not enough (`--max-runs 1e18` turned the cap off, a
+`--retention` of ages kept every finished run's events for good)."""
+
+
+def _number(flag: str, value: str | None) -> float | None:
+    return None if value is None else read_number(flag, value, _RANGES[flag])
 
 
 def _policy(args: argparse.Namespace) -> RunsPolicy:
     from ..runs import RunsPolicy
 
     changes: dict[str, float | int] = {}
-    runs = _number("--max-runs", args.max_runs, whole=True)
+    runs = _number("--max-runs", args.max_runs)
     if runs is not None:
         changes["max_concurrent_runs"] = int(runs)
     for flag, field, value in (
