@@ -170,11 +170,16 @@ def drive(run: Run, args: argparse.Namespace, rng: random.Random) -> int:
     time.sleep(args.settle)
     second = tally(run, rooms, posted)
     elapsed = time.monotonic() - started
-    violations = first["violations"] + [
-        f"the restart changed {k}: {first[k]} -> {second[k]}"
-        for k in ("answers", "statuses")
-        if first[k] != second[k]
-    ]
+    violations = list(first["violations"])
+    if first["statuses"] != second["statuses"]:
+        violations.append(
+            f"the restart changed the statuses: {dict(first['statuses'])} -> "
+            f"{dict(second['statuses'])}"
+        )
+    more = {k: n - first["answers"].get(k, 0) for k, n in second["answers"].items()}
+    if any(more.values()):
+        again = sorted(k for k, n in more.items() if n)
+        violations.append(f"the restart answered {len(again)} again: {', '.join(again[:5])}")
     kind = f"{args.freezes} freezes of {args.freeze:g} s" if args.freeze else f"{args.kills} kills"
     print(
         f"{args.messages} messages, {args.rooms} rooms, {kind}: settled={settled} "
