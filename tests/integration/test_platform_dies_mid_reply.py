@@ -180,3 +180,22 @@ async def test_a_message_whose_push_was_lost_in_a_reconnect_runs_in_order_at_onc
             gate.set()
             await platform.wait_until(lambda: status(platform, away) == "processed")
         assert adapter.calls == ["first", "queued", "while away"]
+
+
+async def test_the_turns_reads_wait_through_a_lost_answer(platform: Platform) -> None:
+    """A read's answer lost (`drop`) or refused (503) is read again, not a failed turn:
+    the history and the participants are GETs, so trying again changes nothing."""
+    _, room, user = seeded(platform)
+
+    async def reads(turn: Turn) -> None:
+        history = await turn.history()
+        people = await turn.participants()
+        await turn.reply(f"{len(history)} seen, {len(people)} here")
+
+    platform.faults.drop_rest("context", room_id=room)
+    platform.faults.fail_rest("participants", 503, room_id=room, count=4)
+    async with running_agent(platform, Recorder(reads), policy=FAST):
+        message = platform.post_message(room, user, "look")
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    assert replies(platform, room) == ["1 seen, 2 here"]

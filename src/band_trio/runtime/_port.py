@@ -18,7 +18,7 @@ from ..policy import Policy
 from ..wire import MentionRef, cut_event_content
 from ._inbound import inbound
 from ._ledger import OwnPosts
-from ._posts import Post, post_once
+from ._posts import Post, post_once, read_through
 from ._turn_state import AbortKind
 
 __all__ = ["Abortable", "PlatformPort"]
@@ -38,7 +38,8 @@ class Abortable(Protocol):
 class PlatformPort:
     """The `contract.TurnPort` of one unit: posts on its room's behalf.
 
-    Each post lands once (`_posts.post_once`): one whose answer was lost is looked
+    Its reads wait through a platform that went away (`_posts.read_through`), and
+    each post lands once (`_posts.post_once`): one whose answer was lost is looked
     for in the room before it is sent again, and the wait for a platform that went
     away is bounded by `Policy.post_wait`. `since` is when the unit's message was
     created (posts of ours before it are never taken for one of this unit's), `known`
@@ -70,11 +71,13 @@ class PlatformPort:
         self._known = known
 
     async def history(self) -> list[Message]:
-        listed = await self._rest.history(self._room_id)
+        rest, room_id = self._rest, self._room_id
+        listed = await read_through(self._policy, room_id, lambda: rest.history(room_id))
         return [inbound(self._room_id, self._agent_id, wire).message for wire in listed]
 
     async def participants(self) -> list[Participant]:
-        listed = await self._rest.participants(self._room_id)
+        rest, room_id = self._rest, self._room_id
+        listed = await read_through(self._policy, room_id, lambda: rest.participants(room_id))
         return [
             Participant(id=p.id, type=p.type, role=p.role, name=p.name, handle=p.handle)
             for p in listed

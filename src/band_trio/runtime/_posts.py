@@ -36,18 +36,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import trio
 
 from .. import errors
 from ..link import AMBIGUOUS_STATUSES, RestClient
 from ..policy import Policy
-from ..retry import equal_jitter
+from ..retry import PLATFORM_RETRY_STATUSES, equal_jitter
 from ..wire import PAGE_LIMIT_MAX, ChatMessage
 from ._ledger import OwnPosts
 from ._pages import Pages
 
-__all__ = ["Post", "post_once"]
+__all__ = ["Post", "post_once", "read_through"]
+
+T = TypeVar("T")
 
 log = logging.getLogger("band_trio.runtime.posts")
 
@@ -85,9 +88,7 @@ def _transient(exc: errors.PlatformError) -> bool:
     """Whether waiting may help: the platform is away, or answered a retryable status."""
     if isinstance(exc, errors.PlatformUnavailableError):
         return True
-    return isinstance(exc, errors.PlatformResponseError) and (
-        exc.status in AMBIGUOUS_STATUSES or exc.status in (408, 429, 503)
-    )
+    return isinstance(exc, errors.PlatformResponseError) and exc.status in PLATFORM_RETRY_STATUSES
 
 
 async def post_once(
@@ -136,6 +137,28 @@ async def post_once(
     raise errors.PlatformUnavailableError(
         f"room {room_id}: a {post.message_type} post was not confirmed within "
         f"{policy.post_wait:g}s (Policy.post_wait): the platform stayed away"
+    )
+
+
+async def read_through(policy: Policy, room_id: str, read: Callable[[], Awaitable[T]]) -> T:
+    """`read()` (a GET: the room's history, its participants), tried again while the
+    platform is away or its answer was lost, as a post waits for it: under
+    `Policy.post_wait`, then `PlatformUnavailableError`. A read changes nothing, so
+    trying it again needs no look at the room first."""
+    waits = 0
+    with trio.move_on_after(policy.post_wait):
+        while True:
+            try:
+                return await read()
+            except errors.PlatformError as exc:
+                if not _transient(exc):
+                    raise
+                log.info("room %s: a read failed (%s); trying again", room_id, exc)
+            waits += 1
+            await trio.sleep(_backoff(policy, waits))
+    raise errors.PlatformUnavailableError(
+        f"room {room_id}: a read was not answered within {policy.post_wait:g}s "
+        "(Policy.post_wait): the platform stayed away"
     )
 
 
