@@ -14,15 +14,27 @@ from test_cli_errors import EXIT_CONFIG, one_line, run
 from test_commands import process, read_until
 from trio_websocket import open_websocket_url
 
+from band_trio.cli import main
 
-@pytest.mark.parametrize("value", ["0", "-3", "x", "1e3", "2.5", "", "²", "1048577"])
-async def test_a_bad_outbound_queue_is_one_line_and_exit_2(value: str) -> None:
-    done = await run("platform", "--outbound-queue", value)
+
+async def test_a_bad_outbound_queue_is_one_line_and_exit_2() -> None:
+    """As a user types it, in a process of its own, once; the values below in this one."""
+    done = await run("platform", "--outbound-queue", "0")
     assert done.returncode == EXIT_CONFIG
-    line = one_line(done)
-    assert line == (
+    assert one_line(done) == (
+        "band-trio: --outbound-queue takes a whole number of frames from 1 to 1048576, not '0'"
+    )
+
+
+@pytest.mark.parametrize("value", ["-3", "x", "1e3", "2.5", "", "²", "1048577"])
+def test_each_bad_outbound_queue_is_refused_before_anything_starts(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["platform", "--outbound-queue", value]) == EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert err == (
         "band-trio: --outbound-queue takes a whole number of frames from 1 to 1048576, "
-        f"not {value!r}"
+        f"not {value!r}\n"
     )
 
 
