@@ -199,3 +199,22 @@ async def test_the_turns_reads_wait_through_a_lost_answer(platform: Platform) ->
         with trio.fail_after(DEADLINE):
             await platform.wait_until(lambda: status(platform, message) == "processed")
     assert replies(platform, room) == ["1 seen, 2 here"]
+
+
+async def test_a_platform_that_answers_500_for_ever_is_not_hammered_and_the_turn_fails(
+    platform: Platform,
+) -> None:
+    """Every post answered 500 at once: each is looked for in the room and sent again
+    after a pause (capped by `post_retry_cap`), until `post_wait` is over; then the turn
+    fails as any failed turn does, its one error event posted."""
+    _, room, user = seeded(platform)
+    platform.faults.fail_rest("post_message", 500, room_id=room, count=100_000)
+    policy = FAST.replace(post_wait=2.0)
+    async with running_agent(platform, Recorder(), policy=policy):
+        message = platform.post_message(room, user, "hello")
+        with trio.fail_after(DEADLINE):
+            await platform.wait_until(lambda: status(platform, message) == "failed")
+    sent = len(posts_to(platform, room))
+    assert 2 <= sent <= 2.0 / 0.05, f"{sent} posts in 2 s"  # the pauses, not a busy loop
+    assert replies(platform, room) == []
+    assert len(errors_posted(platform, room)) == 1

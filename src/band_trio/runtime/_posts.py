@@ -127,9 +127,10 @@ async def post_once(
                         known.add(found)
                         return found
                     log.info("room %s: the post did not land; sending it again", room_id)
-                else:  # never handled: the platform is away; try again after a while
-                    waits += 1
-                    await trio.sleep(_backoff(policy, waits))
+                # not handled, or the platform is away: again after a while (a platform
+                # answering 500 at once is not hammered for the whole wait)
+                waits += 1
+                await trio.sleep(_backoff(policy, waits))
                 continue
             known.add(post_id)
             return post_id
