@@ -137,7 +137,7 @@ async def post_once(
     assert bounded.cancelled_caught
     raise errors.PlatformUnavailableError(
         f"room {room_id}: a {post.message_type} post was not confirmed within "
-        f"{policy.post_wait:g}s (Policy.post_wait): the platform stayed away"
+        f"{policy.post_wait:g}s (Policy.post_wait): the platform stayed away or kept failing"
     )
 
 
