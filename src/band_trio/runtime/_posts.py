@@ -107,7 +107,6 @@ async def post_once(
     Raises what `send` raises for an answer that is final (a 4xx: the stopped gate,
     a validation error), and `PlatformUnavailableError` once `Policy.post_wait` has
     passed with the platform away."""
-    search = _Search(rest, policy, room_id, agent_id, post, _when(since), known)
     waits = 0
     with trio.move_on_after(policy.post_wait) as bounded:
         while True:
@@ -121,6 +120,7 @@ async def post_once(
                         "room %s: a %s post may or may not have landed (%s); looking at the "
                         "room", room_id, post.message_type, exc,
                     )  # fmt: skip
+                    search = _Search(rest, policy, room_id, agent_id, post, _when(since), known)
                     found = await search.find()
                     if found is not None:
                         log.info("room %s: the post landed as %s", room_id, found)
