@@ -95,6 +95,10 @@ class PlatformProcess:
         while not await check():
             await trio.sleep(POLL)
 
+    async def wait_processed(self, message_id: str) -> None:
+        while await self.status(message_id) != "processed":
+            await trio.sleep(POLL)
+
 
 @asynccontextmanager
 async def platform_process(tmp_path: Path) -> AsyncIterator[PlatformProcess]:
@@ -168,19 +172,13 @@ async def test_kill_9_of_the_platform_mid_reply_then_a_restart(
                 await platform.kill()
                 await platform.start(seed=False)
 
-                async def processed() -> bool:
-                    return await platform.status(message) == "processed"
-
-                await platform.wait_for(processed)
+                await platform.wait_processed(message)
             assert await platform.replies() == ["echo: hello"]
             again = RecordingAdapter()
             async with agent_of(platform, again):
                 later = await platform.post("later")
 
-                async def later_done() -> bool:
-                    return await platform.status(later) == "processed"
-
-                await platform.wait_for(later_done)
+                await platform.wait_processed(later)
             assert again.calls == ["later"]
             assert await platform.replies() == ["echo: hello", "echo: later"]
 
@@ -205,8 +203,5 @@ async def test_a_platform_frozen_past_its_deadlines_mid_reply_answers_once(
                 await trio.sleep(6)  # the freeze itself: past every deadline of FAST
                 platform.signal(signal.SIGCONT)
 
-                async def processed() -> bool:
-                    return await platform.status(message) == "processed"
-
-                await platform.wait_for(processed)
+                await platform.wait_processed(message)
             assert await platform.replies() == ["echo: hello"]
