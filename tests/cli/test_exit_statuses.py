@@ -213,6 +213,37 @@ async def test_a_host_that_cannot_reach_its_platform_is_one_line_and_exit_1() ->
     assert len(line) == 1 and line[0].startswith("band-trio host: GET me: "), line
 
 
+async def test_a_key_that_is_another_agent_s_is_exit_3_on_agent_and_host(
+    platform: Platform,
+) -> None:
+    """One rule for an agent id the key does not belong to: the platform refused the
+    credentials (3), not bad usage (2) — on `agent` (the socket's 403) and on `host`
+    (its `GET /me` names another agent) alike, and `--help` says so."""
+    info = platform.info
+    key, rest = info.api_key or "", info.rest_url
+    agent, host = await run_all(
+        ["agent", "--agent-id", "wrong", "--api-key", key, "--rest-url", rest,
+         "--ws-url", info.ws_url],
+        ["host", "--adapter", "band_trio.adapters:DemoAdapter", "--agent-id", "wrong",
+         "--api-key", key, "--rest-url", rest, "--insecure-no-token", "--listen", "127.0.0.1:0"],
+    )  # fmt: skip
+    assert agent.returncode == 3, agent.stderr
+    assert one_line(agent) == (
+        "band-trio agent: disconnected for good: forbidden: agent_id does not match the API key"
+    )
+    assert host.returncode == 3, host.stderr
+    lines = [x for x in host.stderr.decode().splitlines() if "WARNING" not in x]
+    assert "Traceback" not in host.stderr.decode()
+    assert lines == [
+        f"band-trio host: the platform refused the key: 403 forbidden: "
+        f"the API key is {info.agent_id}'s, not agent wrong's"
+    ], lines
+    two = EXIT_STATUSES.split("\n  3 ")[0].split("\n  2 ")[1]
+    three = EXIT_STATUSES.split("\n  3 ")[1].split("\n  130 ")[0]
+    assert "unknown agent" not in two.replace("\n", " ").replace("ctl", ""), two
+    assert "another agent's" in " ".join(three.split()), three
+
+
 def bridge_config(platform: Platform, tmp_path: Path, **bridge: object) -> Path:
     info = platform.info
     path = tmp_path / "bridge.json"
