@@ -159,17 +159,45 @@ async def test_ctl_an_unknown_agent_or_room_is_the_platform_s_words_and_exit_2(
     platform: Platform,
 ) -> None:
     admin, agent = platform.info.admin_url, platform.info.agent_id or ""
-    nobody, nowhere, signalled = await run_all(
+    nobody, nowhere = await run_all(
         ["ctl", "stop", "--agent", "nobody", "--admin-url", admin],
         ["ctl", "play", "--agent", agent, "--room", "nowhere", "--admin-url", admin],
-        ["ctl", "interrupt", "--agent", agent, "--admin-url", admin],
     )
     assert nobody.returncode == 2 and nobody.stdout == b""
     assert one_line(nobody) == "band-trio ctl: refused: no agent nobody (404 not_found)"
     assert nowhere.returncode == 2
     assert one_line(nowhere) == "band-trio ctl: refused: no room nowhere (404 not_found)"
-    assert signalled.returncode == 0 and signalled.stderr == b""
-    assert signalled.stdout.startswith(f"interrupt sent to agent {agent}".encode())
+
+
+async def test_ctl_to_an_agent_not_connected_says_so_and_what_becomes_of_the_signal(
+    platform: Platform,
+) -> None:
+    """No socket for the agent: an interrupt reached no one (exit 1, nothing on stdout);
+    a stop or a play is still the platform's gate (exit 0), and stderr says the stop
+    holds for the next agent until `ctl play`."""
+    admin, agent = platform.info.admin_url, platform.info.agent_id or ""
+    assert agent not in platform.connected_agents()
+    interrupt, stop, play = await run_all(
+        ["ctl", "interrupt", "--agent", agent, "--admin-url", admin],
+        ["ctl", "stop", "--agent", agent, "--admin-url", admin],
+        ["ctl", "play", "--agent", agent, "--admin-url", admin],
+    )
+    assert interrupt.returncode == 1 and interrupt.stdout == b""
+    assert one_line(interrupt) == (
+        f"band-trio ctl: no agent connected: the interrupt reached no one "
+        f"(agent {agent} has no socket open; nothing was running to interrupt)"
+    )
+    assert stop.returncode == 0
+    assert stop.stdout.startswith(f"stop sent to agent {agent}, every room".encode())
+    assert one_line(stop) == (
+        "band-trio ctl: no agent connected: the platform holds every room stopped: "
+        "the agent answers nothing there when it connects, until `band-trio ctl play`"
+    )
+    assert play.returncode == 0
+    assert one_line(play) == (
+        "band-trio ctl: no agent connected: the platform opened every room's gate: "
+        "the agent answers there when it connects"
+    )
 
 
 # -- URLs and listening -------------------------------------------------------------

@@ -29,7 +29,8 @@ EXIT_OK = 0
 """Done; a server or agent stopped by SIGINT/SIGTERM."""
 EXIT_FAILED = 1
 """The work failed: a probe or trial failed, a peer could not be reached or answered
-wrongly, a runs-API run outlived every grace."""
+wrongly (an agent with no socket for `ctl interrupt`), a runs-API run outlived every
+grace."""
 EXIT_CRASH = EXIT_FAILED
 """An unexpected error (a bug: the one case that shows a traceback)."""
 EXIT_CONFIG = 2
