@@ -10,7 +10,7 @@
     │   │   └── ConnectionClosedError       the websocket closed under an operation
     │   ├── PlatformProtocolError       the platform answered something we cannot read
     │   ├── PlatformResponseError       the platform answered with an error status
-    │   │   ├── AuthenticationError         401 / `unauthorized`: wrong or missing key (terminal)
+    │   │   ├── AuthenticationError         wrong or missing key, or another agent's (terminal)
     │   │   ├── ExecutionStoppedError       403 `forbidden` on a post: the room is stopped
     │   │   ├── NotFoundError               404 / `not_found`
     │   │   ├── ConflictError               409 / `connection_conflict`
@@ -128,7 +128,8 @@ class PlatformResponseError(PlatformError):
 
 
 class AuthenticationError(PlatformResponseError):
-    """401: the API key is missing or wrong. Retrying will not help."""
+    """401: the API key is missing or wrong, or 403: it is another agent's. Retrying will
+    not help (the commands exit 3, as for the socket's own refusal of the pair)."""
 
 
 class ExecutionStoppedError(PlatformResponseError):

@@ -181,3 +181,28 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat[stat.rfind(")") + 2] not in "ZX"
+
+
+async def test_a_first_sigint_says_which_turns_it_waits_for_how_long_and_when_done(
+    platform: Platform,
+) -> None:
+    """At the default log level: the turns the graceful stop waits for and the grace,
+    then that they finished (not 16 s of "stopping (again to force)" alone)."""
+    info = platform.info
+    assert info.user_id and info.room_id
+    with trio.fail_after(DEADLINE):
+        async with process("agent", env=agent_env(platform)) as proc:
+            await platform.wait_until(lambda: info.agent_id in platform.connected_agents())
+            posted = platform.post_message(info.room_id, info.user_id, "think sleep=1")
+            await platform.wait_until(lambda: status(platform, posted) == "processing")
+            proc.send_signal(signal.SIGINT)
+            assert await proc.wait() == 0
+            err = (await stderr_of(proc)).decode()
+    assert status(platform, posted) == "processed", err
+    lines = err.splitlines()
+    waiting = [i for i, x in enumerate(lines) if "stopping: waiting up to 30s" in x]
+    done = [i for i, x in enumerate(lines) if "stopped gracefully" in x]
+    assert len(waiting) == 1 and len(done) == 1 and waiting[0] < done[0], err
+    assert "WARNING" in lines[waiting[0]] and "1 running turn" in lines[waiting[0]], err
+    assert f"room {info.room_id}: {posted}" in lines[waiting[0]], err
+    assert "finished after" in lines[done[0]], err

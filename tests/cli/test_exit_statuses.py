@@ -159,17 +159,45 @@ async def test_ctl_an_unknown_agent_or_room_is_the_platform_s_words_and_exit_2(
     platform: Platform,
 ) -> None:
     admin, agent = platform.info.admin_url, platform.info.agent_id or ""
-    nobody, nowhere, signalled = await run_all(
+    nobody, nowhere = await run_all(
         ["ctl", "stop", "--agent", "nobody", "--admin-url", admin],
         ["ctl", "play", "--agent", agent, "--room", "nowhere", "--admin-url", admin],
-        ["ctl", "interrupt", "--agent", agent, "--admin-url", admin],
     )
     assert nobody.returncode == 2 and nobody.stdout == b""
     assert one_line(nobody) == "band-trio ctl: refused: no agent nobody (404 not_found)"
     assert nowhere.returncode == 2
     assert one_line(nowhere) == "band-trio ctl: refused: no room nowhere (404 not_found)"
-    assert signalled.returncode == 0 and signalled.stderr == b""
-    assert signalled.stdout.startswith(f"interrupt sent to agent {agent}".encode())
+
+
+async def test_ctl_to_an_agent_not_connected_says_so_and_what_becomes_of_the_signal(
+    platform: Platform,
+) -> None:
+    """No socket for the agent: an interrupt reached no one (exit 1, nothing on stdout);
+    a stop or a play is still the platform's gate (exit 0), and stderr says the stop
+    holds for the next agent until `ctl play`."""
+    admin, agent = platform.info.admin_url, platform.info.agent_id or ""
+    assert agent not in platform.connected_agents()
+    interrupt, stop, play = await run_all(
+        ["ctl", "interrupt", "--agent", agent, "--admin-url", admin],
+        ["ctl", "stop", "--agent", agent, "--admin-url", admin],
+        ["ctl", "play", "--agent", agent, "--admin-url", admin],
+    )
+    assert interrupt.returncode == 1 and interrupt.stdout == b""
+    assert one_line(interrupt) == (
+        f"band-trio ctl: no agent connected: the interrupt reached no one "
+        f"(agent {agent} has no socket open; nothing was running to interrupt)"
+    )
+    assert stop.returncode == 0
+    assert stop.stdout.startswith(f"stop sent to agent {agent}, every room".encode())
+    assert one_line(stop) == (
+        "band-trio ctl: no agent connected: the platform holds every room stopped: "
+        "the agent answers nothing there when it connects, until `band-trio ctl play`"
+    )
+    assert play.returncode == 0
+    assert one_line(play) == (
+        "band-trio ctl: no agent connected: the platform opened every room's gate: "
+        "the agent answers there when it connects"
+    )
 
 
 # -- URLs and listening -------------------------------------------------------------
@@ -211,6 +239,37 @@ async def test_a_host_that_cannot_reach_its_platform_is_one_line_and_exit_1() ->
     line = [x for x in done.stderr.decode().splitlines() if "WARNING" not in x]
     assert "Traceback" not in done.stderr.decode()
     assert len(line) == 1 and line[0].startswith("band-trio host: GET me: "), line
+
+
+async def test_a_key_that_is_another_agent_s_is_exit_3_on_agent_and_host(
+    platform: Platform,
+) -> None:
+    """One rule for an agent id the key does not belong to: the platform refused the
+    credentials (3), not bad usage (2) — on `agent` (the socket's 403) and on `host`
+    (its `GET /me` names another agent) alike, and `--help` says so."""
+    info = platform.info
+    key, rest = info.api_key or "", info.rest_url
+    agent, host = await run_all(
+        ["agent", "--agent-id", "wrong", "--api-key", key, "--rest-url", rest,
+         "--ws-url", info.ws_url],
+        ["host", "--adapter", "band_trio.adapters:DemoAdapter", "--agent-id", "wrong",
+         "--api-key", key, "--rest-url", rest, "--insecure-no-token", "--listen", "127.0.0.1:0"],
+    )  # fmt: skip
+    assert agent.returncode == 3, agent.stderr
+    assert one_line(agent) == (
+        "band-trio agent: disconnected for good: forbidden: agent_id does not match the API key"
+    )
+    assert host.returncode == 3, host.stderr
+    lines = [x for x in host.stderr.decode().splitlines() if "WARNING" not in x]
+    assert "Traceback" not in host.stderr.decode()
+    assert lines == [
+        f"band-trio host: the platform refused the key: 403 forbidden: "
+        f"the API key is {info.agent_id}'s, not agent wrong's"
+    ], lines
+    two = EXIT_STATUSES.split("\n  3 ")[0].split("\n  2 ")[1]
+    three = EXIT_STATUSES.split("\n  3 ")[1].split("\n  130 ")[0]
+    assert "unknown agent" not in two.replace("\n", " ").replace("ctl", ""), two
+    assert "another agent's" in " ".join(three.split()), three
 
 
 def bridge_config(platform: Platform, tmp_path: Path, **bridge: object) -> Path:

@@ -115,6 +115,10 @@ async def test_control_through_admin(platform: Platform, admin: httpx2.AsyncClie
         frame = await recv_event(ws, "agent.control")
         assert frame[4]["correlation_id"] == accepted["correlation_id"]
         assert platform.store.is_stopped(agent or "", room or "")
+        assert accepted["connected"] is True
+    await platform.wait_until(lambda: agent not in platform.connected_agents())
+    offline = (await admin.post("/control", json=body)).json()  # no socket now
+    assert offline["connected"] is False and platform.store.is_stopped(agent or "", room or "")
     bad_mode = await admin.post("/control", json={"agent_id": agent, "mode": "pause"})
     assert bad_mode.status_code == 422
     ghost = await admin.post("/control", json={"agent_id": "ghost", "mode": "stop"})

@@ -279,7 +279,8 @@ async def serve_host(
     stop: trio.Event,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Check the key (`GET /me`: `AuthenticationError` when the platform refuses it),
+    """Check the key (`GET /me`: `AuthenticationError` when the platform refuses it or
+    it is another agent's),
     then serve `app` on `host:port` until `stop`, with the identity's REST client;
     `task_status.started(bound_port)`. Turns still open at the end get the grace,
     then are cancelled like a shutdown: their messages are left `processing`. The
@@ -290,9 +291,9 @@ async def serve_host(
     settings = ServeSettings(grace=policy.health_grace, policy=policy.server, log=log)
     async with RestClient(rest_url, api_key, policy=app.policy) as rest:
         profile = await rest.me()
-        if profile.id != app.agent_id:
-            raise errors.ConfigurationError(
-                f"the API key is {profile.id}'s, not the host's agent {app.agent_id}"
+        if profile.id != app.agent_id:  # refused as the socket refuses an agent (403)
+            raise errors.AuthenticationError(
+                403, f"the API key is {profile.id}'s, not agent {app.agent_id}'s", code="forbidden"
             )
         app.bind(rest)
         tracked = observe.track(app.sample)  # the gauges of /metrics, while it serves

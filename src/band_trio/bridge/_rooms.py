@@ -33,6 +33,7 @@ class ForwardRooms(RoomHost[ForwardRoom]):
             cutoff=shared.cutoff,
             shutdown_grace=shared.bridge_policy.shutdown_grace,
             what="bridge room",
+            unit="forward",
         )
         self._shared = shared
 

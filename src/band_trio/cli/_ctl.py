@@ -7,6 +7,12 @@ band-trio agent and a band-sdk agent alike.
 Exit 0 once the platform accepted the signal; 2 for a malformed URL or a signal it
 refuses (an unknown agent or room: its words, one line); 1 for an admin API that
 cannot be reached or answers something else. Every error is one line on stderr.
+
+An agent with no socket open is told apart (the platform's answer says so): an
+interrupt then reached no one — nothing runs to interrupt, and nothing keeps it —
+so it exits 1 (a peer that could not be reached); a stop or a play is still the
+platform's gate, which outlives the agent, so it exits 0 with one line on stderr
+saying what the next agent to connect will find.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from ..policy import Policy
 from ..tls import shared_ssl_context
 from ..wire import ErrorEnvelope
 from ..wire.admin import AdminControl, ControlAccepted
-from ._exits import EXIT_CONFIG, EXIT_OK
+from ._exits import EXIT_CONFIG, EXIT_FAILED, EXIT_OK
 from ._ready import read_ready_file
 
 __all__ = ["add_parser"]
@@ -137,8 +143,29 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     took = (time.perf_counter() - sent) * 1000
     target = f"room {args.room}" if args.room else "every room"
+    if accepted.connected is False and args.mode == "interrupt":
+        print(
+            f"band-trio ctl: no agent connected: the interrupt reached no one (agent "
+            f"{agent_id} has no socket open; nothing was running to interrupt)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     print(
         f"{args.mode} sent to agent {agent_id}, {target} "
         f"(correlation {accepted.correlation_id}, {took:.1f} ms)"
     )
+    if accepted.connected is False:
+        print(f"band-trio ctl: no agent connected: {_held(args.mode, target)}", file=sys.stderr)
     return EXIT_OK
+
+
+def _held(mode: str, target: str) -> str:
+    """What a stop or play sent to no socket becomes: the platform's gate, which the
+    next agent to connect meets (a stop answers nothing until a play)."""
+    if mode == "stop":
+        return (
+            f"the platform holds {target} stopped: the agent answers nothing there when it "
+            "connects, until `band-trio ctl play`"
+        )
+    gate = "every room's gate" if target == "every room" else f"the gate of {target}"
+    return f"the platform opened {gate}: the agent answers there when it connects"

@@ -29,13 +29,15 @@ EXIT_OK = 0
 """Done; a server or agent stopped by SIGINT/SIGTERM."""
 EXIT_FAILED = 1
 """The work failed: a probe or trial failed, a peer could not be reached or answered
-wrongly, a runs-API run outlived every grace."""
+wrongly (an agent with no socket for `ctl interrupt`), a runs-API run outlived every
+grace."""
 EXIT_CRASH = EXIT_FAILED
 """An unexpected error (a bug: the one case that shows a traceback)."""
 EXIT_CONFIG = 2
 """Bad usage or configuration, found before any work began."""
 EXIT_DISCONNECTED = 3
-"""The platform ended the agent's session for good (terminal disconnect, refused key)."""
+"""The platform refused the agent (a wrong key, or a key that is another agent's: `agent`
+and `host` alike) or ended its session for good (terminal disconnect)."""
 EXIT_PIPE = 141
 """The reader of stdout went away (`band-trio demo | head -3`): nothing on stderr,
 the status a shell reports for a tool killed by SIGPIPE (128 + 13)."""
@@ -52,9 +54,10 @@ exit statuses (every command):
        or answered wrongly, an unexpected error (the only case with a traceback);
        or still running Policy.hard_stop_deadline after a second signal (named)
   2    bad usage or configuration: a flag, variable, file, URL, address or
-       port that cannot be used, an unknown agent or room; one line on stderr
-  3    the platform ended the agent's session for good (refused key,
-       terminal disconnect); the reason on stderr
+       port that cannot be used, an agent or room the admin API does not know
+       (ctl); one line on stderr
+  3    the platform refused the agent (a wrong key, or a key that is another
+       agent's) or ended its session for good; the reason on stderr
   130  interrupted: bench by SIGINT/SIGTERM, conformance and the scripted demo
        by Ctrl-C, any command by one before it serves SIGINT (one line)
   141  stdout's reader went away (| head): quiet, as a tool killed by SIGPIPE

@@ -11,7 +11,8 @@ process exits 1 after `Policy.hard_stop_deadline` whatever still runs).
 Every forward must carry the host's token (`--token-file` or `BAND_HOST_TOKEN`);
 `--insecure-no-token` serves without one, on loopback only, with a warning.
 The host listens on loopback unless `--allow-remote` (and a token) is given.
-The key is checked at start-up (`GET /me`): a refused key exits 3.
+The key is checked at start-up (`GET /me`): a refused key, or one that is another
+agent's, exits 3 (as `agent` does).
 """
 
 from __future__ import annotations

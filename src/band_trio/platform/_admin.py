@@ -173,7 +173,8 @@ def _control(p: Platform, query: Mapping[str, str], body: bytes) -> Response:
     correlation_id = p.send_control(
         req.agent_id, req.mode, room_id=req.room_id, scope=req.scope, reason=req.reason
     )
-    return json_response(ControlAccepted(correlation_id=correlation_id))
+    connected = req.agent_id in p.connected_agents()
+    return json_response(ControlAccepted(correlation_id=correlation_id, connected=connected))
 
 
 def _log(p: Platform, query: Mapping[str, str], body: bytes) -> Response:

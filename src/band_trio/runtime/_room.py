@@ -103,6 +103,7 @@ class Room:
         "_resync_due",
         "_search",
         "_stopped",
+        "_told_stopped",
         "_wake",
         "id",
         "last_abort",
@@ -135,6 +136,9 @@ class Room:
         self._resync_due = False
         self._pass: Pass | None = None
         self._stopped = False
+        self._told_stopped = False
+        """Whether the log said the platform holds the room stopped (a claim answered
+        204 with no stop seen): said once until a play."""
         self._draining = False
         self._parked = False
         """Parked for work (nothing in hand, no pass, no fetch): a wake, not a cancel,
@@ -257,6 +261,7 @@ class Room:
     def play(self) -> None:
         """Lift the suppression first, then catch up through `/next` at once."""
         self._stopped = False
+        self._told_stopped = False
         self.request_resync()
         self._ctx.changes.notify()
 
@@ -422,6 +427,8 @@ class Room:
         try:
             return await run_turn(self._ctx, self.ledger, turn, self.last_abort)
         finally:
+            if turn.outcome is Outcome.CLAIM_STOPPED:
+                self._claim_stopped(message.id)
             if not turn.aborted.is_set():
                 watch.cancel(reason="the turn ended without an abort")
             if turn.abort_kind is not None:
@@ -430,6 +437,22 @@ class Room:
                 )
             self.turn = None
             self._ctx.changes.notify()
+
+    def _claim_stopped(self, message_id: str) -> None:
+        """A claim answered 204: the platform's gate is closed for this room. No stop
+        reached this agent (a stop sent while none was connected outlives it, and the
+        join says nothing of it), so the first such claim says so, with the way out; the
+        message stays for the play, which replays it through `/next`."""
+        if self._told_stopped or self._stopped:
+            return
+        self._told_stopped = True
+        log.warning(
+            "room %s: the platform holds this room stopped (the claim of %s answered 204): "
+            "nothing is answered here until a play (`band-trio ctl play`, or Play in the "
+            "console)",
+            self.id,
+            message_id,
+        )
 
     async def _watch_abort(self, turn: ActiveTurn, watch: trio.CancelScope) -> None:
         """Report a turn that outlives its cleanup grace after being aborted.

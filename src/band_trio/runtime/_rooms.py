@@ -65,6 +65,9 @@ log = logging.getLogger("band_trio.runtime.rooms")
 
 R = TypeVar("R", bound=HostedRoom)
 
+_NAMED = 5
+"""Running units a stop's waiting line names; the rest are counted."""
+
 
 class RoomHost(Generic[R]):
     """Every room of one agent (or bridged identity), each a task of the host's nursery.
@@ -83,6 +86,7 @@ class RoomHost(Generic[R]):
         cutoff: Cutoff,
         shutdown_grace: float,
         what: str = "room",
+        unit: str = "turn",
     ) -> None:
         self._make = make
         self._policy = policy
@@ -91,6 +95,8 @@ class RoomHost(Generic[R]):
         self.cutoff = cutoff
         self._shutdown_grace = shutdown_grace
         self._what = what
+        self._unit = unit
+        """What a room's unit of work is called in the stop's lines (a turn, a forward)."""
         self._rooms: dict[str, R] = {}
         self.current: Mapping[str, R] = types.MappingProxyType(self._rooms)
         """The rooms by id, read-only (a room leaves it as soon as it is left)."""
@@ -205,8 +211,18 @@ class RoomHost(Generic[R]):
         grace = 0.0 if self._hard else self._shutdown_grace
         for room in self._live:
             room.drain()
+        waited = self._say_waiting(grace)
+        began = trio.current_time()
         with trio.move_on_after(grace):
             await self._until(lambda: not self._live or self._hard)
+        if waited and not self._live and not self._hard:
+            log.warning(
+                "stopping: the running %s(s) finished after %.1fs of the %gs grace: "
+                "stopped gracefully",
+                self._unit,
+                trio.current_time() - began,
+                grace,
+            )
         running = [
             (room, unit)
             for room in self._live
@@ -241,6 +257,30 @@ class RoomHost(Generic[R]):
         # the rest end within their own shielded, bounded cleanup
         await self._until(lambda: all(room in stubborn for room in self._live))
         self.settled.set()
+
+    def _say_waiting(self, grace: float) -> bool:
+        """Say what the graceful stop waits for, and for how long (at WARNING: a person
+        who pressed Ctrl-C sees it at the default level); whether anything was running.
+
+        Only units still at work are named, at most `_NAMED` of them: an idle agent in
+        10,000 rooms stops without a line."""
+        if grace <= 0:
+            return False
+        running = self.running()
+        if not running:
+            return False
+        named = ", ".join(f"room {room}: {message}" for room, message in running[:_NAMED])
+        more = f" and {len(running) - _NAMED} more" if len(running) > _NAMED else ""
+        log.warning(
+            "stopping: waiting up to %gs (the shutdown grace) for %d running %s(s) to "
+            "finish (%s%s); then they are cancelled",
+            grace,
+            len(running),
+            self._unit,
+            named,
+            more,
+        )
+        return True
 
     def _pulse(self) -> None:
         self._ended.set()

@@ -136,6 +136,10 @@ class AdminControl(_Admin):
 
 class ControlAccepted(_Admin):
     correlation_id: str
+    connected: bool | None = None
+    """Whether the agent had a live socket to push the signal to (None from a platform
+    that does not say). A stop or play changes the gate either way; an interrupt sent
+    to no socket reaches no one."""
 
 
 class AdminLogEntry(_Admin):
