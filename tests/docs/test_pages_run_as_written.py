@@ -17,6 +17,7 @@ import pytest
 import trio
 
 from ._docrun import parse, run_page
+from ._venv import copy_of_repository, extra_venv
 
 ROOT = Path(__file__).parents[2]
 DOCS = ROOT / "docs"
@@ -30,9 +31,10 @@ PAGES = [
 PAGE_DEADLINE = 150
 
 
-def reader_env(workdir: Path) -> dict[str, str]:
-    """A reader's shell: this environment's `bin` first, no BAND_* or pytest settings."""
-    venv_bin = Path(sys.prefix) / "bin"
+def reader_env(workdir: Path, venv: Path = Path(sys.prefix)) -> dict[str, str]:
+    """A reader's shell: `venv`'s `bin` first (this environment's unless told), no BAND_*
+    or pytest settings; `workdir/.venv` is `venv`."""
+    venv_bin = venv / "bin"
     assert (venv_bin / "band-trio").exists(), (
         f"the pages' `.venv/bin/band-trio` stands for {venv_bin}/band-trio, which is missing:"
         " run the tests from band-trio's venv (`python3 dev.py test`)"
@@ -46,7 +48,7 @@ def reader_env(workdir: Path) -> dict[str, str]:
     }
     env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '')}"
     env["HOME"] = str(workdir)  # nothing of the caller's dotfiles
-    (workdir / ".venv").symlink_to(sys.prefix, target_is_directory=True)
+    (workdir / ".venv").symlink_to(venv, target_is_directory=True)
     return env
 
 
@@ -57,3 +59,23 @@ async def test_the_page_runs_as_written(name: str, tmp_path: Path) -> None:
     env = reader_env(tmp_path)
     with trio.fail_after(PAGE_DEADLINE):
         await run_page(page, tmp_path, ROOT, env)
+
+
+@pytest.mark.long(30)
+@pytest.mark.timeout(PAGE_DEADLINE + 30)
+async def test_the_adapter_tutorial_runs_in_a_clone_with_only_the_pytest_extra(
+    tmp_path: Path,
+) -> None:
+    """The tutorial followed in a clone of band-trio, in the clone's folder, with its
+    `.venv` holding band-trio and the `pytest` extra only (not the test extra): the
+    clone's own pytest configuration applies to the reader's test, and must not need a
+    plugin only the test extra installs (pytest-timeout, for its `timeout` option)."""
+    clone = copy_of_repository(ROOT, tmp_path / "band-trio")
+    venv = tmp_path / "venv"
+    extra_venv(venv, clone, {"pytest"})
+    page = parse(DOCS / "tutorial/writing-an-adapter.md")
+    env = reader_env(clone, venv)
+    env["HOME"] = str(tmp_path)
+    env.pop("PYTHONPATH", None)  # the clone's own `src`, as its editable install says
+    with trio.fail_after(PAGE_DEADLINE):
+        await run_page(page, clone, clone, env)
