@@ -9,6 +9,7 @@ processes on 127.0.0.1, each shell's process group ended by its id.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -29,6 +30,8 @@ PAGES = [
     "how-to/console.md",
 ]
 PAGE_DEADLINE = 150
+TUTORIALS = sorted((DOCS / "tutorial").glob("*.md"))
+"""Followed in one folder, a clone's (both use its `.venv`)."""
 
 
 def reader_env(workdir: Path, venv: Path = Path(sys.prefix)) -> dict[str, str]:
@@ -79,3 +82,27 @@ async def test_the_adapter_tutorial_runs_in_a_clone_with_only_the_pytest_extra(
     env.pop("PYTHONPATH", None)  # the clone's own `src`, as its editable install says
     with trio.fail_after(PAGE_DEADLINE):
         await run_page(page, clone, clone, env)
+
+
+def test_the_tutorials_files_are_named_alike_and_apart() -> None:
+    """The tutorials create their files in one folder: no file is created by two of
+    them, no two names differ only in `_`, `-` or case (`my_adapter.py` and
+    `myadapter.py`), and each `NAME.py` a tutorial names is one a tutorial creates, or
+    one of the repository's."""
+    created: dict[str, str] = {}
+    for path in TUTORIALS:
+        for step in parse(path).steps:
+            if "file" in step.options:
+                name = step.options["file"]
+                assert created.setdefault(name, path.name) == path.name, (
+                    f"{name} is created by {created[name]} and {path.name}"
+                )
+    alike: dict[str, str] = {}
+    for name in created:
+        key = re.sub(r"[-_]", "", name).lower()
+        assert alike.setdefault(key, name) == name, f"{alike[key]} and {name}, in one folder"
+    for path in TUTORIALS:
+        for name in set(re.findall(r"[\w./-]+\.py\b", path.read_text())):
+            assert name in created or (ROOT / name).exists(), (
+                f"{path.name} names {name}, which no tutorial creates"
+            )
