@@ -3,7 +3,10 @@
 Each page runs in a folder of its own, with `.venv` there standing for the
 environment these tests run in (the reader's `.venv`), `PATH` starting with its
 `bin`, and none of the caller's `BAND_*` settings: real `bash` shells, real
-processes on 127.0.0.1, each shell's process group ended by its id.
+processes on 127.0.0.1, each shell's process group ended by its id. The adapter
+tutorial runs once more in a copy of the repository, in its folder, with a `.venv` of
+band-trio and its `pytest` extra only (tests/docs/_venv.py), as a reader of it in a
+clone has.
 """
 
 from __future__ import annotations
