@@ -7,6 +7,7 @@ Every fenced block of a page that is run is preceded by an HTML comment telling 
                   [exit=N] [pause=SECONDS] -->
     <!-- doc-run: file=PATH | append=PATH | patch=PATH from=TEXT [to=TEXT] -->
     <!-- doc-run: skip=WHY -->
+    <!-- doc-run: sample=NAME -->
 
 and a comment with no block after it is a step of its own:
 
@@ -24,7 +25,10 @@ its end, need every command in them to succeed (or the last one to exit `exit`),
 their output to match `expect` and not `absent`; `until` types the block again until
 its output matches (a read, as a reader repeats it); `pause` types it only after
 that long, as a reader would (a stop that must still find the work going when a
-person types it, not only at a test's speed). A page's fixed ports are
+person types it, not only at a test's speed). A `sample=` block shows what the last
+block of that shell printed: each `"field":` of it must be in that output, with the
+same value where the sample gives one (a string with no `…` in it, true, false, null;
+a number, a string with `…`, a list or an object: the field only). A page's fixed ports are
 replaced by free ones, and its paths under /tmp by the test's folder, so pages run
 side by side with anything else. At the end every shell still running gets Ctrl-C
 and must exit 0, and no process of any shell's group may be left; whatever is, is
@@ -54,6 +58,8 @@ FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)(?P<info>[^\n]*)$", 
 STEP_DEADLINE = 60.0
 """A step that takes longer than this fails the page (conformance runs take ~6 s)."""
 STOP_DEADLINE = 20.0
+FIELD = re.compile(r'"(?P<key>\w+)":\s*(?P<value>"[^"]*"|true|false|null)?')
+"""A JSON field of a sample, with its value where the sample's value is to be the same."""
 
 
 @dataclass
@@ -81,7 +87,7 @@ def _options(body: str, line: int, page: Path) -> dict[str, str]:
         options[key] = value if sep else ""
     known = {
         "shell", "bg", "ready", "expect", "absent", "until", "exit", "file", "append", "patch",
-        "from", "to", "skip", "stop", "restore", "watch", "pause",
+        "from", "to", "skip", "stop", "restore", "watch", "pause", "sample",
     }  # fmt: skip
     unknown = set(options) - known
     assert not unknown, f"{page.name}:{line}: unknown doc-run options {sorted(unknown)}"
@@ -247,6 +253,8 @@ class Run:
     replacements: list[tuple[str, str]] = field(default_factory=list)
     history: dict[Path, list[str | None]] = field(default_factory=dict)
     transcript: list[str] = field(default_factory=list)
+    printed: dict[str, str] = field(default_factory=dict)
+    """What the last block typed into each shell printed (for `sample=`)."""
 
     def __post_init__(self) -> None:
         for key, value in self.page.options:
@@ -327,6 +335,9 @@ class Run:
         if {"file", "append", "patch"} & set(options):
             self._file(options, text)
             return
+        if "sample" in options:
+            self.check_sample(text, options["sample"], where)
+            return
         assert "shell" in options, f"{where}: a block needs shell=, file=, append=, patch= or skip="
         shell = await self.shell(options["shell"])
         assert shell.running is None, f"{where}: shell {shell.name} still runs a command"
@@ -343,6 +354,7 @@ class Run:
             while True:
                 status, output = await shell.finish(await shell.start(text))
                 self.transcript.append(output)
+                self.printed[shell.name] = output
                 if "until" not in options or self.pattern(options["until"]).search(output):
                     break
                 self.check_running(where)
@@ -357,6 +369,23 @@ class Run:
         if "absent" in options:
             pattern = self.pattern(options["absent"])
             assert not pattern.search(output), f"{where}: {pattern.pattern!r} in:\n{output}"
+
+    def check_sample(self, sample: str, name: str, where: str) -> None:
+        """Each JSON field of `sample` is in what shell `name` printed last, with the
+        sample's value where it gives one."""
+        assert name in self.printed, f"{where}: a sample of shell {name}, which printed nothing"
+        output = self.printed[name]
+        fields = list(FIELD.finditer(sample))
+        assert fields, f"{where}: a sample with no JSON field in it"
+        for found in fields:
+            key, value = found["key"], found["value"]
+            if value is not None and "…" not in value:
+                want, shown = rf'"{key}":\s*{re.escape(value)}', f'"{key}": {value}'
+            else:
+                want, shown = rf'"{key}":', f'"{key}"'
+            assert re.search(want, output), (
+                f"{where}: the sample's {shown} is not in what shell {name} printed:\n{output}"
+            )
 
     async def wait_for(self, shell: Shell, regex: str, since: int, where: str) -> None:
         """Until `shell`'s output from `since` on matches `regex`, within the deadline."""

@@ -71,6 +71,36 @@ async def test_a_block_that_does_not_do_what_the_page_says_fails(
         await run(tmp_path, text)
 
 
+@pytest.mark.parametrize(
+    ("sample", "says"),
+    [
+        ('{"model":"gpt-4o"}', 'the sample\'s "model": "gpt-4o" is not in'),
+        ('{"status":"done","usage":{…}}', 'the sample\'s "usage" is not in'),
+        ('{"settled":true}', 'the sample\'s "settled": true is not in'),
+    ],
+)
+async def test_a_sample_that_is_not_what_was_printed_fails(
+    tmp_path: Path, sample: str, says: str
+) -> None:
+    text = (
+        "<!-- doc-run: shell=a -->\n```\n"
+        """echo '{"run_id":"run_42","model":"band-trio","status":"done","settled":false}'"""
+        "\n```\n<!-- doc-run: sample=a -->\n```\n{sample}\n```\n"
+    )
+    with pytest.RaisesGroup(pytest.RaisesExc(AssertionError, match=says), flatten_subgroups=True):
+        await run(tmp_path, text.replace("{sample}", sample))
+
+
+async def test_a_sample_of_what_was_printed_passes(tmp_path: Path) -> None:
+    text = (
+        "<!-- doc-run: shell=a -->\n```\n"
+        """echo '{"run_id":"run_42","created_at":17.5,"model":"band-trio","stops":[1]}'"""
+        '\n```\n<!-- doc-run: sample=a -->\n```\n{"run_id":"run_9…","created_at":1796.1,'
+        '\n "model": "band-trio","stops":[…]}\n```\n'
+    )
+    await run(tmp_path, text)
+
+
 SERVER = (
     "python3 -c 'import signal, sys, time;"
     " signal.signal(signal.SIGINT, lambda *_: sys.exit({code}));"
