@@ -47,16 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
     )
     parser.add_argument("--version", action="version", version=f"band-trio {__version__}")
-    parser.add_argument(
-        "--log-level", default="WARNING", type=_log_level, help="logging level (default: WARNING)"
-    )
-    parser.add_argument(
-        "--log-format",
-        default="text",
-        choices=["text", "json"],
-        help="text (the default) or json: one object a line with time, level, logger, "
-        "message, and the room, message id and correlation id where known",
-    )
+    parser.set_defaults(log_level="WARNING", log_format="text")
+    _add_logging_flags(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _platform.add_parser(commands)
     _agent.add_parser(commands)
@@ -75,4 +67,25 @@ def build_parser() -> argparse.ArgumentParser:
         if command.epilog is None:
             command.epilog = EXIT_STATUSES
             command.formatter_class = _Formatter
+        _add_logging_flags(command)
     return parser
+
+
+def _add_logging_flags(parser: argparse.ArgumentParser) -> None:
+    """`--log-level` and `--log-format`, on the top-level parser and on every command's:
+    people type them after the command name too. No default of their own (`SUPPRESS`):
+    a command's parser that set one would overwrite the value given before the command.
+    Given on both sides, the one after the command wins, being the later on the line."""
+    parser.add_argument(
+        "--log-level",
+        default=argparse.SUPPRESS,
+        type=_log_level,
+        help="logging level (default: WARNING)",
+    )
+    parser.add_argument(
+        "--log-format",
+        default=argparse.SUPPRESS,
+        choices=["text", "json"],
+        help="text (the default) or json: one object a line with time, level, logger, "
+        "message, and the room, message id and correlation id where known",
+    )
