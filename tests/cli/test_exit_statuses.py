@@ -84,12 +84,15 @@ def test_the_reference_documents_the_statuses_the_help_shows() -> None:
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices
     assert commands is not None
+    top = text.split("\n## ", 1)[0]
+    everywhere = {"-h", "--help", "--log-level", "--log-format"}  # documented once, at the top
+    assert "`--log-level`" in top and "`--log-format`" in top, top
     for name, command in commands.items():  # every command and each of its flags
         assert f"## `band-trio {name}" in text, name
         section = text.split(f"## `band-trio {name}", 1)[1].split("\n## ", 1)[0]
         for action in command._actions:  # type: ignore[attr-defined]
             for flag in action.option_strings:
-                if flag not in ("-h", "--help"):
+                if flag not in everywhere:
                     assert f"`{flag}" in section, (name, flag)
 
 

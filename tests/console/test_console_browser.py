@@ -181,3 +181,57 @@ def test_a_person_talks_stops_plays_and_survives_a_restart(
     assert errors == [], errors
     assert processes.stop(agent) == 0
     assert processes.stop(platform) == 0
+
+
+HOLD_STATES = """
+(() => {
+  // The page's "state" listeners are held back until releaseStates(): the stream is
+  // open and its first state has arrived, but the page has not been given it yet.
+  const held = [];
+  window.heldStates = 0;
+  window.releaseStates = () => {
+    window.statesReleased = true;
+    for (const deliver of held.splice(0)) deliver();
+  };
+  const add = EventSource.prototype.addEventListener;
+  EventSource.prototype.addEventListener = function (type, listener, options) {
+    if (type !== "state") return add.call(this, type, listener, options);
+    const holding = (event) => {
+      if (window.statesReleased) return listener.call(this, event);
+      window.heldStates += 1;
+      held.push(() => listener.call(this, event));
+    };
+    return add.call(this, type, holding, options);
+  };
+})();
+"""
+
+
+def test_the_page_says_it_is_loading_until_its_first_state(processes: Processes) -> None:
+    """The stream is open but no state has been rendered: the page says "loading", not
+    "live" over an empty room list."""
+    executable = chromium()
+    port = str(free_port())
+    args = ("platform", "--console", "--seed", "--port", port)
+    platform = processes.start("platform", *args, until=b"console http://")
+    errors: list[str] = []
+    expect.set_options(timeout=WAIT_MS)
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.add_init_script(HOLD_STATES)
+            page.goto(f"http://127.0.0.1:{port}/_console/")
+            page.wait_for_function("window.heldStates > 0", timeout=WAIT_MS)
+            connection = page.get_by_test_id("connection")
+            expect(connection).to_have_attribute("data-state", "loading")
+            expect(connection).to_have_text("loading…")
+            expect(page.locator("#rooms li")).to_have_count(0)  # nothing shown yet
+            page.evaluate("window.releaseStates()")
+            expect(connection).to_have_text("live")
+            expect(page.locator("#rooms li")).to_have_count(1)  # the seeded room
+        finally:
+            browser.close()
+    assert errors == [], errors
+    assert processes.stop(platform) == 0

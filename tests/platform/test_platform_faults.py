@@ -577,3 +577,27 @@ async def test_shutdown_releases_held_requests() -> None:
     # wall-clock bound, < 0.5 s here before, would not hold at a CI machine's load)
     assert hold.released
     assert statuses == [200]
+
+
+async def test_a_request_a_fault_caught_is_logged_with_its_query_string(
+    platform: Platform, client: httpx2.AsyncClient
+) -> None:
+    """The note of a fault names the request as sent, query string included: for a
+    dropped request it is the only entry the log has of it."""
+    _, room, _ = ids(platform)
+    platform.faults.drop_rest("next", room_id=room)
+    with pytest.raises(httpx2.RemoteProtocolError):
+        await client.get(room_path(room, "/messages/next?probe=1"))
+    platform.faults.fail_rest("list_messages", 503, room_id=room)
+    failed = await client.get(room_path(room, "/messages?status=processing&page=1"))
+    assert failed.status_code == 503
+    caught = [
+        (e.kind, e.path, e.query)
+        for e in platform.log()
+        if e.kind == "rest" or (e.kind == "note" and (e.body or "").startswith("fault:"))
+    ]
+    assert caught == [
+        ("note", room_path(room, "/messages/next"), "probe=1"),
+        ("note", room_path(room, "/messages"), "status=processing&page=1"),
+        ("rest", room_path(room, "/messages"), "status=processing&page=1"),
+    ]

@@ -9,8 +9,9 @@ nothing and 141, a Ctrl-C before the command serves SIGINT itself one line and
 
 The package itself imports next to nothing: the console script runs `from
 band_trio.cli import main` outside any handler, so a Ctrl-C during an import
-there is Python's own traceback. The parser and the commands (trio, httpx2, the
-runtime: ~0.3 s) are loaded inside `main`, where the interrupt is caught.
+there is Python's own traceback. The parser is loaded inside `main`, where the
+interrupt is caught, and it loads only the command run (trio, httpx2, the runtime:
+~0.3 s): `--version` and `--help` load none (`_parser`).
 """
 
 from __future__ import annotations
@@ -46,10 +47,12 @@ __all__ = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `band-trio` parser, every command's flags (`_parser`: loaded on first use)."""
+    """The `band-trio` parser, every command's flags (`_parser`: loaded on first use).
+
+    Every command's module is imported here; `main` imports only the one it runs."""
     from ._parser import build_parser as build
 
-    return build()
+    return build(load=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -108,10 +111,11 @@ def _stdout_gone() -> bool:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    from .. import errors, observe  # here, with the parser: see the module's docstring
+    from ._parser import build_parser as build  # here: see the module's docstring
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build().parse_args(argv)  # imports the one command run (`--version`: none)
+    from .. import errors, observe
+
     observe.configure_logging(args.log_level, args.log_format)
     try:
         code: int = args.run(args)

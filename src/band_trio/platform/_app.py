@@ -61,6 +61,7 @@ class App:
             return
         method: str = scope["method"]
         path: str = scope["path"]
+        query = scope["query_string"].decode("latin-1") or None  # as sent, percent-encoded
         self._requests += 1
         request_id = f"req-{self._requests}"
         agent_id: str | None = None
@@ -74,7 +75,12 @@ class App:
             result, agent_id = self._dispatch(scope, method, path, body)
             if isinstance(result, Intercepted):  # an armed fault caught this request
                 answer = await p.faults.run_rest(
-                    result, method=method, path=path, agent_id=agent_id, request_id=request_id
+                    result,
+                    method=method,
+                    path=path,
+                    query=query,
+                    agent_id=agent_id,
+                    request_id=request_id,
                 )
                 if answer is None:  # handled, and dropped: no answer, the connection cut
                     abort_connection()
@@ -96,7 +102,7 @@ class App:
             agent_id=agent_id,
             method=method,
             path=path,
-            query=scope["query_string"].decode("latin-1") or None,
+            query=query,
             status=response.status,
             body=body.decode("utf-8", "replace") if body else None,
         )

@@ -68,11 +68,12 @@ class FaultLog:
         agent_id: str | None = None,
         method: str | None = None,
         path: str | None = None,
+        query: str | None = None,
         status: int | None = None,
     ) -> None:
         self._log.count("faults")
         self._log.count(counter)
         self._log.append(
-            "note", perf_counter(), agent_id=agent_id, method=method, path=path, status=status,
-            body=body,
+            "note", perf_counter(), agent_id=agent_id, method=method, path=path, query=query,
+            status=status, body=body,
         )  # fmt: skip

@@ -254,16 +254,20 @@ class RestFaults:
         *,
         method: str,
         path: str,
+        query: str | None = None,
         agent_id: str | None,
         request_id: str,
     ) -> Response | None:
         """Apply the fault to a caught request: answer it, hold/delay then handle it,
-        or (None) handle it and leave it unanswered: the caller cuts the connection."""
+        or (None) handle it and leave it unanswered: the caller cuts the connection.
+
+        Its note names the request as sent, `query` (the query string) included: of a
+        dropped request, the note is the only entry in the request log."""
         fault = caught.fault
         if fault.action == "drop":
             self._faults_log.note(
                 f"fault: drop_rest {caught.route}", "faults_rest_dropped",
-                agent_id=agent_id, method=method, path=path,
+                agent_id=agent_id, method=method, path=path, query=query,
             )  # fmt: skip
             with suppress(HttpError):  # refused (a stopped room, no attempt): as it is
                 caught.handle()
@@ -271,7 +275,7 @@ class RestFaults:
         if fault.action == "fail":
             self._faults_log.note(
                 f"fault: fail_rest {caught.route} {fault.status}", "faults_rest_failed",
-                agent_id=agent_id, method=method, path=path, status=fault.status,
+                agent_id=agent_id, method=method, path=path, query=query, status=fault.status,
             )  # fmt: skip
             headers = () if fault.retry_after is None else (retry_after_header(fault.retry_after),)
             body = fault.body
@@ -286,7 +290,7 @@ class RestFaults:
         if fault.action == "delay":
             self._faults_log.note(
                 f"fault: delay_rest {caught.route} {fault.delay:g}s", "faults_rest_delayed",
-                agent_id=agent_id, method=method, path=path,
+                agent_id=agent_id, method=method, path=path, query=query,
             )  # fmt: skip
             await trio.sleep(fault.delay)
             return caught.handle()
@@ -295,7 +299,7 @@ class RestFaults:
         hold.held += 1
         self._faults_log.note(
             f"fault: hold_rest {caught.route} #{hold.held}", "faults_rest_held",
-            agent_id=agent_id, method=method, path=path,
+            agent_id=agent_id, method=method, path=path, query=query,
         )  # fmt: skip
         hold.arrived.set()
         await hold._released.wait()

@@ -82,10 +82,12 @@ function open() {
   if (source) source.close();
   const query = roomId ? `?room=${encodeURIComponent(roomId)}` : "";
   source = new EventSource(`/_console/api/stream${query}`);
-  source.addEventListener("open", () => setConnection("live", "live"));
+  // Open is not live: until this stream's first state is rendered, the page shows
+  // nothing current (an empty room list on a first paint), and says so.
+  source.addEventListener("open", () => setConnection("loading", "loading…"));
   source.addEventListener("state", (event) => {
-    setConnection("live", "live");
     render(JSON.parse(event.data));
+    setConnection("live", "live");
   });
   source.addEventListener("error", () => {
     if ($("conn").dataset.state !== "refused") {
