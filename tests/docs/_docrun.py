@@ -421,9 +421,12 @@ class Run:
         )
 
     async def close(self) -> list[str]:
-        """Ctrl-C in every shell still running, then end each shell; what was left."""
+        """Ctrl-C in every shell still running, the last one opened first (as a reader
+        ends an agent before its platform: an agent whose reply waits for a platform
+        stopped under it waits out its shutdown grace), then end each shell; what was
+        left."""
         problems: list[str] = []
-        for shell in self.shells.values():
+        for shell in reversed(self.shells.values()):
             if shell.running is not None:
                 try:
                     await self.stop(shell, 0, f"end of {self.page.path.name}")
