@@ -141,6 +141,7 @@ def replying_after(gate: trio.Event, reached: trio.Event) -> RecordingAdapter:
 
 
 @pytest.mark.long(15)
+@pytest.mark.rotated  # one a run, the day's: the in-process drop tests hold both each run
 @pytest.mark.parametrize("stored", [False, True], ids=["unstored", "stored"])
 async def test_kill_9_of_the_platform_mid_reply_then_a_restart(
     tmp_path: Path, stored: bool
