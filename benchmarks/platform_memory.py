@@ -19,15 +19,11 @@ in-memory database by what they hold, which is why they are small here.)
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
 import httpx2
+from _platform_process import platform_process
 
 
 def rss_mb(pid: int) -> float:
@@ -39,24 +35,8 @@ def rss_mb(pid: int) -> float:
 
 
 def main(rounds: int) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        ready = Path(folder) / "ready.json"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "band_trio", "platform", "--seed", "--ready-file", str(ready)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 20
-            while not ready.exists():
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the platform did not start")
-                time.sleep(0.05)
-            info = json.loads(ready.read_text())
-            run(proc.pid, info, rounds)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with platform_process() as (proc, info):
+        run(proc.pid, info, rounds)
 
 
 def run(pid: int, info: dict[str, str], rounds: int) -> None:

@@ -22,19 +22,18 @@ fragments  one message of a hundred 1 MB frames (100 MB in all)
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from _platform_process import platform_process
 
 MASK = b"\0\0\0\0"
 PIECE = bytes(64 * 1024)
@@ -177,26 +176,10 @@ def main(only: set[str]) -> None:
         "frame": lambda info: [Client(info, lambda: announced(100 * 1000 * 1000))],
         "fragments": lambda info: [Client(info, fragments)],
     }
-    with tempfile.TemporaryDirectory() as folder:
-        ready = Path(folder) / "ready.json"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "band_trio", "platform", "--seed", "--ready-file", str(ready)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 20
-            while not ready.exists():
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the platform did not start")
-                time.sleep(0.05)
-            info = json.loads(ready.read_text())
-            for name, make in attacks.items():
-                if not only or name in only:
-                    attack(proc.pid, info, name, make(info))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with platform_process() as (proc, info):
+        for name, make in attacks.items():
+            if not only or name in only:
+                attack(proc.pid, info, name, make(info))
 
 
 if __name__ == "__main__":

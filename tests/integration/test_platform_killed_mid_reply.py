@@ -129,15 +129,21 @@ async def agent_of(platform: PlatformProcess, adapter: RecordingAdapter) -> Asyn
                 await agent.stop()
 
 
-def replying_after(gate: trio.Event, reached: trio.Event) -> RecordingAdapter:
-    """Replies once `gate` is set; sets `reached` just before waiting for it."""
+@asynccontextmanager
+async def about_to_reply(platform: PlatformProcess) -> AsyncIterator[tuple[str, trio.Event]]:
+    """An agent of the platform whose turn for a posted "hello" waits, just before its
+    reply, for the event yielded with the message's id; the agent stopped at the end."""
+    gate, reached = trio.Event(), trio.Event()
 
     async def behaviour(turn: Turn) -> None:
         reached.set()
         await gate.wait()
         await turn.reply(f"echo: {turn.message.content}")
 
-    return RecordingAdapter(behaviour)
+    async with agent_of(platform, RecordingAdapter(behaviour)):
+        message = await platform.post("hello")
+        await reached.wait()
+        yield message, gate
 
 
 @pytest.mark.long(15)
@@ -151,11 +157,7 @@ async def test_kill_9_of_the_platform_mid_reply_then_a_restart(
     `processed`; an agent restart answers nothing again."""
     with trio.fail_after(DEADLINE):
         async with platform_process(tmp_path) as platform:
-            gate, reached = trio.Event(), trio.Event()
-            adapter = replying_after(gate, reached)
-            async with agent_of(platform, adapter):
-                message = await platform.post("hello")
-                await reached.wait()
+            async with about_to_reply(platform) as (message, gate):
                 room = platform.info["room_id"]
                 if stored:
                     drop = {"route": "post_message", "drop": True, "room_id": room}
@@ -194,11 +196,7 @@ async def test_a_platform_frozen_past_its_deadlines_mid_reply_answers_once(
     order, and the reply is there once."""
     with trio.fail_after(DEADLINE):
         async with platform_process(tmp_path) as platform:
-            gate, reached = trio.Event(), trio.Event()
-            adapter = replying_after(gate, reached)
-            async with agent_of(platform, adapter):
-                message = await platform.post("hello")
-                await reached.wait()
+            async with about_to_reply(platform) as (message, gate):
                 platform.signal(signal.SIGSTOP)
                 gate.set()
                 await trio.sleep(6)  # the freeze itself: past every deadline of FAST
