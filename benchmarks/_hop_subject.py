@@ -70,12 +70,14 @@ def _stamp_sync(owner: Any, name: str, label: str) -> None:
 
 def _install() -> None:
     from band_trio.link import _http, _lanes, _rest
-    from band_trio.runtime import _connection, _control, _settle, _turn, _turn_state
+    from band_trio.runtime import _connection, _control, _room, _settle, _turn, _turn_state
 
     _stamp_async(trio.SocketStream, "send_all", "send_all")
     _stamp_async(trio.SocketStream, "receive_some", "receive_some")
     _stamp_sync(_connection.Connection, "on_push", "on_push")
     _stamp_sync(_control.ControlLane, "apply", "apply")
+    _stamp_sync(_room.Room, "interrupt", "room")
+    _stamp_sync(_room.Room, "stop", "room")
     _stamp_sync(_turn_state.ActiveTurn, "abort", "abort")
     _stamp_async(_rest.RestClient, "_call", "rest_call")
     _stamp_async(_lanes.Lanes, "acquire", "lanes")

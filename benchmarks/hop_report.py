@@ -19,9 +19,9 @@ from pathlib import Path
 
 MODES = ("interrupt", "stop", "play")
 HOPS = {
-    "interrupt": ("/receive_some", "on_push", "apply", "abort", "/abort", "/apply",
+    "interrupt": ("/receive_some", "on_push", "apply", "room", "abort", "/abort", "/apply",
                   "observe:cancel", "settle", "rest_call", "lanes", "pool", "exchange", "send_all"),
-    "stop": ("/receive_some", "on_push", "apply", "abort", "/abort", "/apply",
+    "stop": ("/receive_some", "on_push", "apply", "room", "abort", "/abort", "/apply",
              "observe:cancel", "settle", "report_idle", "rest_call", "lanes", "pool", "exchange",
              "send_all"),
     "play": ("/receive_some", "on_push", "apply", "/apply", "rest_call", "send_all",
