@@ -7,17 +7,26 @@ by writing to the `Journal` and pulsing `Changes`, which the agent reads.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 import trio
 
-from ..contract import Adapter, Cutoff, Threads
+from ..contract import Adapter, Cutoff, Threads, Turn
 from ..link import RestClient
 from ..policy import BusyPolicy, Policy
 from ._results import Overrun
 from ._stops import RemoteStopLog
 
-__all__ = ["Changes", "Journal", "RoomContext"]
+if TYPE_CHECKING:
+    from ._turn_state import ActiveTurn
+
+__all__ = ["Changes", "Journal", "RoomContext", "RoomCounts", "RoomRules", "UnitCall"]
+
+UnitCall = Callable[["ActiveTurn", Turn], Awaitable[None]]
+"""A unit's work in its turn's scope, when it is not the adapter's `on_turn`: a bridged
+identity's forward (it reads the unit's event and payload off the `ActiveTurn`)."""
 
 
 class Changes:
@@ -50,6 +59,36 @@ class Journal:
 
 
 @dataclass(frozen=True, slots=True)
+class RoomRules:
+    """Where the rooms of a bridged identity differ from an agent's: every other rule
+    (the claim window, the catch-up, overflow, stop, play, leave, shutdown) is one.
+    docs/how-to/bridge.md, "The bridge runs the runtime's rooms"."""
+
+    claims: bool = True
+    """The runtime claims each message, reports `working`, and marks it. False: the far
+    end does all of that (a bridge target with `settle = "target"`: `band-trio host`),
+    so the turn only runs the unit's work, and an interrupted message is the work's to
+    consume."""
+    events: bool = False
+    """Room and participant events are units too, queued in order with the messages
+    (`Room.offer_event`); never claimed, marked or retried from `/next`."""
+    work: Literal["turn", "forward"] = "turn"
+    """What a unit is called in the observed work (spans, metrics, the stop's lines)."""
+
+
+@dataclass
+class RoomCounts:
+    """What every room of one agent (or bridged identity) did, summed (`/health`)."""
+
+    passes: int = 0
+    """`/next` catch-ups started (a join, a play, an overflow, a reconcile)."""
+    dropped: int = 0
+    """Queued units a stop cleared (pushed messages come back through `/next`)."""
+    overflowed: int = 0
+    """Times a room's queue was full and dropped for a `/next` catch-up."""
+
+
+@dataclass(frozen=True, slots=True)
 class RoomContext:
     """What every room of one agent run shares."""
 
@@ -68,3 +107,7 @@ class RoomContext:
     cutoff: Cutoff = field(default_factory=Cutoff)
     """The run's: every shielded wait of its rooms and turns ends by it (a hard stop
     lowers it: `RoomHost.hard_stop`)."""
+    rules: RoomRules = field(default_factory=RoomRules)
+    call: UnitCall | None = None
+    """A unit's work instead of `adapter.on_turn` (a bridged identity's forward)."""
+    counts: RoomCounts = field(default_factory=RoomCounts)

@@ -1,20 +1,38 @@
-"""Turning a pushed or fetched wire message into the adapter's `Message`."""
+"""Turning a pushed or fetched wire message (or a room event) into a room's unit of work."""
 
 from __future__ import annotations
+
+import uuid
 
 from ..contract import Message
 from ..wire import ChatMessage, MessageCreated
 
-__all__ = ["Inbound", "inbound"]
+__all__ = ["MESSAGE", "Inbound", "event_unit", "inbound"]
+
+MESSAGE = "message_created"
+"""The event of a message: the only unit that is claimed and marked."""
 
 
 class Inbound:
-    """A message on its way into a room, with the facts the room needs to skip it."""
+    """A message on its way into a room, with the facts the room needs to skip it; or,
+    in a room whose rules pass events (a bridged identity's), a room or participant
+    event (`event` names it, `message` is a stand-in)."""
 
-    __slots__ = ("failed_attempts", "message", "processed")
+    __slots__ = ("event", "failed_attempts", "message", "processed", "wire")
 
-    def __init__(self, message: Message, processed: bool, failed_attempts: int = 0) -> None:
+    def __init__(
+        self,
+        message: Message,
+        processed: bool,
+        failed_attempts: int = 0,
+        *,
+        wire: object = None,
+        event: str = MESSAGE,
+    ) -> None:
         self.message = message
+        self.wire = wire
+        """The payload as the platform sent it (what a bridge forwards on)."""
+        self.event = event
         self.processed = processed
         """The platform already shows it `processed` for this agent."""
         self.failed_attempts = failed_attempts
@@ -48,7 +66,22 @@ def inbound(room_id: str, agent_id: str, wire: MessageCreated | ChatMessage) -> 
         mentions=mentions,
         inserted_at=wire.inserted_at,
     )
-    return Inbound(message, processed, failed_attempts)
+    return Inbound(message, processed, failed_attempts, wire=wire)
+
+
+def event_unit(room_id: str, event: str, payload: object) -> Inbound:
+    """A room or participant event as a unit of a room's queue: a stand-in message
+    naming the event (a room and an id are what the remote-stop bookkeeping and
+    `run_command` need), never claimed, marked, or kept in the ledger."""
+    message = Message(
+        id=f"{event}:{uuid.uuid4().hex[:12]}",
+        room_id=room_id,
+        content="",
+        sender_id="",
+        sender_type="System",
+        message_type=event,
+    )
+    return Inbound(message, False, wire=payload, event=event)
 
 
 def _attempts(delivery: dict[str, object]) -> int:

@@ -61,7 +61,7 @@ class Pass:
         if message_id == self._handed:
             self._moved = moved
 
-    async def next(self) -> Message | None:
+    async def next(self) -> Inbound | None:
         """The pass's next message, or None once the pass is over."""
         if not self._scanning:
             handed, self._handed = self._handed, None
@@ -82,16 +82,17 @@ class Pass:
             self.found_work = bool(self.found_work) or head is not None
             if head is None:
                 return None
-            message = self._noted(inbound(self._room_id, self._ctx.agent_id, head))
+            item = inbound(self._room_id, self._ctx.agent_id, head)
+            message = self._noted(item)
             if message.id in self._queued:
                 return None  # the sync point
             if not self._stuck(message):
                 self._handed, self._moved = message.id, True
-                return message
+                return item
             self._scanning = True
         return await self._scan()
 
-    async def _scan(self) -> Message | None:
+    async def _scan(self) -> Inbound | None:
         while True:
             while self._page:
                 item = inbound(self._room_id, self._ctx.agent_id, self._page.popleft())
@@ -99,7 +100,7 @@ class Pass:
                 if item.message.id in self._queued:
                     return None
                 if not item.processed and not self._stuck(item.message):
-                    return item.message
+                    return item
             pages = self._pages
             if not pages.more:
                 return None

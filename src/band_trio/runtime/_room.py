@@ -8,9 +8,10 @@
                                 turn's own abort, or the room's scope, cuts it short
 
 Inputs are synchronous calls from the link's reader and the control lane:
-`push` (a `message_created`), `joined` (the link joined the room's topics on
-a connection), `interrupt`, `stop`, `play`, and `drain` (the agent is
-stopping). The room's stopped and draining states are real state, read where
+`push` (a `message_created`), `offer_event` (a room or participant event, where
+the rules pass events: a bridged identity's rooms), `joined` (the link joined
+the room's topics on a connection), `interrupt`, `stop`, `play`, and `drain`
+(the agent is stopping). The room's stopped and draining states are real state, read where
 work is looked for, at the start of each search.
 
 Order: a `/next` pass (`_pass.Pass`) runs before queued pushes. The first
@@ -35,7 +36,7 @@ from ..link import Socket
 from ..policy import Policy, WhileBusy
 from ..wire import MentionRef
 from ._context import RoomContext
-from ._inbound import Inbound
+from ._inbound import MESSAGE, Inbound, event_unit
 from ._ledger import Ledger, Standing
 from ._pass import Pass, is_own
 from ._results import Overrun
@@ -96,6 +97,7 @@ class Room:
         "_inbox",
         "_interval",
         "_nursery",
+        "_once",
         "_parked",
         "_pass",
         "_queued",
@@ -114,8 +116,12 @@ class Room:
         "turn",
     )
 
-    def __init__(self, room_id: str, context: RoomContext, ledger: Ledger) -> None:
+    def __init__(
+        self, room_id: str, context: RoomContext, ledger: Ledger, *, once: bool = False
+    ) -> None:
         self.id = room_id
+        self._once = once
+        """A departed room's last event: `run` returns once the queue is empty."""
         self._ctx = context
         self.ledger = ledger
         """Owned by the agent, so it outlives a leave and a rejoin of the room."""
@@ -127,7 +133,7 @@ class Room:
         """The last interrupt or stop that aborted a turn here; the next turn is told."""
         self.last_pass_found_work = True
         """Whether the last `/next` pass found a message (the reconcile backs off if not)."""
-        self._inbox: deque[Message] = deque()
+        self._inbox: deque[Inbound] = deque()
         """Pushed messages waiting, at most `Policy.room_inbox` (then `_overflow`)."""
         self.overflowed = 0
         """How often the queue was full and dropped for a `/next` catch-up."""
@@ -169,6 +175,13 @@ class Room:
     def in_flight(self) -> ActiveTurn | None:
         return self.turn
 
+    @property
+    def idle(self) -> bool:
+        """No unit running or queued, and no catch-up under way or due."""
+        return self.turn is None and not self._inbox and self._pass is None and not (
+            self._resync_due and not self._stopped
+        )
+
     def joined(self, socket: Socket) -> None:
         """The link joined the room's topics on `socket`; catch up through `/next`.
 
@@ -195,7 +208,7 @@ class Room:
             return
         if len(self._inbox) >= self._ctx.policy.room_inbox:
             self._overflow()
-        self._inbox.append(message)
+        self._inbox.append(item)
         self._queued.add(message.id)
         self._wake.set()
         self._ctx.changes.notify()
@@ -203,14 +216,31 @@ class Room:
         if turn is not None and not turn.finished and turn.abort_kind is None:
             self._while_busy(message)
 
+    def offer_event(self, event: str, payload: object) -> None:
+        """A room or participant event, queued in order with the messages where the
+        rules pass events (a bridged identity's rooms); ignored while stopped."""
+        if not self._ctx.rules.events or self._stopped:
+            return
+        if len(self._inbox) >= self._ctx.policy.room_inbox:
+            self._overflow()
+        self._inbox.append(event_unit(self.id, event, payload))
+        self._wake.set()
+        self._ctx.changes.notify()
+
     def _overflow(self) -> None:
-        """The queue is full: drop it and catch up through `/next` instead. The pass
-        walks the dropped messages oldest first and stops at the first message queued
-        after them (the sync point), so the order holds and none is lost."""
-        dropped = len(self._inbox)
-        self._inbox.clear()
+        """The queue is full: drop its messages and catch up through `/next` instead.
+        The pass walks them oldest first and stops at the first message queued after
+        them (the sync point), so the order holds and none is lost. Events have no
+        `/next` to come back from: they are kept, but the oldest go if they alone
+        fill the queue."""
+        kept = deque(item for item in self._inbox if item.event != MESSAGE)
+        while len(kept) >= self._ctx.policy.room_inbox:
+            kept.popleft()
+        dropped = len(self._inbox) - len(kept)
+        self._inbox = kept
         self._queued.clear()
         self.overflowed += 1
+        self._ctx.counts.overflowed += 1
         log.warning(
             "room %s: %d pushed messages queued (Policy.room_inbox): dropped them for a "
             "/next catch-up",
@@ -259,6 +289,7 @@ class Room:
         """
         self._abort(AbortKind.STOP, reason)
         self._stopped = True
+        self._ctx.counts.dropped += len(self._inbox)
         self._inbox.clear()
         self._queued.clear()
         self._search.cancel(reason="stop")
@@ -314,12 +345,12 @@ class Room:
             self._nursery = nursery
             try:
                 while True:
-                    work: Message | None = None
+                    work: Inbound | None = None
                     with trio.CancelScope() as self._search:
                         work = await self._find_work()
                     if work is not None:
-                        self._after_unit(work.id, await self._unit(work))
-                    elif self._draining:
+                        self._after_unit(work.message.id, await self._unit(work))
+                    elif self._draining or (self._once and not self._inbox):
                         return
             finally:
                 self._nursery = None
@@ -340,9 +371,12 @@ class Room:
             if soon < self._reconcile_at:
                 self._reconcile_at = soon
 
-    async def _find_work(self) -> Message | None:
-        """The next message to run, in order; None once draining."""
+    async def _find_work(self) -> Inbound | None:
+        """The next unit to run, in order; None once draining (or, for a departed
+        room's last event, once its queue is empty)."""
         while not self._draining:
+            if self._once and not self._inbox:
+                return None
             if self._stopped:
                 self._pass = None  # play starts afresh with its own pass
                 await self._while_stopped()
@@ -353,6 +387,7 @@ class Room:
             if self._pass is None and self._resync_due:
                 self._resync_due = False
                 self._pass = Pass(self.id, self._ctx, self.ledger, self._queued)
+                self._ctx.counts.passes += 1
             if self._pass is not None:
                 message = await self._pass.next()
                 if message is not None:
@@ -362,9 +397,9 @@ class Room:
                 self._pass = None
                 continue
             if self._inbox:
-                message = self._inbox.popleft()
-                self._queued.discard(message.id)
-                return message
+                item = self._inbox.popleft()
+                self._queued.discard(item.message.id)
+                return item
             self._wake = trio.Event()
             self._parked = True
             try:
@@ -404,8 +439,11 @@ class Room:
     def _is_own(self, message: Message) -> bool:
         return is_own(message, self._ctx.agent_id)
 
-    async def _unit(self, message: Message) -> bool:
-        """Deal with one message. Returns True if its platform state moved on."""
+    async def _unit(self, item: Inbound) -> bool:
+        """Deal with one unit. Returns True if its message's platform state moved on."""
+        message = item.message
+        if item.event != MESSAGE:
+            return await self._run(item, settles=False)
         if self._is_own(message):
             return False
         standing = self.ledger.standing(message.id)
@@ -423,9 +461,16 @@ class Room:
                 ctx.changes.notify()  # the standing may have moved on
         if standing is not Standing.RUNNABLE:
             return False
+        return await self._run(item, settles=self._ctx.rules.claims)
+
+    async def _run(self, item: Inbound, *, settles: bool) -> bool:
+        """One turn of `item`: claim (if the runtime `settles` it) → work → settle."""
+        message = item.message
+        ctx = self._ctx
         turn = self.turn = ActiveTurn(
-            message, self._ctx.policy, cutoff=self._ctx.cutoff, threads=self._ctx.threads
-        )
+            message, ctx.policy, cutoff=ctx.cutoff, threads=ctx.threads, settles=settles,
+            event=item.event, wire=item.wire,
+        )  # fmt: skip
         self._ctx.changes.notify()
         watch = trio.CancelScope()
         if self._nursery is not None:

@@ -37,6 +37,7 @@ from .. import errors
 from ..contract import Message
 from ..link import RestClient
 from ..policy import Policy
+from ._inbound import MESSAGE
 from ._ledger import Ledger
 from ._turn_state import ActiveTurn
 
@@ -178,6 +179,20 @@ async def _error_event(rest: RestClient, turn: ActiveTurn, on_slot: Callable[[],
         log.info("room %s: error event for %s not posted: %s", message.room_id, message.id, exc)
 
 
+def _settled_elsewhere(ledger: Ledger, turn: ActiveTurn, outcome: Outcome) -> bool:
+    """A unit the runtime does not settle (an event, or a message whose far end claims
+    and marks it: `RoomRules.claims`): only this process's ledger moves. A message the
+    work took is never run here again; one it did not take is given its attempt back,
+    and the next catch-up brings it again."""
+    if turn.event != MESSAGE:
+        return outcome is Outcome.SUCCEEDED
+    if outcome is Outcome.SUCCEEDED:
+        ledger.complete(turn.message.id)
+        return True
+    ledger.refund(turn.message.id)
+    return False
+
+
 async def settle(
     rest: RestClient, policy: Policy, ledger: Ledger, turn: ActiveTurn, outcome: Outcome
 ) -> bool:
@@ -187,6 +202,8 @@ async def settle(
     grace from the moment it has one (with no mark to send, from the start), and
     by the turn's cutoff all along."""
     room_id = turn.message.room_id
+    if not turn.settles:
+        return _settled_elsewhere(ledger, turn, outcome)
     if outcome is Outcome.CONSUMED:
         ledger.complete(turn.message.id)  # done, by whoever marked it: never again here
         return True

@@ -29,6 +29,7 @@ from .. import errors
 from ..contract import LastAbort, Turn, adapter_failure
 from ..observe import _hooks as observe
 from ._context import RoomContext
+from ._inbound import MESSAGE
 from ._ledger import Ledger
 from ._port import PlatformPort
 from ._settle import Outcome, report_idle, settle
@@ -49,7 +50,8 @@ async def run_turn(
     message = turn.message
     attributes = {"band.agent.id": ctx.agent_id, "band.sender.type": message.sender_type}
     where = {"room_id": message.room_id, "message_id": message.id}
-    with observe.Work("turn", turn.control, **where, attributes=attributes, log=log) as watch:
+    work = ctx.rules.work
+    with observe.Work(work, turn.control, **where, attributes=attributes, log=log) as watch:
         try:
             return await _turn(ctx, ledger, turn, last_abort)
         finally:
@@ -86,17 +88,23 @@ async def _unit(
     beside: trio.Nursery,
 ) -> bool:
     message = turn.message
-    ledger.charge(message.id)
+    if turn.event == MESSAGE:
+        ledger.charge(message.id)
     outcome = Outcome.ABORTED
     try:
-        with observe.step("band_trio.claim") as claim:
-            claimed = await _claim(ctx, turn)
-            claim.set("band.claim.outcome", "claimed" if claimed is None else claimed.value)
+        claimed: Outcome | None = None
+        if turn.settles:
+            with observe.step("band_trio.claim") as claim:
+                claimed = await _claim(ctx, turn)
+                claim.set("band.claim.outcome", "claimed" if claimed is None else claimed.value)
+        else:  # an event, or a far end that claims itself: nothing to wait for
+            turn.claimed = False
+            turn.claim_answered()
         try:
             # The activity keep-alive runs beside the turn's scope, not in it: a signal
             # then wakes only the adapter, and the keep-alive is ended right after.
             keep_alive = _KeepAlive(ctx, turn)
-            if claimed is None and not turn.scope.cancel_called:
+            if claimed is None and not turn.scope.cancel_called and turn.settles:
                 beside.start_soon(keep_alive.run)
             try:
                 with turn.scope:  # cancelled already if a signal came during the claim
@@ -124,7 +132,8 @@ async def _unit(
             done = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
             await settle(ctx.rest, ctx.policy, ledger, turn, done)
         else:
-            ledger.refund(message.id)
+            if turn.event == MESSAGE:
+                ledger.refund(message.id)
             if turn.working:
                 with turn.control.cutoff.shield(ctx.policy.cleanup_grace):
                     await report_idle(ctx.rest, message.room_id)
@@ -181,7 +190,10 @@ async def _run(
     view = Turn(message, port, control=turn.control, last_abort=last_abort)
     try:
         with observe.adapter_call(ctx.agent_id, ctx.adapter):
-            await ctx.adapter.on_turn(view)
+            if ctx.call is None:
+                await ctx.adapter.on_turn(view)
+            else:  # a bridged identity's forward
+                await ctx.call(turn, view)
         turn.finished = True  # no checkpoint since the return: the work is done
     except BaseException as exc:  # SystemExit, an adapter's own KeyboardInterrupt: failures
         if not adapter_failure(exc):  # a cancel, or a real Ctrl-C: on up

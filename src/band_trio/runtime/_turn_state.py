@@ -65,6 +65,7 @@ class ActiveTurn:
         "cleanup_grace",
         "control",
         "done",
+        "event",
         "explained",
         "failure",
         "finished",
@@ -72,6 +73,8 @@ class ActiveTurn:
         "message",
         "outcome",
         "scope",
+        "settles",
+        "wire",
         "working",
     )
 
@@ -82,8 +85,18 @@ class ActiveTurn:
         *,
         cutoff: Cutoff | None = None,
         threads: Threads | None = None,
+        settles: bool = True,
+        event: str = "message_created",
+        wire: object = None,
     ) -> None:
         self.message = message
+        self.settles = settles
+        """The runtime claims, reports `working` and marks (False: an event, or a unit
+        whose far end settles it: `RoomRules.claims`)."""
+        self.event = event
+        """What the unit is: a message (`message_created`), or a room or participant event."""
+        self.wire = wire
+        """The payload as the platform sent it (what a bridge's forward passes on)."""
         self.scope = trio.CancelScope()
         self.control = TurnControl(
             message.room_id,
