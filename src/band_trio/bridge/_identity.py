@@ -1,10 +1,12 @@
 """One bridged agent identity: its link, its rooms, its target — a runner of its own.
 
     Identity.run (nursery)
-    ├── rooms host              one task per room (`ForwardRooms`)
+    ├── rooms host              the runtime's rooms, one task per room, each unit
+    │                           a forward (`_rooms.forward_rooms`, `_forward`)
     └── the link                the runtime's: key check, connections, joins,
-                                reconnects, signal routing; its tap hands each
-                                message, room and participant push to a room
+                                reconnects, signal routing, message pushes to
+                                their rooms; its tap hands each room and
+                                participant event to its room
 
 The runner ends when it is closed (gracefully: the link closes first, the
 forwards in flight get the shutdown grace) or when the platform ends the
@@ -15,6 +17,7 @@ go on.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -33,18 +36,20 @@ from ..runtime._parts import (
     Changes,
     ControlLane,
     Journal,
+    Ledger,
     Link,
     LinkEnd,
     LinkSettings,
     RemoteStopLog,
-    inbound,
+    RoomCounts,
+    Rooms,
 )
-from ..wire import MessageCreated, RefCounter
+from ..wire import RefCounter
 from ._config import IdentityConfig
-from ._envelope import FORWARDED_EVENTS, envelope_for
+from ._envelope import FORWARDED_EVENTS
+from ._forward import Counters, Forwarder
 from ._policy import BridgePolicy
-from ._rooms import ForwardRooms
-from ._shared import Counters, Forwarded, Shared
+from ._rooms import forward_rooms
 from ._targets import TargetClients, open_target
 
 __all__ = ["Identity", "IdentityStatus"]
@@ -104,10 +109,12 @@ class Identity:
         self._threads = Threads(policy.adapter_threads)
         """Every shielded wait of this identity's forwards ends by it (a hard stop)."""
         self._link: Link | None = None
-        self._rooms: ForwardRooms | None = None
-        self._shared: Shared | None = None
-        self._forwarded = Forwarded(bridge_policy.forwarded_memory)
-        self._given_up = Forwarded(bridge_policy.forwarded_memory)
+        self._rooms: Rooms | None = None
+        self._forwarder: Forwarder | None = None
+        self._counts = RoomCounts()
+        self._ledgers: dict[str, Ledger] = {}
+        """Per room, kept across runs: a message forwarded (or given up) is not forwarded
+        again by this process, even if the room is left and rejoined."""
         self._stops = RemoteStopLog()
         self.disconnect_reason: errors.DisconnectReason | None = None
         self.journal = Journal()
@@ -140,16 +147,21 @@ class Identity:
 
     @property
     def rooms_idle(self) -> bool:
-        """No forward in flight or queued in any room."""
+        """No forward in flight or queued in any room, no catch-up under way or due."""
         return self._rooms is None or self._rooms.idle
 
     @property
-    def rooms(self) -> ForwardRooms | None:
+    def rooms(self) -> Rooms | None:
         return self._rooms
 
     @property
     def counters(self) -> Counters:
-        return self._shared.counters if self._shared is not None else Counters()
+        """The forwards' counts, with the rooms' (catch-ups, drops, overflows)."""
+        counts = self._counts
+        forwards = self._forwarder.counters if self._forwarder is not None else Counters()
+        return dataclasses.replace(
+            forwards, dropped=counts.dropped, nudges=counts.passes, overflowed=counts.overflowed
+        )
 
     @property
     def remote_stops(self) -> RemoteStopStats:
@@ -209,22 +221,21 @@ class Identity:
                     RestClient(config.rest_url, config.api_key, policy=self._policy)
                 )
                 target = await open_target(config.target, self._bridge_policy, clients)
-                shared = self._shared = Shared(
-                    agent_id=config.agent_id,
-                    rest=rest,
-                    target=target,
-                    limiter=self._limiter,
-                    policy=self._policy,
-                    bridge_policy=self._bridge_policy,
-                    changes=self._changes,
-                    forwarded=self._forwarded,
-                    given_up=self._given_up,
-                    settles=config.target.settle == "bridge",
-                    stops=self._stops,
-                    threads=self._threads,
-                    cutoff=self._cutoff,
-                )
-                end = await self._serve(shared, rest)
+                settles = config.target.settle == "bridge"
+                forwarder = self._forwarder = Forwarder(
+                    config.agent_id, target, rest=rest, limiter=self._limiter,
+                    policy=self._policy, bridge_policy=self._bridge_policy,
+                    changes=self._changes, settles=settles,
+                )  # fmt: skip
+                self._counts = RoomCounts()
+                rooms = forward_rooms(
+                    forwarder, target, agent_id=config.agent_id, rest=rest,
+                    policy=self._policy, bridge_policy=self._bridge_policy, settles=settles,
+                    changes=self._changes, journal=self.journal, stops=self._stops,
+                    threads=self._threads, cutoff=self._cutoff, counts=self._counts,
+                    ledgers=self._ledgers,
+                )  # fmt: skip
+                end = await self._serve(rooms, rest)
         finally:
             observe.untrack(tracked)
             self._changes.notify()
@@ -242,9 +253,9 @@ class Identity:
             rooms_joined=sum(1 for room in rooms if room.joined_now),
         )
 
-    async def _serve(self, shared: Shared, rest: RestClient) -> LinkEnd:
+    async def _serve(self, rooms: Rooms, rest: RestClient) -> LinkEnd:
         config = self.config
-        rooms = self._rooms = ForwardRooms(shared, self.journal)
+        self._rooms = rooms
         if self._hard is not None:  # a hard stop before the rooms existed
             rooms.hard_stop(self._hard)
         link = self._link = Link(
@@ -297,29 +308,22 @@ class Identity:
     # -- the tap (the socket's reader: synchronous, no REST) --------------------
 
     def _tap(self, topic: str, event: str, payload: Any) -> None:
-        if event not in FORWARDED_EVENTS or self._rooms is None:
+        """Room and participant events to their room's queue (messages reach it as an
+        agent's do: the link pushes them). The link has routed the push first: a room
+        added is served already, a room removed is gone (its event departs alone)."""
+        if event not in FORWARDED_EVENTS or event == "message_created" or self._rooms is None:
             return
-        agent_id = self.config.agent_id
         if event in ("room_added", "room_removed", "room_deleted"):
             room_id = getattr(payload, "id", None)
         else:
             room_id = topic.partition(":")[2]
         if not isinstance(room_id, str):
             return
-        message = None
-        if isinstance(payload, MessageCreated):
-            if payload.sender_id == agent_id:
-                return  # our own message, echoed
-            item = inbound(room_id, agent_id, payload)
-            if item.processed:
-                return  # the platform shows it done for this agent already
-            message = item.message
-        envelope = envelope_for(event, agent_id, room_id, payload)
         room = self._rooms.get(room_id)
         if room is not None:
-            room.offer(envelope, message)
+            room.offer_event(event, payload)
         elif event in ("room_removed", "room_deleted"):
-            self._rooms.depart(envelope)
+            self._rooms.depart(event, payload, room_id)
 
 
 def thread_counts(stats: ThreadStats) -> dict[str, int]:

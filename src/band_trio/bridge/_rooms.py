@@ -1,58 +1,88 @@
-"""The rooms of one bridged identity: the runtime's rooms host, running `ForwardRoom`s.
+"""The rooms of one bridged identity: the runtime's rooms, with the bridge's rules.
 
-The runtime's link keeps this set in step with the platform (`LinkedRooms`):
-the room list read page by page at each connect, `room_added` and
-`room_removed` pushes, refused joins. The host is the runtime's own
-(`RoomHost`): leaving a room, the shutdown after its grace and the hard stop
-each record the abort on the forward in flight before they cancel it, so a
-target's remote start is bounded whoever cancels. A `room_removed` itself is
-forwarded after the room has gone, as a room task of its own (`depart`).
+A bridged identity's rooms are the runtime's (`runtime.Rooms` of `Room`s): the
+catch-up through `/next` and its walk past a stuck head, the claim window, the
+queue's overflow, stop, play, the leave, the shutdown and the hard stop are the
+agent's, built and tested once. Its `RoomRules` say where it differs:
+
+* `events`: room and participant events are units too, in order with the
+  messages; a `room_removed` is forwarded after the room has gone, as a room
+  task of its own (`Rooms.depart`);
+* `claims`: with `settle = "target"` the far end (a `band-trio host`) claims
+  and marks, not the room;
+* `work = "forward"`: each unit's call is a forward (`_forward.Forwarder`).
+
+This module only builds them: the context every room of the identity shares.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from ..contract import Adapter, Cutoff, Threads, Turn
+from ..link import RestClient
+from ..policy import BusyPolicy, Policy
+from ..runtime._parts import (
+    Changes,
+    Journal,
+    Ledger,
+    RemoteStopLog,
+    RoomContext,
+    RoomCounts,
+    RoomRules,
+    Rooms,
+)
+from ._forward import Forwarder
+from ._policy import BridgePolicy
+from ._targets import Target
 
-from ..runtime._parts import Journal, RoomHost
-from ._envelope import Envelope
-from ._room import ForwardRoom
-from ._shared import Shared
-
-__all__ = ["ForwardRooms"]
+__all__ = ["forward_rooms"]
 
 
-class ForwardRooms(RoomHost[ForwardRoom]):
-    """Every room one identity is in, each a task of the host's nursery."""
+class _TargetHooks(Adapter):
+    """The rooms' adapter: only its `on_room_left` is called (the target drops what it
+    kept for the room: the A2A target's context); a unit's work is the forward."""
 
-    def __init__(self, shared: Shared, journal: Journal) -> None:
-        super().__init__(
-            lambda room_id: ForwardRoom(room_id, shared),
-            policy=shared.policy,
-            changes=shared.changes,
-            journal=journal,
-            cutoff=shared.cutoff,
-            shutdown_grace=shared.bridge_policy.shutdown_grace,
-            what="bridge room",
-            unit="forward",
-        )
-        self._shared = shared
+    def __init__(self, target: Target) -> None:
+        self._target = target
 
-    def depart(self, envelope: Envelope) -> None:
-        """Forward the event of a room already left (`room_removed`, `room_deleted`)."""
-        room = ForwardRoom(envelope.room_id or "", self._shared, once=True)
-        room.offer(envelope)
-        self.adopt(room, "bridge departure")
+    async def on_turn(self, turn: Turn) -> None:
+        raise AssertionError("a bridged identity's units are forwards (RoomContext.call)")
 
-    # -- observation -----------------------------------------------------------
+    async def on_room_left(self, room_id: str) -> None:
+        await self._target.room_left(room_id)
 
-    @property
-    def idle(self) -> bool:
-        return all(room.idle for room in self.hosted)
 
-    @property
-    def in_flight(self) -> int:
-        return sum(1 for room in self.hosted if room.running is not None)
-
-    async def until(self, predicate: Callable[[], bool]) -> None:
-        while not predicate():
-            await self._shared.changes.wait()
+def forward_rooms(
+    forwarder: Forwarder,
+    target: Target,
+    *,
+    agent_id: str,
+    rest: RestClient,
+    policy: Policy,
+    bridge_policy: BridgePolicy,
+    settles: bool,
+    changes: Changes,
+    journal: Journal,
+    stops: RemoteStopLog,
+    threads: Threads,
+    cutoff: Cutoff,
+    counts: RoomCounts,
+    ledgers: dict[str, Ledger],
+) -> Rooms:
+    """The rooms host of one identity, every room forwarding through `forwarder`."""
+    context = RoomContext(
+        agent_id=agent_id,
+        rest=rest,
+        adapter=_TargetHooks(target),
+        policy=policy.replace(room_inbox=bridge_policy.room_queue),
+        busy=BusyPolicy(),
+        changes=changes,
+        journal=journal,
+        stops=stops,
+        threads=threads,
+        cutoff=cutoff,
+        rules=RoomRules(claims=settles, events=True, work="forward"),
+        call=forwarder,
+        counts=counts,
+    )
+    return Rooms(context, ledgers, shutdown_grace=bridge_policy.shutdown_grace,
+                 what="bridge room")  # fmt: skip

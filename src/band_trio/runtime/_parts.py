@@ -21,11 +21,14 @@ from __future__ import annotations
 from ._context import Changes as Changes
 from ._context import Journal as Journal
 from ._context import RoomContext as RoomContext
+from ._context import RoomCounts as RoomCounts
+from ._context import RoomRules as RoomRules
 from ._control import ControlLane as ControlLane
 from ._hosting import HostedRoom as HostedRoom
 from ._hosting import InFlight as InFlight
 from ._hosting import LinkedRoom as LinkedRoom
 from ._hosting import LinkedRooms as LinkedRooms
+from ._inbound import MESSAGE as MESSAGE
 from ._inbound import Inbound as Inbound
 from ._inbound import inbound as inbound
 from ._ledger import Ledger as Ledger
@@ -36,11 +39,13 @@ from ._link import LinkEnd as LinkEnd
 from ._link import LinkSettings as LinkSettings
 from ._pages import Pages as Pages
 from ._port import PlatformPort as PlatformPort
+from ._room import Room as Room
 from ._room import chat_topic as chat_topic
 from ._room import leave_topics as leave_topics
 from ._room import participants_topic as participants_topic
 from ._room import tell_left as tell_left
 from ._rooms import RoomHost as RoomHost
+from ._rooms import Rooms as Rooms
 from ._settle import Outcome as Outcome
 from ._settle import settle as settle
 from ._stops import RemoteStopLog as RemoteStopLog
@@ -50,6 +55,7 @@ from ._turn_state import ActiveTurn as ActiveTurn
 from ._turn_state import wait_settled as wait_settled
 
 __all__ = [
+    "MESSAGE",
     "AbortKind",
     "ActiveTurn",
     "Changes",
@@ -69,8 +75,12 @@ __all__ = [
     "Pages",
     "PlatformPort",
     "RemoteStopLog",
+    "Room",
     "RoomContext",
+    "RoomCounts",
     "RoomHost",
+    "RoomRules",
+    "Rooms",
     "Standing",
     "chat_topic",
     "inbound",

@@ -395,6 +395,7 @@ class Room:
                 if self._pass.found_work is not None:
                     self.last_pass_found_work = self._pass.found_work
                 self._pass = None
+                self._ctx.changes.notify()  # caught up: `idle` may hold now
                 continue
             if self._inbox:
                 item = self._inbox.popleft()

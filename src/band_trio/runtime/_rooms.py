@@ -330,24 +330,48 @@ class RoomHost(Generic[R]):
 class Rooms(RoomHost[Room]):
     """The agent's rooms: a `Room` per id, each with the ledger the agent keeps for it."""
 
-    def __init__(self, context: RoomContext, ledgers: dict[str, Ledger]) -> None:
-        def make(room_id: str) -> Room:
-            ledger = ledgers.get(room_id)
-            if ledger is None:
-                policy = context.policy
-                ledger = ledgers[room_id] = Ledger(
-                    max_attempts=policy.max_attempts, memory=policy.completed_memory
-                )
-            return Room(room_id, context, ledger)
-
+    def __init__(
+        self,
+        context: RoomContext,
+        ledgers: dict[str, Ledger],
+        *,
+        shutdown_grace: float | None = None,
+        what: str = "room",
+    ) -> None:
         super().__init__(
-            make,
+            self._room,
             policy=context.policy,
             changes=context.changes,
             journal=context.journal,
             cutoff=context.cutoff,
-            shutdown_grace=context.policy.shutdown_grace,
+            shutdown_grace=(
+                context.policy.shutdown_grace if shutdown_grace is None else shutdown_grace
+            ),
+            what=what,
+            unit=context.rules.work,
         )
+        self._context = context
         self._ledgers = ledgers
         """Per room id, kept by the agent across rooms and runs: the adapter never runs
         twice for a message in one process, even if the room is left and rejoined."""
+
+    def _room(self, room_id: str, *, once: bool = False) -> Room:
+        ledger = self._ledgers.get(room_id)
+        if ledger is None:
+            policy = self._context.policy
+            ledger = self._ledgers[room_id] = Ledger(
+                max_attempts=policy.max_attempts, memory=policy.completed_memory
+            )
+        return Room(room_id, self._context, ledger, once=once)
+
+    def depart(self, event: str, payload: object, room_id: str) -> None:
+        """Pass on the event of a room already left (`room_removed`, `room_deleted`),
+        where the rules pass events: a room of its own that runs that one unit."""
+        room = self._room(room_id, once=True)
+        room.offer_event(event, payload)
+        self.adopt(room, f"{self._what} departure")
+
+    @property
+    def idle(self) -> bool:
+        """No room has a unit running or queued, or a catch-up under way or due."""
+        return all(room.idle for room in self.hosted)
