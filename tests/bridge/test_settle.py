@@ -74,12 +74,6 @@ async def test_a_failed_forward_is_retried_by_the_backoff_without_a_reconnect(
             await platform.wait_until(lambda: _status(platform, message_id) == "processed")
             await run.bridge.wait_until(lambda: ident.rooms_idle)
         assert ident.link_connects == 1  # no reconnect: the backoff alone retried it
-        rooms = ident.rooms
-        assert rooms is not None
-        room = rooms.get(room_id)
-        assert room is not None
-        assert room.retry_delay == policy.retry_first  # the success reset the backoff
-        assert not room.retry_pending
     assert _statuses(target, message_id) == [500, 500, 200]
     assert ident.counters.failed == 2 and ident.counters.delivered == 1
 
@@ -190,7 +184,11 @@ async def test_an_interrupt_mid_forward_consumes_the_message_of_a_plain_target(
     assert _messages(target) == [message_id]  # not forwarded again
 
 
-async def test_a_stop_clears_a_pending_retry_and_play_catches_up(platform: Platform) -> None:
+async def test_a_stop_ends_a_forward_in_its_backoff_and_play_replays_it(
+    platform: Platform,
+) -> None:
+    """The backoff between two sends of one forward is part of its turn: a stop ends
+    it at once, leaves the message `processing`, and play forwards it again."""
     agent_id, room_id, user_id = seeded(platform)
     policy = BridgePolicy(retry_first=60)  # never due within the test
     async with (
@@ -203,12 +201,13 @@ async def test_a_stop_clears_a_pending_retry_and_play_catches_up(platform: Platf
         target.fail(500)
         message_id = platform.post_message(room_id, user_id, "fails, then the room stops")
         with trio.fail_after(5):
-            await run.bridge.wait_until(lambda: ident.counters.failed == 1 and ident.rooms_idle)
+            await run.bridge.wait_until(lambda: ident.counters.failed == 1)
             room = rooms.get(room_id)
-            assert room is not None and room.retry_pending
+            assert room is not None and not room.idle  # in its backoff
             platform.send_control(agent_id, "stop", room_id=room_id)
-            await run.bridge.wait_until(lambda: room.stopped)
-            assert not room.retry_pending  # cleared with the queue
+            await run.bridge.wait_until(lambda: room.stopped and room.idle)
+            assert ident.counters.cancelled == 1
+            assert _status(platform, message_id) == "processing"
             platform.send_control(agent_id, "play", room_id=room_id)
             await platform.wait_until(lambda: _status(platform, message_id) == "processed")
     assert _statuses(target, message_id) == [500, 200]

@@ -55,7 +55,7 @@ class Counters:
     failed: int = 0
     """Sends the target did not take (each attempt counts)."""
     cancelled: int = 0
-    """Forwards cut off by an interrupt or stop (running ones)."""
+    """Forwards cut off by an interrupt or stop (running, or in their claim window)."""
     dropped: int = 0
     """Queued units a stop cleared before they started (they come back on play)."""
     nudges: int = 0
@@ -106,6 +106,11 @@ class Forwarder:
                 if turn.abort_kind is not None:  # it failed as its abort unwound it
                     await trio.lowlevel.checkpoint()  # raises the abort's Cancelled
                 if attempt == policy.forward_attempts:
+                    # what the room's error event says (the log has the target's words)
+                    turn.explained = (
+                        f"the bridge's target did not take it in {attempt} forward(s); "
+                        "see the bridge's log"
+                    )
                     raise errors.ForwardError(
                         f"the target did not take it in {attempt} forward(s): {failure}"
                     )
@@ -114,8 +119,6 @@ class Forwarder:
                 await trio.sleep(delay)
                 delay = min(delay * 2, policy.retry_max)
         except trio.Cancelled:
-            if turn.abort_kind in (AbortKind.INTERRUPT, AbortKind.STOP):
-                self.counters.cancelled += 1
             interrupted = turn.abort_kind is AbortKind.INTERRUPT
             if interrupted and not turn.settles and turn.event == MESSAGE:
                 await self._consume(turn)

@@ -160,7 +160,11 @@ class Identity:
         counts = self._counts
         forwards = self._forwarder.counters if self._forwarder is not None else Counters()
         return dataclasses.replace(
-            forwards, dropped=counts.dropped, nudges=counts.passes, overflowed=counts.overflowed
+            forwards,
+            cancelled=counts.cancelled,
+            dropped=counts.dropped,
+            nudges=counts.passes,
+            overflowed=counts.overflowed,
         )
 
     @property

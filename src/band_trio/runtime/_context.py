@@ -82,6 +82,8 @@ class RoomCounts:
 
     passes: int = 0
     """`/next` catch-ups started (a join, a play, an overflow, a reconcile)."""
+    cancelled: int = 0
+    """Units an interrupt or stop cut off (in the claim window included)."""
     dropped: int = 0
     """Queued units a stop cleared (pushed messages come back through `/next`)."""
     overflowed: int = 0

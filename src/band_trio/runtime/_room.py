@@ -331,7 +331,10 @@ class Room:
         Nothing is spawned here: this runs on the socket's receive path, and the
         cancel should reach the adapter with as few other tasks woken as possible."""
         turn = self.turn
-        return turn is not None and turn.abort(kind, reason)
+        if turn is None or not turn.abort(kind, reason):
+            return False
+        self._ctx.counts.cancelled += 1
+        return True
 
     # -- the loop --------------------------------------------------------------
 
@@ -378,7 +381,9 @@ class Room:
             if self._once and not self._inbox:
                 return None
             if self._stopped:
-                self._pass = None  # play starts afresh with its own pass
+                if self._pass is not None:  # play starts afresh with its own pass
+                    self._pass = None
+                    self._ctx.changes.notify()
                 await self._while_stopped()
                 continue
             now = trio.current_time()
