@@ -38,7 +38,7 @@ async def test_room_and_participant_events_are_forwarded(platform: Platform) -> 
         rooms = run.bridge.identities[agent_id].rooms
         assert rooms is not None
         with trio.fail_after(5):
-            await run.bridge.wait_until(lambda: getattr(rooms.get(room_id), "joins", 0) > 0)
+            await run.bridge.wait_until(lambda: getattr(rooms.get(room_id), "joined_now", False))
             bob = platform.create_user(name="Bob").id
             platform.add_participant(room_id, bob)
             await target.wait_until(

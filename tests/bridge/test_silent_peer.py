@@ -74,7 +74,7 @@ async def test_leaving_the_room_ends_a_forward_held_by_a_silent_peer_within_the_
         message = await forward_held(run, platform, peer)
         left = trio.current_time()
         platform.remove_participant(room, agent)
-        await run.bridge.wait_until(lambda: rooms.in_flight == 0)
+        await run.bridge.wait_until(lambda: not rooms.running())
         assert trio.current_time() - left <= GRACE + MARGIN
         assert status(platform, message) == "processing"  # a leave is not an interrupt
 

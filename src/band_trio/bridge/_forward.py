@@ -28,7 +28,7 @@ told instead (`message_interrupted`), after the forward unwound.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 
@@ -36,7 +36,7 @@ from .. import errors
 from ..contract import Turn, adapter_failure
 from ..link import RestClient
 from ..policy import Policy
-from ..runtime._parts import MESSAGE, AbortKind, ActiveTurn, Changes
+from ..runtime._parts import MESSAGE, AbortKind, ActiveTurn, Changes, RoomCounts
 from ._envelope import INTERRUPTED, Envelope, envelope_for
 from ._policy import BridgePolicy
 from ._targets import Target
@@ -48,20 +48,33 @@ log = logging.getLogger("band_trio.bridge.forward")
 
 @dataclass
 class Counters:
-    """What one identity's forwards did (read by `GET /health`)."""
+    """What one identity's forwards did, and its rooms (read by `GET /health`)."""
 
     in_flight: int = 0
     delivered: int = 0
     failed: int = 0
     """Sends the target did not take (each attempt counts)."""
-    cancelled: int = 0
-    """Forwards cut off by an interrupt or stop (running, or in their claim window)."""
-    dropped: int = 0
-    """Queued units a stop cleared before they started (they come back on play)."""
-    nudges: int = 0
-    """`/next` catch-ups run (start-up rehydration, rejoins, plays, reconciles)."""
-    overflowed: int = 0
-    """Times a room's queue was full: its messages dropped for a `/next` catch-up."""
+    rooms: RoomCounts = field(default_factory=RoomCounts)
+
+    @property
+    def cancelled(self) -> int:
+        """Forwards cut off by an interrupt or stop (running, or in their claim window)."""
+        return self.rooms.cancelled
+
+    @property
+    def dropped(self) -> int:
+        """Queued units a stop cleared before they started (they come back on play)."""
+        return self.rooms.dropped
+
+    @property
+    def nudges(self) -> int:
+        """`/next` catch-ups run (start-up rehydration, rejoins, plays, reconciles)."""
+        return self.rooms.passes
+
+    @property
+    def overflowed(self) -> int:
+        """Times a room's queue was full: its messages dropped for a `/next` catch-up."""
+        return self.rooms.overflowed
 
 
 class Forwarder:
@@ -78,6 +91,7 @@ class Forwarder:
         bridge_policy: BridgePolicy,
         changes: Changes,
         settles: bool,
+        counts: RoomCounts,
     ) -> None:
         self._agent_id = agent_id
         self._target = target
@@ -87,7 +101,8 @@ class Forwarder:
         self._bridge_policy = bridge_policy
         self._changes = changes
         self._settles = settles
-        self.counters = Counters()
+        self.counters = Counters(rooms=counts)
+        """Live: the rooms write `counts`, the forwards the rest."""
 
     async def __call__(self, turn: ActiveTurn, view: Turn) -> None:
         """Forward the unit; raises `ForwardError` once the target refused it
@@ -100,9 +115,7 @@ class Forwarder:
             for attempt in range(1, policy.forward_attempts + 1):
                 failure = await self._send(envelope, turn, view)
                 if failure is None:
-                    self.counters.delivered += 1
                     return
-                self.counters.failed += 1
                 if turn.abort_kind is not None:  # it failed as its abort unwound it
                     await trio.lowlevel.checkpoint()  # raises the abort's Cancelled
                 if attempt == policy.forward_attempts:
@@ -116,7 +129,11 @@ class Forwarder:
                     )
                 log.info("room %s: %s %s; again in %gs", room_id, envelope.event_type,
                          failure, delay)  # fmt: skip
-                await trio.sleep(delay)
+                with trio.move_on_after(delay):
+                    await turn.draining.wait()
+                if turn.draining.is_set():  # a graceful stop: no new send, the message left
+                    turn.abort(AbortKind.SHUTDOWN, "stopping: the forward was waiting to retry")
+                    await trio.lowlevel.checkpoint()  # raises the abort's Cancelled
                 delay = min(delay * 2, policy.retry_max)
         except trio.Cancelled:
             interrupted = turn.abort_kind is AbortKind.INTERRUPT
@@ -147,6 +164,7 @@ class Forwarder:
                         return self._failed(envelope, turn, what, exc)
                 if timed.cancelled_caught:
                     return self._failed(envelope, turn, f"not forwarded within {within:g}s")
+                counters.delivered += 1
             finally:
                 counters.in_flight -= 1
                 self._changes.notify()
@@ -155,6 +173,7 @@ class Forwarder:
     def _failed(
         self, envelope: Envelope, turn: ActiveTurn, why: str, raised: BaseException | None = None
     ) -> str:
+        self.counters.failed += 1
         log.warning("room %s: %s %s", turn.message.room_id, envelope.event_type, why,
                     exc_info=raised)  # fmt: skip
         return why

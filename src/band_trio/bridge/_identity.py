@@ -17,7 +17,6 @@ go on.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -156,16 +155,8 @@ class Identity:
 
     @property
     def counters(self) -> Counters:
-        """The forwards' counts, with the rooms' (catch-ups, drops, overflows)."""
-        counts = self._counts
-        forwards = self._forwarder.counters if self._forwarder is not None else Counters()
-        return dataclasses.replace(
-            forwards,
-            cancelled=counts.cancelled,
-            dropped=counts.dropped,
-            nudges=counts.passes,
-            overflowed=counts.overflowed,
-        )
+        """The forwards' counts, with the rooms' (catch-ups, cancels, drops, overflows)."""
+        return self._forwarder.counters if self._forwarder is not None else Counters()
 
     @property
     def remote_stops(self) -> RemoteStopStats:
@@ -226,12 +217,12 @@ class Identity:
                 )
                 target = await open_target(config.target, self._bridge_policy, clients)
                 settles = config.target.settle == "bridge"
+                self._counts = RoomCounts()
                 forwarder = self._forwarder = Forwarder(
                     config.agent_id, target, rest=rest, limiter=self._limiter,
                     policy=self._policy, bridge_policy=self._bridge_policy,
-                    changes=self._changes, settles=settles,
+                    changes=self._changes, settles=settles, counts=self._counts,
                 )  # fmt: skip
-                self._counts = RoomCounts()
                 rooms = forward_rooms(
                     forwarder, target, agent_id=config.agent_id, rest=rest,
                     policy=self._policy, bridge_policy=self._bridge_policy, settles=settles,

@@ -310,6 +310,8 @@ class Room:
         for the collector (docs/benchmarks.md, the scale rows). A search under way (a
         `/next` fetch, a stopped-probe) is cancelled."""
         self._draining = True
+        if self.turn is not None:
+            self.turn.draining.set()
         if self._parked:
             self._wake.set()
         else:

@@ -65,6 +65,7 @@ class ActiveTurn:
         "cleanup_grace",
         "control",
         "done",
+        "draining",
         "event",
         "explained",
         "failure",
@@ -110,6 +111,9 @@ class ActiveTurn:
         """The turn's remote work reads the abort from here (`contract.Turn.remote`)."""
         self.done = trio.Event()
         """Set once the turn's scope has exited (settling may still follow)."""
+        self.draining = trio.Event()
+        """Set when the room drains (a graceful stop): work that is only waiting, not
+        working (a bridge's forward between two sends), ends then."""
         self.aborted = trio.Event()
         """Set by the first abort."""
         self.cleanup_grace = policy.cleanup_grace
