@@ -173,9 +173,14 @@ class Forwarder:
     def _failed(
         self, envelope: Envelope, turn: ActiveTurn, why: str, raised: BaseException | None = None
     ) -> str:
+        """A send the target did not take. One that failed as its turn's abort unwound
+        it (a start cut by its grace) is no failed forward: the abort's kind decides."""
+        room_id = turn.message.room_id
+        if turn.abort_kind is not None:
+            log.info("room %s: the aborted %s ended with: %s", room_id, envelope.event_type, why)
+            return why
         self.counters.failed += 1
-        log.warning("room %s: %s %s", turn.message.room_id, envelope.event_type, why,
-                    exc_info=raised)  # fmt: skip
+        log.warning("room %s: %s %s", room_id, envelope.event_type, why, exc_info=raised)
         return why
 
     async def _consume(self, turn: ActiveTurn) -> None:
