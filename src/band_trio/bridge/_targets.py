@@ -82,6 +82,7 @@ class HttpTarget:
             self._headers["authorization"] = f"Bearer {config.token}"
         self._client = client
         self._max_body = max_body
+        self._hinted = False
 
     async def forward(self, envelope: Envelope, turn: Turn) -> None:
         content = envelope.encode()
@@ -103,8 +104,30 @@ class HttpTarget:
                         retry_after=retry_after(response.headers),
                         detail=error_detail(body),
                     )
+                self._hint(envelope, body)
 
         await call_upstream(turn, attempt, peer=f"the target {self._url}", error=ForwardError)
+
+    def _hint(self, envelope: Envelope, body: bytes) -> None:
+        """A `band-trio host` behind a target left at `settle = "bridge"` settles what
+        it runs itself: harmless (the bridge's mark finds it settled), but every
+        forward pays for a claim and a mark it does not need. Said once, at INFO."""
+        if self._settles or self._hinted or not body.startswith(b"{"):
+            return
+        try:
+            outcome = msgspec.json.decode(body, type=_Answer).outcome
+        except msgspec.MsgspecError:
+            return
+        if outcome in _SETTLED_BY_HOST:
+            self._hinted = True
+            log.info(
+                'identity %s: the target %s settled %s itself (a band-trio host); set '
+                'settle = "target" for it (the bridge then neither claims nor marks its '
+                "messages)",
+                envelope.agent_id,
+                self._url,
+                envelope.message_id,
+            )
 
     async def room_left(self, room_id: str) -> None:
         """Nothing is kept per room."""
@@ -144,6 +167,9 @@ class HttpTarget:
 class _Answer(msgspec.Struct):
     outcome: str | None = None
 
+
+_SETTLED_BY_HOST = frozenset({"processed", "settled"})
+"""A host's answers to a forward after which it marked the message itself."""
 
 _CONSUMED = frozenset({"consumed", "completed", "unknown"})
 """A host's answers to an interrupt notice after which nothing is left to consume

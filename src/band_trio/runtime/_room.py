@@ -296,10 +296,14 @@ class Room:
         self._ctx.changes.notify()
 
     def play(self) -> None:
-        """Lift the suppression first, then catch up through `/next` at once."""
+        """Lift the suppression first, then catch up through `/next` at once. A play
+        while a catch-up of an earlier play is under way (no stop between) asks for no
+        second one: that pass reaches everything the play would."""
+        was_stopped = self._stopped
         self._stopped = False
         self._told_stopped = False
-        self.request_resync()
+        if was_stopped or self._pass is None:
+            self.request_resync()
         self._ctx.changes.notify()
 
     def drain(self) -> None:
