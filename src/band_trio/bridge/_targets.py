@@ -121,7 +121,7 @@ class HttpTarget:
         if outcome in _SETTLED_BY_HOST:
             self._hinted = True
             log.info(
-                'identity %s: the target %s settled %s itself (a band-trio host); set '
+                "identity %s: the target %s settled %s itself (a band-trio host); set "
                 'settle = "target" for it (the bridge then neither claims nor marks its '
                 "messages)",
                 envelope.agent_id,

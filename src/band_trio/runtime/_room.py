@@ -178,8 +178,11 @@ class Room:
     @property
     def idle(self) -> bool:
         """No unit running or queued, and no catch-up under way or due."""
-        return self.turn is None and not self._inbox and self._pass is None and not (
-            self._resync_due and not self._stopped
+        return (
+            self.turn is None
+            and not self._inbox
+            and self._pass is None
+            and not (self._resync_due and not self._stopped)
         )
 
     def joined(self, socket: Socket) -> None:
