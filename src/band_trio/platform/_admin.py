@@ -35,8 +35,8 @@ from ..wire.admin import (
     FaultSupersede,
     FaultUpgrades,
 )
-from ._http import HttpError, Response, decode_body, json_response
 from ._platform import Platform
+from ._responses import HttpError, Response, decode_body, json_response
 
 __all__ = ["AdminRoute", "admin_route", "handle_admin"]
 

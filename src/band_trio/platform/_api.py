@@ -29,10 +29,10 @@ from ..wire import (
     RoomSummary,
 )
 from ._checks import check_activity, check_event, check_message
-from ._http import NO_CONTENT, HttpError, Response, decode_body, json_response
 from ._listing import context, list_messages
 from ._payloads import chat_message
 from ._platform import Platform
+from ._responses import NO_CONTENT, HttpError, Response, decode_body, json_response
 from ._route_args import int_param, member
 from ._store import Agent, Delivery, User
 

@@ -20,9 +20,9 @@ from ._api import PREFIX, describe, handle, route
 from ._console import PREFIX as CONSOLE
 from ._console import Console
 from ._faults import Intercepted
-from ._http import HttpError, Response, error_body
 from ._log import logger
 from ._platform import Platform
+from ._responses import HttpError, Response, error_body
 from ._socket import serve_socket
 
 __all__ = ["App"]

@@ -25,7 +25,7 @@ from ..wire import (
     NewEvent,
     NewMessage,
 )
-from ._http import HttpError
+from ._responses import HttpError
 
 __all__ = [
     "DESCRIPTION_CHARS",

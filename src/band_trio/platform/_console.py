@@ -36,9 +36,9 @@ from ._console_presses import PressBook
 from ._console_state import console_user, snapshot
 from ._console_stream import Feeds, serve_stream
 from ._handles import handle_key
-from ._http import HttpError, error_body
 from ._log import logger
 from ._platform import Platform
+from ._responses import HttpError, error_body
 from ._store import Agent
 
 __all__ = ["PREFIX", "Console"]

@@ -32,8 +32,8 @@ import trio
 
 from ..policy import PlatformPolicy
 from ._console_presses import PressBook
-from ._http import error_body
 from ._log import Changes
+from ._responses import error_body
 
 __all__ = ["Feed", "Feeds", "serve_stream"]
 

@@ -23,7 +23,7 @@ from ._fault_log import (
     error_code,
     retry_after_header,
 )
-from ._http import HttpError, Response, error_body
+from ._responses import HttpError, Response, error_body
 
 __all__ = ["REST_ROUTES", "Hold", "Intercepted", "RestFault", "RestFaults"]
 

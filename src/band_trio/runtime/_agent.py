@@ -31,7 +31,7 @@ from ..wire import RefCounter
 from ._context import Changes, Journal, RoomContext
 from ._control import ControlLane, SignalCounts
 from ._ledger import Ledger
-from ._link import Link, LinkEnd, LinkSettings
+from ._link_supervisor import Link, LinkEnd, LinkSettings
 from ._results import StopResult, UnsettledMark
 from ._rooms import Rooms
 from ._stops import RemoteStopLog, RemoteStopStats
