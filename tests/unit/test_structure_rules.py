@@ -101,3 +101,36 @@ def test_every_http_client_is_given_the_shared_tls_context() -> None:
             if is_client and not any(k.arg == "verify" for k in node.keywords):
                 unshared.append(f"{name}:{node.lineno}")
     assert unshared == []
+
+
+ALLOWED_PRIVATE = {("bridge", "runtime._parts")}
+"""(importing package, private module) pairs let through. `runtime._parts` is to go:
+the bridge's own room machine is being replaced by the runtime's (issue 39)."""
+
+
+def _imported(name: str, tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, dotted module under band_trio) for every import of `name`, names included."""
+    here = ["band_trio", *Path(name).with_suffix("").parts]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level] if node.level else []
+            module = ".".join([*base, *(node.module or "").split(".")]).strip(".")
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return [(line, m.removeprefix("band_trio.")) for line, m in found if m.startswith("band_trio.")]
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    """A package's `_x` modules are its own; others use its named (internal) API."""
+    reaching = set()
+    for name, tree in _modules():
+        package = Path(name).parts[0] if len(Path(name).parts) > 1 else ""
+        for line, module in _imported(name, tree):
+            parts = module.split(".")
+            if parts[0] == package or len(parts) < 2:
+                continue  # its own package's, or a top-level module (band_trio's own)
+            if parts[1].startswith("_") and (package, ".".join(parts[:2])) not in ALLOWED_PRIVATE:
+                reaching.add(f"{name}:{line} {'.'.join(parts[:2])}")
+    assert sorted(reaching) == []

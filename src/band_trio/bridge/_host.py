@@ -48,7 +48,7 @@ import trio
 from .. import errors
 from ..contract import Adapter
 from ..link import RestClient
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..policy import BusyPolicy, Policy
 from ..runtime._parts import ActiveTurn, Changes, Journal, RemoteStopLog, RoomContext
 from ..server import BodyTooLarge, ClientGone, Listening, ServeSettings, read_body, serve

@@ -47,7 +47,7 @@ import trio
 from .. import errors
 from ..contract import Message, adapter_failure
 from ..link import Socket
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..runtime._parts import (
     AbortKind,
     Inbound,

@@ -34,7 +34,7 @@ import msgspec
 import trio
 
 from .. import errors
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..policy import Policy
 from ..retry import (
     PLATFORM_RETRY_STATUSES,

@@ -25,7 +25,7 @@ import trio
 from .. import errors
 from ..contract import Adapter, Cutoff, Threads, ThreadStats
 from ..link import RestClient, SocketStats, check_rest_url, check_ws_url
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..policy import BusyPolicy, Policy, WhileBusy
 from ..wire import RefCounter
 from ._context import Changes, Journal, RoomContext
