@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..server import HttpError
 from ._platform import Platform
-from ._responses import HttpError
 from ._store import Agent
 
 __all__ = ["int_param", "member"]
