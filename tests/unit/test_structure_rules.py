@@ -134,3 +134,19 @@ def test_no_package_imports_another_packages_private_module() -> None:
             if parts[1].startswith("_") and (package, ".".join(parts[:2])) not in ALLOWED_PRIVATE:
                 reaching.add(f"{name}:{line} {'.'.join(parts[:2])}")
     assert sorted(reaching) == []
+
+
+STREAMS = {"runs/_app.py", "platform/_console_stream.py"}
+"""Modules that start a streamed answer (server-sent events): not one message."""
+
+
+def test_every_app_answers_through_the_server_seam() -> None:
+    """A whole answer is `band_trio.server.answer`'s: one header order, one place."""
+    by_hand = []
+    for name, tree in _modules():
+        if name.startswith(("server/", "bench/_peers/")) or name in STREAMS:
+            continue  # the seam itself; the benchmark's peers serve through uvicorn
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value == "http.response.start":
+                by_hand.append(f"{name}:{node.lineno}")
+    assert by_hand == []
