@@ -9,6 +9,10 @@
 * Every HTTP client band-trio builds shares the process's TLS context
   (`band_trio.tls`): an `httpx2.AsyncClient(...)` without `verify=` loads a CA
   bundle of its own (docs/benchmarks.md, "One bridge, many identities").
+* No package imports another package's private (`_x`) module: it uses the
+  package's exports or a named internal module (`observe.hooks`, `contract.groups`);
+  a top-level private module (`band_trio._ranges`) is band-trio's own, for all.
+* Every whole HTTP answer above the server seam is `band_trio.server.answer`'s.
 """
 
 from __future__ import annotations
