@@ -69,7 +69,7 @@ def _stamp_sync(owner: Any, name: str, label: str) -> None:
 
 
 def _install() -> None:
-    from band_trio.link import _http, _lanes, _rest
+    from band_trio.link import _http_pool, _lanes, _rest
     from band_trio.runtime import _connection, _control, _room, _settle, _turn, _turn_state
 
     _stamp_async(trio.SocketStream, "send_all", "send_all")
@@ -81,8 +81,8 @@ def _install() -> None:
     _stamp_sync(_turn_state.ActiveTurn, "abort", "abort")
     _stamp_async(_rest.RestClient, "_call", "rest_call")
     _stamp_async(_lanes.Lanes, "acquire", "lanes")
-    _stamp_async(_http.HttpPool, "request", "pool")
-    _stamp_async(_http.HttpPool, "_exchange", "exchange")
+    _stamp_async(_http_pool.HttpPool, "request", "pool")
+    _stamp_async(_http_pool.HttpPool, "_exchange", "exchange")
     _stamp_async(_turn, "settle", "settle")
     _stamp_async(_settle, "report_idle", "report_idle")
     _stamp_async(_settle, "_mark_processed", "mark")

@@ -16,7 +16,7 @@ in its table), in a process of its own like an agent under test:
   cancels the scope;
 - the held task stamps in `except trio.Cancelled` (the bench adapter's `observe`,
   the same `os.write`), leaves the scope, and posts `working: false` through
-  band-trio's own lean HTTP/1.1 pool (`band_trio.link._http.HttpPool`, a warm
+  band-trio's own lean HTTP/1.1 pool (`band_trio.link._http_pool.HttpPool`, a warm
   keep-alive connection), whose arrival the platform stamps.
 
 So `signal → task cancelled` is the floor of band-trio's `signal → adapter
@@ -37,7 +37,7 @@ import trio_websocket
 
 from band_trio.bench._protocol import exit_with_driver, observe
 from band_trio.bench._subject import Subject
-from band_trio.link._http import HttpPool
+from band_trio.link._http_pool import HttpPool
 
 __all__ = ["floor_trial"]
 

@@ -28,7 +28,7 @@ import trio
 
 from band_trio import observe
 from band_trio.contract import TurnControl
-from band_trio.observe import _hooks as hooks
+from band_trio.observe import hooks as hooks
 
 
 class _Dropped:

@@ -14,8 +14,7 @@ import math
 from dataclasses import fields
 from typing import Any
 
-from band_trio.bench import Options, Report, Row
-from band_trio.bench._plot import plot
+from band_trio.bench import Options, Report, Row, plot
 
 
 def row(data: dict[str, Any]) -> Row:

@@ -6,7 +6,7 @@ What no runtime can beat on this machine, measured the way `band-trio bench`
 measures band-trio (docs/benchmarks.md § the scale rows): the embedded
 platform in this process, and a minimal client in a process of its own, with
 the same libraries as band-trio (trio-websocket, and band-trio's own lean
-HTTP/1.1 pool, `band_trio.link._http.HttpPool` on h11, with 32 connections) and
+HTTP/1.1 pool, `band_trio.link._http_pool.HttpPool` on h11, with 32 connections) and
 no runtime in between (no lanes, no retries, no decoding):
 
 - `joins`: one socket; every room's `chat_room` join is sent at once, and each
@@ -35,7 +35,7 @@ import urllib.parse
 import trio
 import trio_websocket
 
-from band_trio.link._http import HttpPool
+from band_trio.link._http_pool import HttpPool
 
 CONNECTIONS = 32
 LIMIT = 1 << 20

@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from band_trio.adapters._copilot_process import spawn
-from band_trio.contract import Message, Turn, TurnControl, _groups, run_command
-from band_trio.contract._groups import children_leading_groups, kill_live_groups
+from band_trio.contract import Message, Turn, TurnControl, groups, run_command
+from band_trio.contract.groups import children_leading_groups, kill_live_groups
 from support import NoPlatform, pid_pipe
 
 DEADLINE = 30
@@ -25,10 +25,10 @@ def only_this_tests_groups(monkeypatch: pytest.MonkeyPatch) -> set[int]:
     """A set of this test's own: `kill_live_groups` must not reach the groups of
     anything else the test process runs (a session's peers)."""
     live: set[int] = set()
-    monkeypatch.setattr(_groups, "_LIVE", live)
+    monkeypatch.setattr(groups, "_LIVE", live)
     # nor the other children of the test process that lead a group (its peers): the
     # scan is tested on its own below
-    monkeypatch.setattr(_groups, "children_leading_groups", set)
+    monkeypatch.setattr(groups, "children_leading_groups", set)
     return live
 
 

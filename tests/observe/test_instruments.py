@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from band_trio import Turn, observe
 from band_trio.contract import StopOutcome, TurnControl, run_in_thread
-from band_trio.observe import _hooks as hooks
 from band_trio.observe import _instruments as m
+from band_trio.observe import hooks as hooks
 from band_trio.runs._run import RunStatus
 from band_trio.runtime import AbortKind
 from band_trio.runtime._settle import Outcome

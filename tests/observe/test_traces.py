@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from band_trio import Policy, StopOutcome, Turn, observe
-from band_trio.observe import _hooks as hooks
+from band_trio.observe import hooks as hooks
 from band_trio.platform import Platform
 from support import Recorder, running_agent, seeded, status
 

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from band_trio.contract import Adapter, Turn
 from band_trio.runs import RunsPolicy, open_runs_api
-from band_trio.runs._app import HttpError, _last_event_id
+from band_trio.runs._app import _last_event_id
 from band_trio.runs._events import EventLog
+from band_trio.server import HttpError
 
 from .conftest import AUTH, DEADLINE, JSON, KEY, Scripted, serve
 from .test_cli import _serve

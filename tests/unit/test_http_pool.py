@@ -1,4 +1,4 @@
-"""The REST client's lean HTTP/1.1 pool (`link/_http.py`) against hostile loopback servers:
+"""The REST client's lean HTTP/1.1 pool (`link/_http_pool.py`) against hostile loopback servers:
 one write per request, keep-alive reuse, no connection reused after a close, a cancel or a
 failure, bounded reads, TLS with the hostname checked, and every failure translated into
 band-trio's tree by the REST client's one seam."""
@@ -17,7 +17,7 @@ import trustme
 
 from band_trio import Policy, errors
 from band_trio.link import RestClient
-from band_trio.link._http import (
+from band_trio.link._http_pool import (
     HttpBroken,
     HttpPool,
     HttpProtocolError,

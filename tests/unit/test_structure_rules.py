@@ -9,6 +9,10 @@
 * Every HTTP client band-trio builds shares the process's TLS context
   (`band_trio.tls`): an `httpx2.AsyncClient(...)` without `verify=` loads a CA
   bundle of its own (docs/benchmarks.md, "One bridge, many identities").
+* No package imports another package's private (`_x`) module: it uses the
+  package's exports or a named internal module (`observe.hooks`, `contract.groups`);
+  a top-level private module (`band_trio._ranges`) is band-trio's own, for all.
+* Every whole HTTP answer above the server seam is `band_trio.server.answer`'s.
 """
 
 from __future__ import annotations
@@ -101,3 +105,52 @@ def test_every_http_client_is_given_the_shared_tls_context() -> None:
             if is_client and not any(k.arg == "verify" for k in node.keywords):
                 unshared.append(f"{name}:{node.lineno}")
     assert unshared == []
+
+
+ALLOWED_PRIVATE = {("bridge", "runtime._parts")}
+"""(importing package, private module) pairs let through. `runtime._parts` is to go:
+the bridge's own room machine is being replaced by the runtime's (issue 39)."""
+
+
+def _imported(name: str, tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, dotted module under band_trio) for every import of `name`, names included."""
+    here = ["band_trio", *Path(name).with_suffix("").parts]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level] if node.level else []
+            module = ".".join([*base, *(node.module or "").split(".")]).strip(".")
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return [(line, m.removeprefix("band_trio.")) for line, m in found if m.startswith("band_trio.")]
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    """A package's `_x` modules are its own; others use its named (internal) API."""
+    reaching = set()
+    for name, tree in _modules():
+        package = Path(name).parts[0] if len(Path(name).parts) > 1 else ""
+        for line, module in _imported(name, tree):
+            parts = module.split(".")
+            if parts[0] == package or len(parts) < 2:
+                continue  # its own package's, or a top-level module (band_trio's own)
+            if parts[1].startswith("_") and (package, ".".join(parts[:2])) not in ALLOWED_PRIVATE:
+                reaching.add(f"{name}:{line} {'.'.join(parts[:2])}")
+    assert sorted(reaching) == []
+
+
+STREAMS = {"runs/_app.py", "platform/_console_stream.py"}
+"""Modules that start a streamed answer (server-sent events): not one message."""
+
+
+def test_every_app_answers_through_the_server_seam() -> None:
+    """A whole answer is `band_trio.server.answer`'s: one header order, one place."""
+    by_hand = []
+    for name, tree in _modules():
+        if name.startswith(("server/", "bench/_peers/")) or name in STREAMS:
+            continue  # the seam itself; the benchmark's peers serve through uvicorn
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value == "http.response.start":
+                by_hand.append(f"{name}:{node.lineno}")
+    assert by_hand == []

@@ -67,6 +67,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 import trio
 
+from .._ranges import read_number, seconds
 from ..contract import (
     Adapter,
     RemoteWork,
@@ -76,7 +77,6 @@ from ..contract import (
     request_body,
     upstream_client,
 )
-from ..contract._env import read_number, seconds
 from ..errors import ConfigurationError, PeerProtocolError
 from ..policy import UpstreamPolicy
 from ._a2a_lookup import BROKEN_START, Ask, recover

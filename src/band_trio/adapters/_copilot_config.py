@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..contract._env import count, read_number
+from .._ranges import count, read_number
 from ..errors import ConfigurationError
 
 __all__ = ["PERMISSION_KINDS", "CopilotConfig"]

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import trio
 
-from ..contract._groups import forget_group, note_group
+from ..contract.groups import forget_group, note_group
 
 __all__ = ["CliProcess", "spawn"]
 

@@ -58,6 +58,7 @@ from typing import Any
 import httpx2
 import trio
 
+from .._ranges import count, read_number
 from ..contract import (
     Adapter,
     Turn,
@@ -69,7 +70,6 @@ from ..contract import (
     stream_request,
     upstream_client,
 )
-from ..contract._env import count, read_number
 from ..errors import ConfigurationError
 from ..policy import UpstreamPolicy
 from ._openai_stream import Draft, Msg, OpenAIChatError, decode, read_stream

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..contract._env import DAY, GIB, HOUR, Range, count, seconds
+from .._ranges import DAY, GIB, HOUR, Range, count, seconds
 from ..errors import ConfigurationError
 from ..link import check_rest_url, check_ws_url
 from ..policy import COLLECTOR_THRESHOLD_MAX

@@ -14,18 +14,15 @@ with its reason, so the endpoint answers 503 and says why.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
+from ..server import Receive, Scope, Send, answer
 from ._identity import IdentityStatus
 
-__all__ = ["ConnectStats", "HealthApp", "answer", "health_body"]
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+__all__ = ["ConnectStats", "HealthApp", "health_body"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -74,15 +71,3 @@ class HealthApp:
         else:
             connects = self._connects() if self._connects is not None else None
             await answer(send, *health_body(self._statuses(), connects))
-
-
-async def answer(
-    send: Send, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()
-) -> None:
-    start = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        *headers,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": start})
-    await send({"type": "http.response.body", "body": body})

@@ -48,13 +48,23 @@ import trio
 from .. import errors
 from ..contract import Adapter
 from ..link import RestClient
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..policy import BusyPolicy, Policy
 from ..runtime._parts import ActiveTurn, Changes, Journal, RemoteStopLog, RoomContext
-from ..server import BodyTooLarge, ClientGone, Listening, ServeSettings, read_body, serve
+from ..server import (
+    BodyTooLarge,
+    ClientGone,
+    Listening,
+    Receive,
+    Scope,
+    Send,
+    ServeSettings,
+    answer,
+    read_body,
+    serve,
+)
 from ..wire import MessageCreated
 from ._envelope import INTERRUPTED, decode_envelope
-from ._health import Receive, Scope, Send, answer
 from ._host_outcome import HostOutcome
 from ._host_turns import HostRooms, Lifeline
 from ._identity import thread_counts

@@ -27,7 +27,7 @@ import trio
 from .. import errors
 from ..contract import Cutoff, Threads, ThreadStats
 from ..link import RestClient, SocketStats
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..policy import Policy
 from ..runtime import RemoteStopStats
 from ..runtime._parts import (

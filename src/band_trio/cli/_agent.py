@@ -19,9 +19,9 @@ from typing import Any
 import trio
 
 from .. import errors
+from .._ranges import HOUR, read_number, seconds
 from ..adapters import DemoAdapter
 from ..contract import Adapter, upstream_from_env
-from ..contract._env import HOUR, read_number, seconds
 from ..policy import Policy, UpstreamPolicy, WhileBusy
 from ..runtime import Agent
 from ._collector import freeze_for_exit

@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     _writable("--json", args.json)
     _writable("--plot", args.plot)
     if args.plot is not None:
-        from ..bench._plot import check_plotting
+        from ..bench import check_plotting
 
         check_plotting()
     report = trio.run(
@@ -154,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_json(report, str(args.json))
     if args.plot is not None:
-        from ..bench._plot import plot
+        from ..bench import plot
 
         plot(report, str(args.plot))
     failed = sum(r.failures for r in report.rows)

@@ -75,10 +75,10 @@ def single(exc: BaseException) -> BaseException:
 def exit_at_once(code: int) -> NoReturn:
     """Exit now, without unwinding: the commands' backstop after a second signal, when
     some work ignores its cancel. The process groups band-trio leads are SIGKILLed
-    first — a command in a session of its own would outlive us (`contract._groups`).
+    first — a command in a session of its own would outlive us (`contract.groups`).
     Imported here, not with the module: `band_trio.cli` loads this before `main`
     can catch a Ctrl-C, and the contract loads trio."""
-    from ..contract._groups import kill_live_groups
+    from ..contract.groups import kill_live_groups
 
     kill_live_groups()
     os._exit(code)

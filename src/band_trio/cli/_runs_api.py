@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ..contract._env import Range, read_number
+from .._ranges import Range, read_number
 from ._agent import load_adapter
 from ._exits import EXIT_CRASH, exit_at_once
 from ._observe import add_flags as add_observe_flags

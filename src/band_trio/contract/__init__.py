@@ -37,16 +37,6 @@ from ._cutoff import Cutoff as Cutoff
 from ._env import UPSTREAM_SETTINGS as UPSTREAM_SETTINGS
 from ._env import upstream_from_env as upstream_from_env
 from ._failure import adapter_failure as adapter_failure
-from ._http import MAX_EVENT_BYTES as MAX_EVENT_BYTES
-from ._http import ServerSentEvent as ServerSentEvent
-from ._http import check_status as check_status
-from ._http import error_detail as error_detail
-from ._http import read_body as read_body
-from ._http import request_body as request_body
-from ._http import server_sent_events as server_sent_events
-from ._http import stream_request as stream_request
-from ._http import upstream_client as upstream_client
-from ._http import upstream_timeout as upstream_timeout
 from ._message import MAX_ANSWER_CHARS as MAX_ANSWER_CHARS
 from ._message import AgentInfo as AgentInfo
 from ._message import LastAbort as LastAbort
@@ -71,6 +61,16 @@ from ._turn import TurnPort as TurnPort
 from ._upstream import UpstreamFault as UpstreamFault
 from ._upstream import call_upstream as call_upstream
 from ._upstream import fault_of as fault_of
+from ._upstream_http import MAX_EVENT_BYTES as MAX_EVENT_BYTES
+from ._upstream_http import ServerSentEvent as ServerSentEvent
+from ._upstream_http import check_status as check_status
+from ._upstream_http import error_detail as error_detail
+from ._upstream_http import read_body as read_body
+from ._upstream_http import request_body as request_body
+from ._upstream_http import server_sent_events as server_sent_events
+from ._upstream_http import stream_request as stream_request
+from ._upstream_http import upstream_client as upstream_client
+from ._upstream_http import upstream_timeout as upstream_timeout
 
 __all__ = [
     "DEFAULT_OUTPUT_LIMIT",

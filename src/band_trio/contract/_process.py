@@ -55,9 +55,9 @@ from dataclasses import dataclass
 
 import trio
 
-from ._groups import forget_group, note_group
 from ._remote import StopAnswer, StopOutcome
 from ._turn import Turn
+from .groups import forget_group, note_group
 
 __all__ = ["DEFAULT_OUTPUT_LIMIT", "CommandResult", "run_command"]
 
@@ -232,7 +232,7 @@ class _Group:
     def __init__(self, proc: trio.Process) -> None:
         self.proc = proc
         self.pgid = proc.pid
-        note_group(self.pgid)  # for an exit that cannot wait for this owner (`_groups`)
+        note_group(self.pgid)  # for an exit that cannot wait for this owner (`groups`)
         self.closed = False
         """No member is alive and the leader is reaped: nothing may be signalled now."""
         self.terminated_at: float | None = None

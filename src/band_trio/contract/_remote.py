@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import trio
 
 from ..errors import StartCutError
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..policy import Policy, UpstreamPolicy
 from ._cutoff import Cutoff
 

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..policy import Policy
 from ._remote import StopAnswer, StopOutcome
 from ._turn import Turn

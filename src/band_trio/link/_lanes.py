@@ -1,7 +1,7 @@
 """Which REST request goes next: marks before everything else, a bounded number at once.
 
 The one gate of the REST client's connections: the lean pool's own
-(`_http.HttpPool`), and in front of httpx2's pool when that is used (a proxy, a
+(`_http_pool.HttpPool`), and in front of httpx2's pool when that is used (a proxy, a
 test's transport). Two reasons for it, both found at scale (docs/benchmarks.md,
 "the scale rows"):
 

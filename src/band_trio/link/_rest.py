@@ -1,4 +1,4 @@
-"""The agent REST API over a lean HTTP/1.1 client (`_http`), with one seam for errors.
+"""The agent REST API over a lean HTTP/1.1 client (`_http_pool`), with one seam for errors.
 
 Every call runs under a deadline from the `Policy` (trio's, not httpx's: the
 httpx timeout is only a backstop), retries 408/429/500/502/503/504 under the
@@ -10,7 +10,7 @@ connection is dropped), retries, turns an error status into the error its
 envelope `code` names, and decodes the answer, with the HTTP client's, httpx2's
 and msgspec's exceptions translated by `map_transport_errors`.
 
-The requests go through `_http.HttpPool` (h11 on trio streams: a signal's mark
+The requests go through `_http_pool.HttpPool` (h11 on trio streams: a signal's mark
 leaves ~0.5 ms sooner than through httpx2, docs/discussion/dependencies.md);
 an httpx2 transport passed as `transport=` (a proxy, a test's mock) is used
 through an `httpx2.AsyncClient` instead, behind the same seam; so is a proxy
@@ -34,7 +34,7 @@ import msgspec
 import trio
 
 from .. import errors
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..policy import Policy
 from ..retry import (
     PLATFORM_RETRY_STATUSES,
@@ -67,7 +67,14 @@ from ..wire import (
     RoomSummary,
     cut_event_content,
 )
-from ._http import Answer, HttpPool, HttpProtocolError, HttpTooLarge, HttpTransportError, HttpUnsent
+from ._http_pool import (
+    Answer,
+    HttpPool,
+    HttpProtocolError,
+    HttpTooLarge,
+    HttpTransportError,
+    HttpUnsent,
+)
 from ._lanes import Lanes
 from ._status import Codes, error_for_status
 

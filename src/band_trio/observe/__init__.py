@@ -1,9 +1,9 @@
 """What an operator sees of band-trio's work: metrics, traces, structured logs.
 
 One seam: the runtime, the link, the bridge and the runs API call its hooks
-(`_hooks`: a `Work` watch around each turn, forward and run; the REST, claim,
-adapter and remote-stop spans; the signal and reconnect counters) and nothing
-else of observability. What a user needs is exported here. See
+(`observe.hooks`, its internal API: a `Work` watch around each turn, forward
+and run; the REST, claim, adapter and remote-stop spans; the signal and
+reconnect counters) and nothing else of observability. What a user needs is exported here. See
 docs/how-to/observe.md and docs/reference/observability.md.
 
 * **Metrics** (`REGISTRY`, rendered by `serve_metrics` as Prometheus text on

@@ -9,12 +9,19 @@ reads: `GET` and `HEAD` of `/metrics`; everything else is 404 or 405.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
-
 import trio
 
-from ..server import Listening, ServeSettings, check_bind, check_port, serve
+from ..server import (
+    Listening,
+    Receive,
+    Scope,
+    Send,
+    ServeSettings,
+    answer,
+    check_bind,
+    check_port,
+    serve,
+)
 from ._instruments import REGISTRY
 from ._metrics import Registry
 from ._policy import ObservePolicy
@@ -22,10 +29,7 @@ from ._policy import ObservePolicy
 __all__ = ["CONTENT_TYPE", "MetricsApp", "serve_metrics"]
 
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+_TEXT = b"text/plain; charset=utf-8"
 
 
 class MetricsApp:
@@ -43,33 +47,16 @@ class MetricsApp:
             return
         method = scope["method"]
         if scope["path"] != "/metrics":
-            await _answer(send, 404, b"not found: the metrics are at /metrics\n")
+            await answer(send, 404, b"not found: the metrics are at /metrics\n", content_type=_TEXT)
         elif method not in ("GET", "HEAD"):
-            await _answer(send, 405, b"method not allowed\n", ((b"allow", b"GET, HEAD"),))
+            allow = ((b"allow", b"GET, HEAD"),)
+            await answer(send, 405, b"method not allowed\n", allow, content_type=_TEXT)
         else:
             self.scrapes += 1
             body = self._registry.render()
             headers = ((b"cache-control", b"no-store"),)
             head = method == "HEAD"
-            await _answer(send, 200, body, headers, head=head, content_type=CONTENT_TYPE)
-
-
-async def _answer(
-    send: Send,
-    status: int,
-    body: bytes,
-    headers: tuple[tuple[bytes, bytes], ...] = (),
-    *,
-    head: bool = False,
-    content_type: bytes = b"text/plain; charset=utf-8",
-) -> None:
-    start = [
-        (b"content-type", content_type),
-        (b"content-length", str(len(body)).encode()),
-        *headers,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": start})
-    await send({"type": "http.response.body", "body": b"" if head else body})
+            await answer(send, 200, body, headers, head=head, content_type=CONTENT_TYPE)
 
 
 async def serve_metrics(

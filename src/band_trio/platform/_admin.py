@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 
 import msgspec
 
+from ..server import HttpError
 from ..wire.admin import (
     AdminAgent,
     AdminControl,
@@ -35,8 +36,8 @@ from ..wire.admin import (
     FaultSupersede,
     FaultUpgrades,
 )
-from ._http import HttpError, Response, decode_body, json_response
 from ._platform import Platform
+from ._responses import Response, decode_body, json_response
 
 __all__ = ["AdminRoute", "admin_route", "handle_admin"]
 

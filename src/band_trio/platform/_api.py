@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping
 from time import perf_counter
 
+from ..server import HttpError
 from ..wire import (
     ActivityReport,
     AgentProfile,
@@ -29,10 +30,10 @@ from ..wire import (
     RoomSummary,
 )
 from ._checks import check_activity, check_event, check_message
-from ._http import NO_CONTENT, HttpError, Response, decode_body, json_response
 from ._listing import context, list_messages
 from ._payloads import chat_message
 from ._platform import Platform
+from ._responses import NO_CONTENT, Response, decode_body, json_response
 from ._route_args import int_param, member
 from ._store import Agent, Delivery, User
 

@@ -14,20 +14,18 @@ from time import perf_counter
 from typing import Any
 from urllib.parse import parse_qsl
 
-from ..server import BodyTooLarge, ClientGone, abort_connection, read_body
+from ..server import BodyTooLarge, ClientGone, HttpError, abort_connection, answer, read_body
 from ._admin import admin_route, handle_admin
 from ._api import PREFIX, describe, handle, route
 from ._console import PREFIX as CONSOLE
 from ._console import Console
 from ._faults import Intercepted
-from ._http import HttpError, Response, error_body
 from ._log import logger
 from ._platform import Platform
+from ._responses import Response, error_body
 from ._socket import serve_socket
 
 __all__ = ["App"]
-
-_JSON = (b"content-type", b"application/json")
 
 
 class App:
@@ -74,7 +72,7 @@ class App:
                 raise HttpError(413, "payload_too_large", f"request body over {limit} bytes")
             result, agent_id = self._dispatch(scope, method, path, body)
             if isinstance(result, Intercepted):  # an armed fault caught this request
-                answer = await p.faults.run_rest(
+                faulted = await p.faults.run_rest(
                     result,
                     method=method,
                     path=path,
@@ -82,10 +80,10 @@ class App:
                     agent_id=agent_id,
                     request_id=request_id,
                 )
-                if answer is None:  # handled, and dropped: no answer, the connection cut
+                if faulted is None:  # handled, and dropped: no answer, the connection cut
                     abort_connection()
                     return
-                result = answer
+                result = faulted
             response = result
         except HttpError as exc:
             response = Response(
@@ -108,16 +106,7 @@ class App:
         )
         if response.status == 413:  # the unread rest of the body must not be parsed next
             response = Response(413, response.body, (*response.headers, (b"connection", b"close")))
-        if response.status == 204:
-            headers = list(response.headers)
-            await send({"type": "http.response.start", "status": 204, "headers": headers})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        headers = [_JSON, (b"content-length", str(len(response.body)).encode())]
-        if response.headers:  # rare: only injected faults set any
-            headers.extend(response.headers)
-        await send({"type": "http.response.start", "status": response.status, "headers": headers})
-        await send({"type": "http.response.body", "body": response.body})
+        await answer(send, response.status, response.body, response.headers)
 
     def _dispatch(
         self, scope: dict[str, Any], method: str, path: str, body: bytes

@@ -16,6 +16,7 @@ import re
 
 import msgspec
 
+from ..server import HttpError
 from ..wire import (
     EVENT_CONTENT_CHARS,
     EVENT_METADATA_BYTES,
@@ -25,7 +26,6 @@ from ..wire import (
     NewEvent,
     NewMessage,
 )
-from ._http import HttpError
 
 __all__ = [
     "DESCRIPTION_CHARS",

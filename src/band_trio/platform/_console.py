@@ -30,15 +30,15 @@ from typing import Any, Literal
 import msgspec
 import trio
 
-from ..server import BodyTooLarge, ClientGone, read_body
+from ..server import BodyTooLarge, ClientGone, HttpError, answer, read_body
 from ._checks import REASON_CHARS, TITLE_CHARS
 from ._console_presses import PressBook
 from ._console_state import console_user, snapshot
 from ._console_stream import Feeds, serve_stream
 from ._handles import handle_key
-from ._http import HttpError, error_body
 from ._log import logger
 from ._platform import Platform
+from ._responses import error_body
 from ._store import Agent
 
 __all__ = ["PREFIX", "Console"]
@@ -53,6 +53,7 @@ _STATIC = {
 }
 _MENTION = re.compile(r"(?<![\w@])@([\w.-]+)")
 _encode = msgspec.json.Encoder().encode
+_NO_STORE = (b"cache-control", b"no-store")
 
 
 class _NewMessage(msgspec.Struct, forbid_unknown_fields=True):
@@ -244,27 +245,19 @@ class Console:
 
 
 async def _json(send: Any, status: int, body: bytes) -> None:
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"),
-    ]
+    headers = [_NO_STORE]
     if status == 413:  # the unread rest of the body must not be parsed as a request
         headers.append((b"connection", b"close"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await answer(send, status, body, headers)
 
 
 async def _static(send: Any, name: str, content_type: bytes) -> None:
     body = resources.files(__package__).joinpath("console", name).read_bytes()
-    headers = [
-        (b"content-type", content_type),
-        (b"content-length", str(len(body)).encode()),
-        (b"cache-control", b"no-store"),
+    headers = (
+        _NO_STORE,
         (
             b"content-security-policy",
             b"default-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'",
         ),
-    ]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    )
+    await answer(send, 200, body, headers, content_type=content_type)

@@ -31,9 +31,10 @@ from urllib.parse import parse_qsl
 import trio
 
 from ..policy import PlatformPolicy
+from ..server import answer
 from ._console_presses import PressBook
-from ._http import error_body
 from ._log import Changes
+from ._responses import error_body
 
 __all__ = ["Feed", "Feeds", "serve_stream"]
 
@@ -149,14 +150,11 @@ async def serve_stream(
             "showing it, and this page reconnects by itself."
         )
         body = error_body("too_many_streams", message, request_id)
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
+        headers = (
             (b"cache-control", b"no-store"),
             (b"retry-after", str(math.ceil(policy.console_reconnect)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 503, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        )
+        await answer(send, 503, body, headers)
         return
     try:
         await _stream(feed, policy, closing, receive, send)

@@ -15,6 +15,7 @@ from typing import Literal
 
 import trio
 
+from ..server import HttpError
 from ._fault_log import (
     FaultLog,
     check_count,
@@ -23,7 +24,7 @@ from ._fault_log import (
     error_code,
     retry_after_header,
 )
-from ._http import HttpError, Response, error_body
+from ._responses import Response, error_body
 
 __all__ = ["REST_ROUTES", "Hold", "Intercepted", "RestFault", "RestFaults"]
 

@@ -23,9 +23,9 @@ from ._fault_log import (
     error_code,
     retry_after_header,
 )
-from ._http import Response, error_body
 from ._hub import Connection, Hub
 from ._log import logger
+from ._responses import Response, error_body
 
 __all__ = ["JoinRefusal", "SocketFaults"]
 

@@ -18,10 +18,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..server import HttpError
 from ..wire import PAGE_LIMIT_MAX, ContextMeta, MessagePage
-from ._http import HttpError, Response, json_response
 from ._payloads import chat_message
 from ._platform import Platform
+from ._responses import Response, json_response
 from ._route_args import int_param, member
 from ._store import Agent, Delivery, Message
 from ._store_pages import STATUS_FILTERS

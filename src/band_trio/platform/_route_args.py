@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._http import HttpError
+from ..server import HttpError
 from ._platform import Platform
 from ._store import Agent
 

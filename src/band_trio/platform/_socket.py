@@ -23,11 +23,11 @@ from urllib.parse import parse_qsl
 import trio
 
 from ..wire import FrameError, decode_frame, encode_frame
-from ._http import Response, error_body
 from ._hub import Close, Connection
 from ._log import logger
 from ._outbox import Outbox, Stalled
 from ._platform import Platform
+from ._responses import Response, error_body
 from ._store import Agent
 
 __all__ = ["WS_PATH", "serve_socket"]

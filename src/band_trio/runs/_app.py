@@ -24,8 +24,7 @@ from urllib.parse import parse_qsl
 import msgspec
 import trio
 
-from ..errors import BandTrioError
-from ..server import BodyTooLarge, ClientGone, read_body
+from ..server import BodyTooLarge, ClientGone, HttpError, answer, answer_json, read_body
 from ._request import BadRequest, parse_run, parse_stop
 from ._run import Run
 from ._service import Draining, RunsService, TooManyRuns
@@ -35,7 +34,6 @@ __all__ = ["RunsApp"]
 log = logging.getLogger("band_trio.runs")
 
 _encode = msgspec.json.Encoder().encode
-_JSON = (b"content-type", b"application/json")
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
@@ -48,35 +46,11 @@ _CLOSED = b": stream closed\n\n"
 DISCONNECT_REASON = "the client disconnected"
 
 
-class HttpError(BandTrioError):
-    """Raised by a route to answer with Hermes' error envelope."""
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        kind: str = "invalid_request_error",
-        headers: tuple[tuple[bytes, bytes], ...] = (),
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.kind = kind
-        self.headers = headers
-
-    def body(self) -> bytes:
-        return _encode(
-            {
-                "error": {
-                    "message": self.message,
-                    "type": self.kind,
-                    "param": None,
-                    "code": self.code,
-                }
-            }
-        )
+def _error_body(error: HttpError) -> bytes:
+    """Hermes' error envelope; `kind` is its `type` (a client's mistake unless set)."""
+    kind = error.kind or "invalid_request_error"
+    body = {"message": error.message, "type": kind, "param": None, "code": error.code}
+    return _encode({"error": body})
 
 
 def _not_found(run_id: str) -> HttpError:
@@ -99,7 +73,7 @@ class RunsApp:
         path: str = scope["path"]
         try:
             if path == "/health" and method == "GET":
-                await _json(send, 200, {"status": "ok", "platform": "band-trio"})
+                await answer_json(send, 200, {"status": "ok", "platform": "band-trio"})
                 return
             parts = path.strip("/").split("/")
             if parts[:2] != ["v1", "runs"] or len(parts) > 4:
@@ -113,11 +87,11 @@ class RunsApp:
             headers = exc.headers
             if exc.status in (401, 413):  # an unread body must not be parsed as the next request
                 headers = (*headers, (b"connection", b"close"))
-            await _send(send, exc.status, exc.body(), headers)
+            await answer(send, exc.status, _error_body(exc), headers)
         except Exception:
             log.exception("%s %s failed", method, path)
-            error = HttpError(500, "internal_error", "internal error", "server_error")
-            await _send(send, 500, error.body())
+            error = HttpError(500, "internal_error", "internal error", kind="server_error")
+            await answer(send, 500, _error_body(error))
 
     def _authenticate(self, scope: dict[str, Any]) -> None:
         """Exactly one `Authorization: Bearer KEY`, compared in constant time. Two
@@ -163,7 +137,7 @@ class RunsApp:
         elif rest[1:] == ["events"]:
             await self._events(run, scope, receive, send)
         else:
-            await _json(send, 200, run.status_body())
+            await answer_json(send, 200, run.status_body())
 
     async def _start(self, body: bytes, send: Any) -> None:
         try:
@@ -176,14 +150,14 @@ class RunsApp:
                 429,
                 "rate_limit_exceeded",
                 f"Too many concurrent runs (max {limit})",
-                "rate_limit_error",
-                ((b"retry-after", b"1"),),
+                kind="rate_limit_error",
+                headers=((b"retry-after", b"1"),),
             ) from None
         except Draining:
             raise HttpError(
-                503, "gateway_draining", "The server is shutting down", "server_error"
+                503, "gateway_draining", "The server is shutting down", kind="server_error"
             ) from None
-        await _json(send, 202, {"run_id": run.id, "status": "started"})
+        await answer_json(send, 202, {"run_id": run.id, "status": "started"})
 
     async def _stop(self, run: Run, scope: dict[str, Any], body: bytes, send: Any) -> None:
         try:
@@ -194,8 +168,8 @@ class RunsApp:
         wait = query.get("wait", "false").lower()
         if wait not in ("true", "1", "false", "0"):
             raise HttpError(400, "invalid_request", "'wait' must be true or false")
-        answer = await self.service.stop(run, reason, wait=wait in ("true", "1"))
-        await _json(send, 200, answer)
+        stopping = await self.service.stop(run, reason, wait=wait in ("true", "1"))
+        await answer_json(send, 200, stopping)
 
     async def _events(self, run: Run, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Stream the run's events after `Last-Event-ID` (all of them without one),
@@ -285,15 +259,3 @@ async def _watch_disconnect(receive: Any, stream: trio.CancelScope) -> None:
         if message["type"] == "http.disconnect":
             stream.cancel(reason=DISCONNECT_REASON)
             return
-
-
-async def _json(send: Any, status: int, value: Any) -> None:
-    await _send(send, status, _encode(value))
-
-
-async def _send(
-    send: Any, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()
-) -> None:
-    start = [_JSON, (b"content-length", str(len(body)).encode()), *headers]
-    await send({"type": "http.response.start", "status": status, "headers": start})
-    await send({"type": "http.response.body", "body": body})

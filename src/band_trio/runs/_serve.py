@@ -28,7 +28,7 @@ from functools import partial
 import trio
 
 from ..contract import Adapter
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..server import (
     MIN_SECRET_LENGTH,
     Listening,

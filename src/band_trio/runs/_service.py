@@ -26,7 +26,7 @@ import trio
 
 from ..contract import Adapter, LastAbort, Turn, adapter_failure
 from ..errors import BandTrioError
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ._policy import RunsPolicy
 from ._request import RunRequest
 from ._run import USAGE, Run, RunStatus

@@ -3,7 +3,7 @@
 Only what a user of an agent needs is public here: the `Agent`, what its
 `stop()` returns, the read-only `RoomView` of `Agent.rooms`, and `AbortKind`.
 How the tree is built lives in the private modules, one piece each:
-`_agent` (the lifecycle), `_link` and `_connection` (the link supervisor),
+`_agent` (the lifecycle), `_link_supervisor` and `_connection` (the link supervisor),
 `_rooms` (the rooms host), `_room` (the room loop), `_turn` (claim → run →
 settle), `_settle` (the marks), `_control` (signals).
 """

@@ -25,13 +25,13 @@ import trio
 from .. import errors
 from ..contract import Adapter, Cutoff, Threads, ThreadStats
 from ..link import RestClient, SocketStats, check_rest_url, check_ws_url
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..policy import BusyPolicy, Policy, WhileBusy
 from ..wire import RefCounter
 from ._context import Changes, Journal, RoomContext
 from ._control import ControlLane, SignalCounts
 from ._ledger import Ledger
-from ._link import Link, LinkEnd, LinkSettings
+from ._link_supervisor import Link, LinkEnd, LinkSettings
 from ._results import StopResult, UnsettledMark
 from ._rooms import Rooms
 from ._stops import RemoteStopLog, RemoteStopStats

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..wire import AgentControl
 from ._context import Changes
 from ._hosting import LinkedRoom

@@ -1,6 +1,6 @@
 """What the link supervisor and the rooms host need of the rooms they drive.
 
-The link (`_link`, `_connection`) and the control lane (`_control`) drive
+The link (`_link_supervisor`, `_connection`) and the control lane (`_control`) drive
 rooms only through `LinkedRooms`/`LinkedRoom`, and the rooms host (`_rooms`)
 runs any `HostedRoom`, so the same link — key check, connections, joins,
 reconnects, terminal disconnects, signal dedup — and the same host — one task

@@ -34,9 +34,9 @@ from ._inbound import inbound as inbound
 from ._ledger import Ledger as Ledger
 from ._ledger import OwnPosts as OwnPosts
 from ._ledger import Standing as Standing
-from ._link import Link as Link
-from ._link import LinkEnd as LinkEnd
-from ._link import LinkSettings as LinkSettings
+from ._link_supervisor import Link as Link
+from ._link_supervisor import LinkEnd as LinkEnd
+from ._link_supervisor import LinkSettings as LinkSettings
 from ._pages import Pages as Pages
 from ._port import PlatformPort as PlatformPort
 from ._room import Room as Room

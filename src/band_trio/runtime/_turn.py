@@ -27,7 +27,7 @@ import trio
 
 from .. import errors
 from ..contract import LastAbort, Turn, adapter_failure
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ._context import RoomContext
 from ._inbound import MESSAGE
 from ._ledger import Ledger

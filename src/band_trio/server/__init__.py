@@ -9,6 +9,8 @@ in one place:
   secret wherever another process can run work (`check_secret`);
 * a Host allow-list against DNS rebinding, same-origin only, JSON bodies only,
   no framing (`Guard`), before the app sees a request;
+* one way to answer (`answer`, `answer_json`) and one `HttpError` for every app
+  served here, whatever its error envelope;
 * a body limit (`read_body`), a websocket message cap held as the message is
   read (no permessage-deflate), every write bounded (`ServerPolicy`), and a
   graceful close with a deadline.
@@ -22,6 +24,14 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy
 from ._abort import abort_connection as abort_connection
+from ._answer import JSON as JSON
+from ._answer import Headers as Headers
+from ._answer import HttpError as HttpError
+from ._answer import Receive as Receive
+from ._answer import Scope as Scope
+from ._answer import Send as Send
+from ._answer import answer as answer
+from ._answer import answer_json as answer_json
 from ._body import BodyTooLarge as BodyTooLarge
 from ._body import ClientGone as ClientGone
 from ._body import read_body as read_body
@@ -40,14 +50,22 @@ if TYPE_CHECKING:
     from ._serve import serve as serve
 
 __all__ = [
+    "JSON",
     "MIN_SECRET_LENGTH",
     "BodyTooLarge",
     "ClientGone",
     "Guard",
+    "Headers",
+    "HttpError",
     "Listening",
+    "Receive",
+    "Scope",
+    "Send",
     "ServeSettings",
     "abort_connection",
     "allowed_hosts",
+    "answer",
+    "answer_json",
     "check_bind",
     "check_port",
     "check_secret",

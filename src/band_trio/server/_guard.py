@@ -35,6 +35,7 @@ from typing import Any
 
 import msgspec
 
+from ._answer import answer
 from ._deadline import BodyDeadline
 from ._listen import is_wildcard
 
@@ -158,12 +159,4 @@ class _Answered:
 
 async def _refuse(send: Any, status: int, code: str, message: str) -> None:
     body = msgspec.json.encode({"error": {"code": code, "message": message}})
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close"),
-        *_FRAMING,
-        _NO_FRAMES,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await answer(send, status, body, ((b"connection", b"close"), *_FRAMING, _NO_FRAMES))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import trio
 
-from ..contract._groups import children
+from ..contract.groups import children
 from ._tasks import TaskTracker
 
 __all__ = ["Leaks"]

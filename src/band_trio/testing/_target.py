@@ -16,19 +16,24 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any
 
 import trio
 
 from ..bridge import BridgePolicy, Envelope, decode_envelope
-from ..server import ClientGone, Listening, ServeSettings, read_body, serve
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+from ..server import (
+    ClientGone,
+    Listening,
+    Receive,
+    Scope,
+    Send,
+    ServeSettings,
+    answer,
+    read_body,
+    serve,
+)
 
 __all__ = ["Received", "RecordingTarget", "open_recording_target"]
 
@@ -93,7 +98,7 @@ class RecordingTarget:
         self._notify()
         if self._failures:
             item.status = self._failures.popleft()
-            await _answer(send, item.status, b'{"error":"failed on purpose"}')
+            await answer(send, item.status, b'{"error":"failed on purpose"}')
             self._notify()
             return
         if self.hold:
@@ -105,15 +110,8 @@ class RecordingTarget:
                 self._notify()
                 return
         item.status = 200
-        await _answer(send, 200, b'{"ok":true}')
+        await answer(send, 200, b'{"ok":true}')
         self._notify()
-
-
-async def _answer(send: Send, status: int, body: bytes) -> None:
-    length = str(len(body)).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", length)]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 async def _watch_close(receive: Receive, item: Received, scope: trio.CancelScope) -> None:

@@ -42,7 +42,7 @@ import trio
 from .. import errors
 from ..contract import Adapter, AgentInfo, adapter_failure
 from ..link import CLOSE_HEARTBEAT_DEAD, RestClient, Socket, SocketStats, run_socket
-from ..observe import _hooks as observe
+from ..observe import hooks as observe
 from ..policy import Policy
 from ..wire import AgentProfile, RefCounter
 from ._connection import Connection

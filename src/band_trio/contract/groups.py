@@ -19,6 +19,13 @@ kills every child of this process that leads a process group of its own, found
 in `/proc` — again only unreaped children, whose ids cannot have been reused.
 A child caught between its fork and its `setsid` is still in our group and
 escapes both; it is a window of microseconds.
+
+Internal to band-trio: a named internal API of `contract` for band-trio's other
+packages (an adapter that starts a process group of its own notes it here, the
+CLI's hard exit kills them, the test kit's leak check lists the children), with
+no compatibility promise and nothing for agent authors, who start processes
+with `run_command`. It lives in `contract` beside `run_command`, the main owner
+of such groups.
 """
 
 from __future__ import annotations

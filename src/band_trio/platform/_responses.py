@@ -1,4 +1,11 @@
-"""The few HTTP pieces the routes share: a response, an error, JSON in and out."""
+"""The responses the platform's routes return: a `Response` (status, body, extra
+headers), JSON in and out, and the Band error envelope.
+
+A route returns a `Response` rather than answering itself, so that the app can
+log it, let an armed fault replace it, and answer it in one place (through the
+server's `answer`); an error is the server's `HttpError`, rendered here with
+the request's id (`error_body`).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,11 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ..server import HttpError
 from ..wire import ErrorBody, ErrorEnvelope
 
 __all__ = [
     "NO_CONTENT",
-    "HttpError",
     "Response",
     "decode_body",
     "error_body",
@@ -32,19 +39,6 @@ class Response:
 
 
 NO_CONTENT = Response(204)
-
-
-class HttpError(Exception):
-    """Raised by a route to answer with an error envelope."""
-
-    def __init__(
-        self, status: int, code: str, message: str, details: dict[str, Any] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details
 
 
 def json_response(value: Any, status: int = 200) -> Response:

@@ -1,8 +1,13 @@
 """The hooks band-trio's own layers call — the runtime, the link, the contract, the
-bridge, the runs API — as `from ..observe import _hooks as observe`.
+bridge, the runs API — as `from ..observe import hooks as observe`.
 
-Not public API: what a user of band-trio needs is `band_trio.observe`'s
-`__all__`. Each hook costs one check while tracing is off (see `_trace`).
+Internal to band-trio: a named internal API of `observe` for band-trio's other
+packages, with no compatibility promise between releases and nothing for agent
+or adapter authors (what a user of band-trio needs is `band_trio.observe`'s
+`__all__`). It is a module of its own, not `observe`'s private modules reached
+into, so that what the other layers may call is one short list, here, and the
+rest of `observe` can change behind it. Each hook costs one check while tracing
+is off (see `_trace`).
 """
 
 from __future__ import annotations
