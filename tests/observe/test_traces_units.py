@@ -48,8 +48,9 @@ async def test_an_interrupted_forward_is_a_cancelled_span_with_its_signal(
         if span.name == "band_trio.forward"
     }
     cut = forwards[held]
+    # the forward is a turn of the runtime's rooms: its span ends after the settle, and
+    # says how it ended (the scope's Cancelled is caught inside it, as a turn's is)
     assert (cut.attributes or {})["band.forward.outcome"] == "cancelled"
-    assert (cut.attributes or {})["band.cancelled"] is True
     (signal,) = [event for event in cut.events if event.name == "band.signal"]
     assert (signal.attributes or {})["band.signal.kind"] == "interrupt"
     assert (signal.attributes or {})["band.signal.reason"] == "no"

@@ -24,7 +24,6 @@ from pathlib import Path
 SRC = Path(__file__).parents[2] / "src" / "band_trio"
 PUBLISHED_SCOPES = {
     ("runtime/_turn_state.py", "ActiveTurn"),
-    ("bridge/_shared.py", "Forward"),
     ("bridge/_host_turns.py", "Lifeline"),
     ("platform/_server.py", "_Server"),
 }

@@ -55,7 +55,18 @@ async def run_turn(
         try:
             return await _turn(ctx, ledger, turn, last_abort)
         finally:
-            watch.outcome, watch.failure = _seen(turn)
+            outcome, watch.failure = _seen(turn)
+            watch.outcome = _FORWARD_OUTCOME.get(outcome, outcome) if work == "forward" else outcome
+
+
+_FORWARD_OUTCOME = {
+    Outcome.SUCCEEDED.value: "delivered",
+    Outcome.NOT_CLAIMED.value: "failed",
+    Outcome.ABORTED.value: "cancelled",
+    Outcome.CLAIM_STOPPED.value: "cancelled",
+    Outcome.CONSUMED.value: "cancelled",
+}
+"""A bridge's forward as its metrics and spans name it (docs/reference/observability.md)."""
 
 
 def _seen(turn: ActiveTurn) -> tuple[str, str | None]:
