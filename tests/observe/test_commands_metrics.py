@@ -37,7 +37,10 @@ async def test_the_bridge_counts_its_forwards(platform: Platform, tmp_path: Path
                 message = platform.post_message(room, user, "through the bridge")
                 await target.wait_until(lambda: message in target.message_ids())
                 await platform.wait_until(lambda: status(platform, message) == "processed")
-                after = await bridge_process.metrics()
+                # the forward's unit ends after its mark (then `working: false`)
+                while not delta(before, after := await bridge_process.metrics(),
+                                "band_trio_forwards_total"):  # fmt: skip
+                    await trio.sleep(0.05)  # polling another process's state
     assert delta(before, after, "band_trio_forwards_total") == {
         'band_trio_forwards_total{outcome="delivered"}': 1
     }
