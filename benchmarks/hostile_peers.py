@@ -359,12 +359,13 @@ def wire(n: int) -> Any:
 
 
 async def flood_bridge_room() -> str:
+    from band_trio.bridge._room import ForwardRoom
+    from band_trio.bridge._shared import Forwarded, Shared
+
     from band_trio import Policy
     from band_trio.bridge import BridgePolicy
     from band_trio.bridge._envelope import envelope_for
-    from band_trio.bridge._room import ForwardRoom
-    from band_trio.bridge._shared import Forwarded, Shared
-    from band_trio.runtime._parts import Changes
+    from band_trio.runtime.parts import Changes
 
     held = trio.Event()
 

@@ -114,7 +114,7 @@ async def test_the_bridge_how_to_walkthrough_runs_as_written(tmp_path: Path) -> 
                 while await delivery(message_id) != "processing":  # the host claimed it
                     await trio.sleep(0.05)  # polling another process's state
                 await _ctl(tmp_path, "stop", "--room", info["room_id"])
-                await bridge.line(f"forward of {message_id} ended: aborted")
+                await bridge.line(f"forward of {message_id} ended: cancelled")
                 await host.line(f"the forward of {message_id} went away")
                 assert await delivery(message_id) == "processing"  # left for the replay
                 await _ctl(tmp_path, "play", "--room", info["room_id"])

@@ -1,4 +1,4 @@
-"""The runtime's link drives rooms other than the agent's own (`runtime._parts`).
+"""The runtime's link drives rooms other than the agent's own (`runtime.parts`).
 
 The bridge reuses the link through the `LinkedRooms` protocol and a tap; this
 proves that seam on its own: no adapter, a recording room set, every push seen
@@ -15,7 +15,7 @@ import trio
 from band_trio import Policy
 from band_trio.link import RestClient, Socket, SocketStats
 from band_trio.platform import Platform
-from band_trio.runtime._parts import Changes, ControlLane, Inbound, Link, LinkSettings
+from band_trio.runtime.parts import Changes, ControlLane, Inbound, Link, LinkSettings
 from band_trio.wire import RefCounter
 
 

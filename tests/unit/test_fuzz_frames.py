@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from band_trio.link._socket import Socket, SocketStats
 from band_trio.policy import Policy
-from band_trio.runtime._parts import Pages
+from band_trio.runtime.parts import Pages
 from band_trio.wire import (
     EVENT_TYPES,
     ActivityReport,

@@ -27,7 +27,7 @@ import trio
 
 from .. import errors
 from ..policy import Policy
-from ..runtime._parts import Changes, LinkEnd
+from ..runtime.parts import Changes, LinkEnd
 from ..server import Listening, ServeSettings, check_bind, serve
 from ._config import BridgeConfig
 from ._health import ConnectStats, HealthApp

@@ -36,7 +36,7 @@ from .. import errors
 from ..contract import Turn, adapter_failure
 from ..link import RestClient
 from ..policy import Policy
-from ..runtime._parts import MESSAGE, AbortKind, ActiveTurn, Changes, RoomCounts
+from ..runtime.parts import MESSAGE, AbortKind, ActiveTurn, Changes, RoomCounts
 from ._envelope import INTERRUPTED, Envelope, envelope_for
 from ._policy import BridgePolicy
 from ._targets import Target

@@ -50,7 +50,7 @@ from ..contract import Adapter
 from ..link import RestClient
 from ..observe import hooks as observe
 from ..policy import BusyPolicy, Policy
-from ..runtime._parts import ActiveTurn, Changes, Journal, RemoteStopLog, RoomContext
+from ..runtime.parts import ActiveTurn, Changes, Journal, RemoteStopLog, RoomContext
 from ..server import (
     BodyTooLarge,
     ClientGone,

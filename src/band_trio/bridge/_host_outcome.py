@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-from ..runtime._parts import Outcome
+from ..runtime.parts import Outcome
 
 __all__ = ["SETTLED", "HostOutcome"]
 

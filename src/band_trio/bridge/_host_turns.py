@@ -30,7 +30,7 @@ from .. import errors
 from ..contract import Cutoff, LastAbort, Threads, ThreadStats
 from ..link import RestClient
 from ..policy import Policy
-from ..runtime._parts import (
+from ..runtime.parts import (
     AbortKind,
     ActiveTurn,
     Ledger,

@@ -30,7 +30,7 @@ from ..link import RestClient, SocketStats
 from ..observe import hooks as observe
 from ..policy import Policy
 from ..runtime import RemoteStopStats
-from ..runtime._parts import (
+from ..runtime.parts import (
     AbortKind,
     Changes,
     ControlLane,

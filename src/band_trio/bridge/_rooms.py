@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..contract import Adapter, Cutoff, Threads, Turn
 from ..link import RestClient
 from ..policy import BusyPolicy, Policy
-from ..runtime._parts import (
+from ..runtime.parts import (
     Changes,
     Journal,
     Ledger,

@@ -1,16 +1,18 @@
-"""The runtime's pieces another layer builds on — the bridge and its host.
+"""The runtime's parts that another layer of band-trio builds on: the bridge and its host.
 
-Internal, with no promise of compatibility: agent authors use `Agent`
-(`band_trio.runtime`). This is the seam where band-trio's bridge reuses the
-runtime instead of copying it, so it is private to the package.
+Internal to band-trio: a named API for its other packages, with no promise of
+compatibility and not for agent authors (they use `Agent`, `band_trio.runtime`).
+It is how the bridge runs the runtime instead of copying it:
 
 * The link supervisor (`Link`): the key check, one connection at a time with
   backoff, room joins with retries, the room list read page by page, the
   terminal-disconnect reasons, and the control lane's routing and dedup. It
   drives any rooms that satisfy `LinkedRooms`/`LinkedRoom`, and shows every
   push to an optional tap.
-* The rooms host (`RoomHost`): one task per room, the leave, the shutdown and
-  the hard stop, each recording the abort before it cancels; any `HostedRoom`.
+* The rooms (`Rooms`, `Room`) and their host (`RoomHost`): one task per room,
+  the catch-up, the claim window, stop, play, the leave, the shutdown and the
+  hard stop; where a bridged identity's rooms differ, `RoomRules` says so, and
+  `RoomContext.call` is a unit's work (a forward) in place of the adapter's.
 * One turn's claim → run → settle (`run_turn`), for a host that receives a
   message some other way than the socket; the port its posts go through
   (`PlatformPort`).
