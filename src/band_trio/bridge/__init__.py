@@ -2,13 +2,14 @@
 host on the other end.
 
 * `Bridge` (`band-trio bridge --config FILE`) — per identity the runtime's link
-  (reconnects, terminal disconnects, signal dedup), per room a serial queue of
-  forwards, each in its own cancel scope; interrupt and stop cancel the forward
-  in flight and clear the queue behind it; play sends one `/next` catch-up per
-  room as tracked work; `GET /health` per identity. Targets: HTTP, A2A, command.
-  The bridge claims and settles each message it forwards (`processing`, then
-  `processed`; `failed` after `forward_attempts`) unless the target says
-  `settle = "target"`; a failed forward is retried after a backoff.
+  and the runtime's rooms (`runtime.parts`): each message, room or participant
+  event is a turn whose work is a forward to the target, in its own cancel
+  scope; interrupt cancels the forward in flight and consumes its message,
+  stop cancels it and clears the room's queue until play's `/next` catch-up;
+  `GET /health` per identity. Targets: HTTP, A2A, command. The bridge claims
+  and settles each message it forwards (`processing`, then `processed`;
+  `failed` once `forward_attempts` sends failed, with a backoff between them)
+  unless the target says `settle = "target"`.
 * `HostApp` (`band-trio host --adapter MODULE:FACTORY`) — an ASGI app that
   takes the bridge's envelopes (with its bearer token) and runs an adapter for
   each message, on the platform's copy of it, with the normal claim → run →

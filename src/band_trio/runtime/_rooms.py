@@ -6,7 +6,7 @@
                                 (its topics left, the adapter or target told)
 
 One host serves the agent's rooms (`Rooms`: a turn per message) and each
-bridged identity's (`bridge.ForwardRooms`: a forward per event). Rooms outlive
+bridged identity's (the same `Rooms`, whose turns forward: `RoomRules`). Rooms outlive
 connections (a room keeps working over REST while the socket is down); the
 link only tells each room which connection its topics are joined on.
 
