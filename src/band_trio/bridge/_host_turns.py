@@ -35,6 +35,7 @@ from ..runtime.parts import (
     ActiveTurn,
     Ledger,
     Outcome,
+    Pages,
     RoomContext,
     Standing,
     inbound,
@@ -54,23 +55,15 @@ async def platform_copy(
     rest: RestClient, room_id: str, message_id: str, pages: int
 ) -> ChatMessage | None:
     """The platform's copy of `message_id`, from the agent's unprocessed messages of
-    `room_id` (oldest first, at most `pages` pages); None if it is not there."""
-    cursor: str | None = None
-    for _ in range(pages):
-        page = await rest.unprocessed(room_id, cursor)
+    `room_id` (oldest first, at most `pages` pages: the runtime's walk, which also
+    ends at a repeated cursor); None if it is not there."""
+    walk = Pages(pages, f"room {room_id}: the lookup of {message_id} (host_lookup_pages)")
+    while walk.more:
+        page = await rest.unprocessed(room_id, walk.cursor)
         for wire in page.data:
             if wire.id == message_id:
                 return wire
-        cursor = page.metadata.next_cursor
-        if not page.metadata.has_more or cursor is None:
-            return None
-    log.warning(
-        "room %s: %s is not among the first %d pages of unprocessed messages "
-        "(BridgePolicy.host_lookup_pages)",
-        room_id,
-        message_id,
-        pages,
-    )
+        walk.advance(page.metadata)
     return None
 
 
