@@ -1,7 +1,8 @@
 """The bridge settles what a plain target takes: it claims a message before the
 forward, marks it `processed` once the target took it, leaves it `processing` on a
-stop and consumes it on an interrupt; a failed forward is retried by a backoff of
-the room's own, and given up (`failed`) after the policy's attempts.
+stop and consumes it on an interrupt; a failed send is sent again within its
+forward after a backoff, and the message given up (`failed`) after the policy's
+attempts.
 
 Without the settle, `GET /next` kept returning the oldest forwarded message, and
 every catch-up stopped at it: the messages behind it were never caught up.
@@ -242,3 +243,25 @@ async def test_an_interrupt_in_the_claim_window_consumes_once_and_reopens_nothin
         f"{message_id}/processing")]  # fmt: skip
     assert [e.status for e in claims] == [200]  # one claim, never made again
     assert platform.delivery(message_id)[agent_id] == {"status": "processed", "attempts": 1}
+
+
+async def test_a_graceful_stop_ends_a_forward_waiting_between_two_sends_at_once(
+    platform: Platform,
+) -> None:
+    """The backoff is part of the forward, but it is no work in hand: a graceful stop
+    does not wait it out (nor its shutdown grace), sends nothing more, and leaves the
+    message `processing` for the next run."""
+    agent_id, room_id, user_id = seeded(platform)
+    policy = BridgePolicy(retry_first=60, shutdown_grace=30)
+    async with open_recording_target() as target:
+        async with running_bridge([identity(platform, target.url)], bridge_policy=policy) as run:
+            ident = run.bridge.identities[agent_id]
+            target.fail(500)
+            message_id = platform.post_message(room_id, user_id, "fails, then the bridge stops")
+            with trio.fail_after(5):
+                await run.bridge.wait_until(lambda: ident.counters.failed == 1)
+            started = trio.current_time()
+        assert trio.current_time() - started < 5  # not the 60 s backoff, nor the 30 s grace
+        assert ident.counters.cancelled == 0  # a shutdown, not a signal
+    assert _statuses(target, message_id) == [500]
+    assert _status(platform, message_id) == "processing"
