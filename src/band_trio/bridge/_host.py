@@ -40,7 +40,6 @@ from __future__ import annotations
 import hmac
 import logging
 from collections import Counter
-from functools import partial
 
 import msgspec
 import trio
@@ -66,7 +65,7 @@ from ..server import (
 from ..wire import MessageCreated
 from ._envelope import INTERRUPTED, decode_envelope
 from ._host_outcome import HostOutcome
-from ._host_turns import HostRooms, Lifeline
+from ._host_turns import HOST_RULES, HostRooms, Lifeline
 from ._identity import thread_counts
 from ._policy import BridgePolicy
 
@@ -129,7 +128,11 @@ class HostApp:
             changes=self.changes,
             journal=self.journal,
             stops=self.stops,
+            threads=self.rooms.threads,
+            cutoff=self.rooms.cutoff,
+            rules=HOST_RULES,
         )
+        self.rooms.bind(self._ctx)
 
     def running(self, room_id: str) -> ActiveTurn | None:
         return self.rooms.running(room_id)
@@ -208,7 +211,7 @@ class HostApp:
                     "requested": stops.requested,
                     "unconfirmed": stops.unconfirmed,
                 },
-                "threads": thread_counts(self.rooms.threads),
+                "threads": thread_counts(self.rooms.thread_stats),
             }
         )
 
@@ -227,11 +230,7 @@ class HostApp:
             reason = envelope.payload.get("reason")
             if not isinstance(message_id, str) or not (reason is None or isinstance(reason, str)):
                 return 422, _error("invalid_envelope", "an interrupt names its message's id")
-            ctx = self._ctx
-            assert ctx is not None, "HostApp.bind(rest) first"
-            return self._answer(
-                await self.rooms.interrupted(ctx, envelope.room_id, message_id, reason)
-            )
+            return self._answer(await self.rooms.interrupted(envelope.room_id, message_id, reason))
         if envelope.event_type != "message_created" or envelope.room_id is None:
             return self._answer(HostOutcome.IGNORED)
         try:
@@ -251,8 +250,6 @@ class HostApp:
     async def _turn(
         self, room_id: str, wire: MessageCreated, receive: Receive
     ) -> HostOutcome | None:
-        ctx = self._ctx
-        assert ctx is not None, "HostApp.bind(rest) first"
         lifeline = Lifeline()
         outcome = None
         listening = trio.CancelScope()
@@ -260,7 +257,7 @@ class HostApp:
             # the lifeline: the request going away aborts the turn, in any phase
             nursery.start_soon(_listen, receive, lifeline, listening)
             with lifeline.scope:
-                outcome = await self.rooms.turn(ctx, room_id, wire, lifeline)
+                outcome = await self.rooms.turn(room_id, wire, lifeline)
             listening.cancel(reason="the turn is over")
         return None if lifeline.gone else outcome
 
@@ -309,9 +306,15 @@ async def serve_host(
         tracked = observe.track(app.sample)  # the gauges of /metrics, while it serves
         try:
             async with app.adapter.lifespan(), trio.open_nursery() as nursery:
-                listening: Listening = await nursery.start(
-                    partial(serve, app, host, port, settings, stop=stop)
-                )
+                await nursery.start(app.rooms.run)  # the turns' rooms, until the serving ends
+
+                async def serving(*, task_status: trio.TaskStatus[Listening]) -> None:
+                    try:
+                        await serve(app, host, port, settings, stop=stop, task_status=task_status)
+                    finally:  # requests still open were cancelled: their turns aborted
+                        app.rooms.close()
+
+                listening: Listening = await nursery.start(serving)
                 task_status.started(listening.port)
         finally:
             observe.untrack(tracked)

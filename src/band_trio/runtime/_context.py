@@ -74,6 +74,13 @@ class RoomRules:
     (`Room.offer_event`); never claimed, marked or retried from `/next`."""
     work: Literal["turn", "forward"] = "turn"
     """What a unit is called in the observed work (spans, metrics, the stop's lines)."""
+    catches_up: bool = True
+    """The room looks for work through `/next` (on a join, a play, an overflow, now and
+    then). False: its owner hands it every unit (`Room.submit`: a host serving a
+    bridge's forwards, which the bridge's own catch-ups drive)."""
+    tells_left: bool = True
+    """The adapter's `on_room_left` is called when the room is closed. False: closing
+    the room only forgets it (a host dropping an idle room's ledger)."""
 
 
 @dataclass

@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING, Protocol
 
 from ..contract import Message
 from ..wire import ChatMessage, MessageCreated
 
-__all__ = ["MESSAGE", "Inbound", "event_unit", "inbound"]
+if TYPE_CHECKING:
+    from ._room import Room
+
+__all__ = ["MESSAGE", "Inbound", "Submitted", "event_unit", "inbound"]
+
+
+class Submitted(Protocol):
+    """A unit a room's owner hands the room (`Room.submit`): it runs in the room's
+    order, in the room's task, and says itself what it does, through the room's
+    `run_turn` and `settle_pending`; it returns whether its message moved on."""
+
+    @property
+    def message(self) -> Message: ...
+
+    async def run(self, room: Room) -> bool: ...
+
 
 MESSAGE = "message_created"
 """The event of a message: the only unit that is claimed and marked."""
@@ -18,7 +34,7 @@ class Inbound:
     in a room whose rules pass events (a bridged identity's), a room or participant
     event (`event` names it, `message` is a stand-in)."""
 
-    __slots__ = ("event", "failed_attempts", "message", "processed", "wire")
+    __slots__ = ("event", "failed_attempts", "message", "processed", "ticket", "wire")
 
     def __init__(
         self,
@@ -28,8 +44,11 @@ class Inbound:
         *,
         wire: object = None,
         event: str = MESSAGE,
+        ticket: Submitted | None = None,
     ) -> None:
         self.message = message
+        self.ticket = ticket
+        """A unit its room's owner submitted (`Room.submit`): it runs itself, in order."""
         self.wire = wire
         """The payload as the platform sent it (what a bridge forwards on)."""
         self.event = event

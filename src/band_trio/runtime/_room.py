@@ -36,12 +36,12 @@ from ..link import Socket
 from ..policy import Policy, WhileBusy
 from ..wire import MentionRef
 from ._context import RoomContext
-from ._inbound import MESSAGE, Inbound, event_unit
+from ._inbound import MESSAGE, Inbound, Submitted, event_unit
 from ._ledger import Ledger, Standing
 from ._pass import Pass, is_own
 from ._results import Overrun
 from ._settle import Outcome, settle
-from ._turn import run_turn
+from ._turn import run_turn as run_one_turn
 from ._turn_state import AbortKind, ActiveTurn
 
 __all__ = ["Room", "chat_topic", "leave_topics", "participants_topic", "tell_left"]
@@ -158,6 +158,11 @@ class Room:
     # -- synchronous inputs (the link's reader, the control lane, the host) -----
 
     @property
+    def context(self) -> RoomContext:
+        """What every room of its agent shares (read by a submitted unit)."""
+        return self._ctx
+
+    @property
     def stopped(self) -> bool:
         return self._stopped
 
@@ -271,8 +276,25 @@ class Room:
 
     def request_resync(self) -> None:
         """Run a `/next` pass at the next search for work (after the current unit)."""
-        self._resync_due = True
+        if self._ctx.rules.catches_up:
+            self._resync_due = True
+            self._wake.set()
+
+    def submit(self, unit: Submitted) -> None:
+        """Queue a unit of the room's owner behind the room's others (`Submitted`)."""
+        item = Inbound(unit.message, False, ticket=unit)
+        self._inbox.append(item)
         self._wake.set()
+        self._ctx.changes.notify()
+
+    def withdraw(self, unit: Submitted) -> bool:
+        """Take `unit` out of the queue if it has not started; whether it was there."""
+        for item in self._inbox:
+            if item.ticket is unit:
+                self._inbox.remove(item)
+                self._ctx.changes.notify()
+                return True
+        return False
 
     def interrupt(self, reason: str | None) -> bool:
         """Abort the running turn and consume its message. No turn: nothing happens."""
@@ -396,7 +418,7 @@ class Room:
                 await self._while_stopped()
                 continue
             now = trio.current_time()
-            if now >= self._reconcile_at:
+            if now >= self._reconcile_at and self._ctx.rules.catches_up:
                 self._reconcile_tick(now)
             if self._pass is None and self._resync_due:
                 self._resync_due = False
@@ -457,41 +479,54 @@ class Room:
     async def _unit(self, item: Inbound) -> bool:
         """Deal with one unit. Returns True if its message's platform state moved on."""
         message = item.message
+        if item.ticket is not None:
+            return await item.ticket.run(self)
         if item.event != MESSAGE:
-            return await self._run(item, settles=False)
+            return await self.run_turn(item, settles=False)
         if self._is_own(message):
             return False
         standing = self.ledger.standing(message.id)
-        if standing is Standing.ACK_PENDING:  # retry the final mark only
-            # the claim stays unknown: the mark re-claims first
-            turn = ActiveTurn(
-                message, self._ctx.policy, cutoff=self._ctx.cutoff, threads=self._ctx.threads
-            )
-            turn.failure = self.ledger.pending_failure(message.id)
-            outcome = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
-            ctx = self._ctx
-            try:
-                return await settle(ctx.rest, ctx.policy, self.ledger, turn, outcome)
-            finally:
-                ctx.changes.notify()  # the standing may have moved on
+        if standing is Standing.ACK_PENDING:
+            return await self.settle_pending(message)
         if standing is not Standing.RUNNABLE:
             return False
-        return await self._run(item, settles=self._ctx.rules.claims)
+        return await self.run_turn(item, settles=self._ctx.rules.claims)
 
-    async def _run(self, item: Inbound, *, settles: bool) -> bool:
-        """One turn of `item`: claim (if the runtime `settles` it) → work → settle."""
+    async def settle_pending(self, message: Message) -> bool:
+        """Send the final mark of an ack-pending message again (its turn ran here)."""
+        # the claim stays unknown: the mark re-claims first
+        ctx = self._ctx
+        turn = ActiveTurn(message, ctx.policy, cutoff=ctx.cutoff, threads=ctx.threads)
+        turn.failure = self.ledger.pending_failure(message.id)
+        outcome = Outcome.SUCCEEDED if turn.failure is None else Outcome.FAILED
+        try:
+            return await settle(ctx.rest, ctx.policy, self.ledger, turn, outcome)
+        finally:
+            ctx.changes.notify()  # the standing may have moved on
+
+    async def run_turn(
+        self,
+        item: Inbound,
+        *,
+        settles: bool,
+        made: Callable[[ActiveTurn], None] | None = None,
+    ) -> bool:
+        """One turn of `item`: claim (if the runtime `settles` it) → work → settle.
+        `made(turn)` is told the turn as soon as it exists (before its claim)."""
         message = item.message
         ctx = self._ctx
         turn = self.turn = ActiveTurn(
             message, ctx.policy, cutoff=ctx.cutoff, threads=ctx.threads, settles=settles,
             event=item.event, wire=item.wire,
         )  # fmt: skip
+        if made is not None:
+            made(turn)
         self._ctx.changes.notify()
         watch = trio.CancelScope()
         if self._nursery is not None:
             self._nursery.start_soon(self._watch_abort, turn, watch)
         try:
-            return await run_turn(self._ctx, self.ledger, turn, self.last_abort)
+            return await run_one_turn(self._ctx, self.ledger, turn, self.last_abort)
         finally:
             if turn.outcome is Outcome.CLAIM_STOPPED:
                 self._claim_stopped(message.id)
@@ -554,6 +589,8 @@ class Room:
         """Whether `close` has anything to do: a leave, or an `on_room_left` the adapter
         defines. An idle room at the shutdown with the base hook (which does nothing)
         then costs its host no shielded, bounded scope."""
+        if not self._ctx.rules.tells_left:
+            return False
         return leave or defines_room_left(self._ctx.adapter)
 
     async def close(self, *, leave: bool) -> None:
