@@ -280,7 +280,7 @@ async def test_a_crashed_room_loop_is_restarted_by_its_owner_with_a_log_line(
 ) -> None:
     info = platform.info
     assert info.room_id and info.user_id
-    real = _room.run_turn
+    real = _room.run_one_turn
     crashes = 0
 
     async def crash_once(*args: Any) -> bool:
@@ -290,7 +290,7 @@ async def test_a_crashed_room_loop_is_restarted_by_its_owner_with_a_log_line(
             raise RuntimeError("a bug in the room loop")
         return await real(*args)
 
-    monkeypatch.setattr(_room, "run_turn", crash_once)
+    monkeypatch.setattr(_room, "run_one_turn", crash_once)
     adapter = Recorder()
     with trio.fail_after(DEADLINE):
         async with running_agent(platform, adapter, policy=FAST) as running:

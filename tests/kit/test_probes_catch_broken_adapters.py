@@ -266,7 +266,7 @@ def overlap_turns(monkeypatch: pytest.MonkeyPatch) -> None:
         return moved[0]
 
     monkeypatch.setattr(ActiveTurn, "abort", abort)
-    monkeypatch.setattr(_room, "run_turn", run_turn)
+    monkeypatch.setattr(_room, "run_one_turn", run_turn)
 
 
 async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
