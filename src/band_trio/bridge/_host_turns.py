@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import trio
 
-from ..contract import Cutoff, Threads, ThreadStats
+from ..contract import Cutoff, Message, Threads, ThreadStats
 from ..policy import Policy
 from ..runtime.parts import (
     AbortKind,
@@ -41,10 +43,11 @@ from ..runtime.parts import (
     RoomRules,
     Rooms,
     Standing,
+    inbound,
 )
 from ..wire import MessageCreated
 from ._host_outcome import HostOutcome
-from ._host_units import ConsumeUnit, TurnUnit, envelope_message, platform_copy, runnable
+from ._host_units import ConsumeUnit, TurnUnit, platform_copy, runnable
 from ._policy import BridgePolicy
 
 __all__ = ["HOST_RULES", "HostRooms", "Lifeline"]
@@ -203,14 +206,8 @@ class HostRooms:
         room = self._room(room_id)
         if room is None:
             return HostOutcome.NOT_CLAIMED  # closing: nothing ran, worth asking again
-        self._users[room_id] += 1
-        try:
+        with self._using(room_id):
             return await self._turn(room, wire, lifeline)
-        finally:
-            self._users[room_id] -= 1
-            if not self._users[room_id]:
-                del self._users[room_id]
-            self._trim()
 
     async def _turn(
         self, room: Room, wire: MessageCreated, lifeline: Lifeline
@@ -220,9 +217,8 @@ class HostRooms:
             return HostOutcome.COMPLETED
         if standing is Standing.EXHAUSTED:
             return HostOutcome.EXHAUSTED
-        message = envelope_message(room.id, room.context.agent_id, wire)
         if standing is Standing.ACK_PENDING:
-            unit = TurnUnit(message, None, self._held)
+            unit = TurnUnit(inbound(room.id, room.context.agent_id, wire).message, None, self._held)
         else:
             found, answer = await platform_copy(
                 room, wire.id, self._bridge_policy.host_lookup_pages
@@ -270,32 +266,25 @@ class HostRooms:
         running = room.turn
         if running is not None and running.message.id == message_id:
             running.abort(AbortKind.INTERRUPT, why)
-        message = envelope_message(room_id, room.context.agent_id, _stub(message_id))
-        unit = ConsumeUnit(message, why, self._held, self._bridge_policy.host_lookup_pages)
-        self._users[room_id] += 1
-        try:
+        known = Message(id=message_id, room_id=room_id, content="", sender_id="", sender_type="")
+        unit = ConsumeUnit(known, why, self._held, self._bridge_policy.host_lookup_pages)
+        with self._using(room_id):
             room.submit(unit)
             try:
                 await unit.done.wait()
             except BaseException:
                 room.withdraw(unit)
                 raise
-            return unit.outcome or HostOutcome.UNSETTLED
+        return unit.outcome or HostOutcome.UNSETTLED
+
+    @contextmanager
+    def _using(self, room_id: str) -> Iterator[None]:
+        """A request of `room_id` in progress: the room is not dropped meanwhile."""
+        self._users[room_id] += 1
+        try:
+            yield
         finally:
             self._users[room_id] -= 1
             if not self._users[room_id]:
                 del self._users[room_id]
             self._trim()
-
-
-def _stub(message_id: str) -> MessageCreated:
-    """A message known by its id alone (an interrupt notice names nothing else)."""
-    return MessageCreated(
-        id=message_id,
-        content="",
-        message_type="text",
-        sender_type="User",
-        sender_id="",
-        inserted_at="",
-        updated_at="",
-    )

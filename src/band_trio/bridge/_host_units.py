@@ -33,7 +33,7 @@ from ..runtime.parts import (
     inbound,
     settle,
 )
-from ..wire import ChatMessage, MessageCreated
+from ..wire import ChatMessage
 from ._host_outcome import SETTLED, HostOutcome
 
 __all__ = ["ConsumeUnit", "TurnUnit", "platform_copy"]
@@ -188,8 +188,3 @@ class ConsumeUnit(_Unit):
             log.info("room %s: interrupted %s consumed", room.id, message_id)
             return HostOutcome.CONSUMED, True
         return HostOutcome.UNSETTLED, False
-
-
-def envelope_message(room_id: str, agent_id: str, wire: MessageCreated) -> Message:
-    """The envelope's own copy of a message, for a unit that only needs its id."""
-    return inbound(room_id, agent_id, wire).message
