@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import trio
 
 from .. import errors
-from ..contract import Turn, adapter_failure
+from ..contract import Adapter, Turn, adapter_failure
 from ..link import RestClient
 from ..policy import Policy
 from ..runtime.parts import MESSAGE, AbortKind, ActiveTurn, Changes, RoomCounts
@@ -77,8 +77,10 @@ class Counters:
         return self.rooms.overflowed
 
 
-class Forwarder:
-    """The call a bridged identity's turns make (`RoomContext.call`)."""
+class Forwarder(Adapter):
+    """The call a bridged identity's turns make (`RoomContext.call`), and its rooms'
+    adapter: of that, only `on_room_left` is called (the target drops what it kept
+    for the room: the A2A target's context)."""
 
     def __init__(
         self,
@@ -103,6 +105,12 @@ class Forwarder:
         self._settles = settles
         self.counters = Counters(rooms=counts)
         """Live: the rooms write `counts`, the forwards the rest."""
+
+    async def on_turn(self, turn: Turn) -> None:
+        raise AssertionError("a bridged identity's turns forward (RoomContext.call)")
+
+    async def on_room_left(self, room_id: str) -> None:
+        await self._target.room_left(room_id)
 
     async def __call__(self, turn: ActiveTurn, view: Turn) -> None:
         """Forward the unit; raises `ForwardError` once the target refused it

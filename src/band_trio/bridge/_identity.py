@@ -2,7 +2,9 @@
 
     Identity.run (nursery)
     ├── rooms host              the runtime's rooms, one task per room, each unit
-    │                           a forward (`_rooms.forward_rooms`, `_forward`)
+    │                           a forward (`_forward`), under the rules where a
+    │                           bridged identity differs (`RoomRules`: events
+    │                           are units too, who claims, what a unit is called)
     └── the link                the runtime's: key check, connections, joins,
                                 reconnects, signal routing, message pushes to
                                 their rooms; its tap hands each room and
@@ -28,7 +30,7 @@ from .. import errors
 from ..contract import Cutoff, Threads, ThreadStats
 from ..link import RestClient, SocketStats
 from ..observe import hooks as observe
-from ..policy import Policy
+from ..policy import BusyPolicy, Policy
 from ..runtime import RemoteStopStats
 from ..runtime.parts import (
     AbortKind,
@@ -40,7 +42,9 @@ from ..runtime.parts import (
     LinkEnd,
     LinkSettings,
     RemoteStopLog,
+    RoomContext,
     RoomCounts,
+    RoomRules,
     Rooms,
 )
 from ..wire import RefCounter
@@ -48,7 +52,6 @@ from ._config import IdentityConfig
 from ._envelope import FORWARDED_EVENTS
 from ._forward import Counters, Forwarder
 from ._policy import BridgePolicy
-from ._rooms import forward_rooms
 from ._targets import TargetClients, open_target
 
 __all__ = ["Identity", "IdentityStatus"]
@@ -223,13 +226,16 @@ class Identity:
                     policy=self._policy, bridge_policy=self._bridge_policy,
                     changes=self._changes, settles=settles, counts=self._counts,
                 )  # fmt: skip
-                rooms = forward_rooms(
-                    forwarder, target, agent_id=config.agent_id, rest=rest,
-                    policy=self._policy, bridge_policy=self._bridge_policy, settles=settles,
-                    changes=self._changes, journal=self.journal, stops=self._stops,
-                    threads=self._threads, cutoff=self._cutoff, counts=self._counts,
-                    ledgers=self._ledgers,
+                context = RoomContext(
+                    agent_id=config.agent_id, rest=rest, adapter=forwarder,
+                    policy=self._policy.replace(room_inbox=self._bridge_policy.room_queue),
+                    busy=BusyPolicy(), changes=self._changes, journal=self.journal,
+                    stops=self._stops, threads=self._threads, cutoff=self._cutoff,
+                    rules=RoomRules(claims=settles, events=True, work="forward"),
+                    call=forwarder, counts=self._counts,
                 )  # fmt: skip
+                rooms = Rooms(context, self._ledgers, what="bridge room",
+                              shutdown_grace=self._bridge_policy.shutdown_grace)  # fmt: skip
                 end = await self._serve(rooms, rest)
         finally:
             observe.untrack(tracked)
