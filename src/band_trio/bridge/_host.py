@@ -30,8 +30,9 @@ and the host consumes the message itself (`processed`), after its own claim
 (`HostRooms.interrupted`). The host settles what it runs, so its bridge target
 says `settle = "target"`.
 
-Turns of one room run one at a time (a replay waits until the aborted turn it
-replaces has settled); different rooms run concurrently. The host never runs
+Turns of one room run one at a time, in the runtime's room (a replay waits until
+the aborted turn it replaces has settled: `_host_turns`); different rooms run
+concurrently. The host never runs
 the adapter twice for a message the ledger has completed.
 """
 
