@@ -341,3 +341,44 @@ async def test_a_restarted_host_runs_no_message_the_platform_shows_failed(
     assert outcomes == ["failed", "exhausted"]
     errors = [e for e in platform.store.events(room_id) if e["message_type"] == "error"]
     assert len(errors) == 1
+
+
+async def test_a_forward_gone_while_its_turn_waits_behind_another_runs_nothing(
+    platform: Platform,
+) -> None:
+    """Turns of a room run one at a time in the room's order (the runtime's room):
+    a second forward waits behind the first. If its request goes away meanwhile,
+    its unit is taken back: its message is never claimed nor run, and is left
+    for the bridge's next catch-up."""
+    _, room_id, user_id = seeded(platform)
+    adapter = _FirstBlocks()
+    async with running_host(platform, adapter) as (app, url):
+        first = platform.post_message(room_id, user_id, "first")
+        second = platform.post_message(room_id, user_id, "second")
+        async with httpx2.AsyncClient(headers=BEARER, timeout=None) as client:
+            with trio.fail_after(5):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_post_until, client, url, envelope(platform, first, "first"),
+                                       trio.CancelScope())  # fmt: skip
+                    await adapter.started.wait()
+                    waiting = trio.CancelScope()
+                    nursery.start_soon(_post_until, client, url,
+                                       envelope(platform, second, "second"), waiting)  # fmt: skip
+                    while len(app.rooms.queued(room_id)) != 1:  # behind the first
+                        await app.changes.wait()
+                    waiting.cancel()  # the second forward's request goes away
+                    while app.rooms.queued(room_id):
+                        await app.changes.wait()
+                    nursery.cancel_scope.cancel()  # and the first's: its turn stopped
+            while app.running(room_id) is not None:
+                await app.changes.wait()
+    assert adapter.calls == [first]  # the second never ran
+    claims = [e for e in platform.log() if (e.path or "").endswith(f"{second}/processing")]
+    assert claims == [] and _status(platform, second) not in ("processing", "processed")
+
+
+async def _post_until(
+    client: httpx2.AsyncClient, url: str, body: dict[str, object], scope: trio.CancelScope
+) -> None:
+    with scope:
+        await client.post(url, json=body)  # the answer is not the subject

@@ -145,6 +145,11 @@ class HostRooms:
         hosted = self._rooms.hosted if self._rooms is not None else ()
         return [room.turn for room in hosted if room.turn is not None]
 
+    def queued(self, room_id: str) -> list[str]:
+        """The messages waiting in `room_id` behind the unit it runs now."""
+        room = self._rooms.get(room_id) if self._rooms is not None else None
+        return [] if room is None else room.waiting()
+
     def running(self, room_id: str) -> ActiveTurn | None:
         room = self._rooms.get(room_id) if self._rooms is not None else None
         return room.turn if room is not None else None

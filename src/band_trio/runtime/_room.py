@@ -287,6 +287,10 @@ class Room:
         self._wake.set()
         self._ctx.changes.notify()
 
+    def waiting(self) -> list[str]:
+        """The ids of the messages queued behind the unit in hand, in order."""
+        return [item.message.id for item in self._inbox]
+
     def withdraw(self, unit: Submitted) -> bool:
         """Take `unit` out of the queue if it has not started; whether it was there."""
         for item in self._inbox:
