@@ -130,3 +130,37 @@ async def test_a_target_pointing_at_the_admin_api_is_not_counted_delivered(
             await run.bridge.wait_until(lambda: counters.failed >= 1)
         assert counters.delivered == 0
     assert len(platform.store.users) == users
+
+
+async def test_an_event_queued_when_the_socket_drops_is_still_forwarded(
+    platform: Platform,
+) -> None:
+    """A reconnect drops the room's queued messages for a `/next` catch-up (which brings
+    them back, in order); a room or participant event has no `/next` to come back
+    from, so it stays queued (it is forwarded after that catch-up)."""
+    agent_id, room_id, user_id = seeded(platform)
+    async with (
+        open_recording_target() as target,
+        running_bridge([identity(platform, target.url)]) as run,
+    ):
+        ident = run.bridge.identities[agent_id]
+        rooms = ident.rooms
+        assert rooms is not None
+        with trio.fail_after(5):
+            await run.bridge.wait_until(lambda: ident.rooms_idle)
+            target.hold = True
+            held = platform.post_message(room_id, user_id, "held")
+            await target.wait_until(lambda: held in target.message_ids())
+            bob = platform.create_user(name="Bob").id
+            platform.add_participant(room_id, bob)
+            await run.bridge.wait_until(lambda: rooms.current[room_id].queued == 1)
+            before = ident.link_connects
+            assert platform.faults.drop_socket(agent_id)
+            await run.bridge.wait_until(lambda: ident.link_connects > before)
+            target.release_all()
+            await target.wait_until(
+                lambda: any(r.envelope.event_type == "participant_added" for r in target.received)
+            )
+            await run.bridge.wait_until(lambda: ident.rooms_idle)
+    kinds = [r.envelope.event_type for r in target.received if r.envelope.room_id == room_id]
+    assert kinds.count("participant_added") == 1

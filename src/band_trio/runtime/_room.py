@@ -198,9 +198,11 @@ class Room:
         them, so the first of them is no sync point (the pass would stop there, and
         a message posted while the agent was away would wait for the reconcile). The
         pass walks them all, in order, and stops at the first message pushed on
-        this connection."""
+        this connection. A room or participant event (a bridged identity's) has no
+        `/next` to come back from: it stays queued."""
         self.socket = socket
-        self._inbox.clear()
+        if self._inbox:
+            self._inbox = deque(item for item in self._inbox if item.event != MESSAGE)
         self._queued.clear()
         self.request_resync()
         self._ctx.changes.notify()
