@@ -164,3 +164,31 @@ async def test_an_event_queued_when_the_socket_drops_is_still_forwarded(
             await run.bridge.wait_until(lambda: ident.rooms_idle)
     kinds = [r.envelope.event_type for r in target.received if r.envelope.room_id == room_id]
     assert kinds.count("participant_added") == 1
+
+
+async def test_an_event_while_the_room_is_stopped_is_forwarded_after_play(
+    platform: Platform,
+) -> None:
+    """A stop takes no new work, and its messages come back through `/next` on play;
+    a room or participant event would not come back: it waits for the play."""
+    agent_id, room_id, _ = seeded(platform)
+    async with (
+        open_recording_target() as target,
+        running_bridge([identity(platform, target.url)]) as run,
+    ):
+        ident = run.bridge.identities[agent_id]
+        rooms = ident.rooms
+        assert rooms is not None
+        room = rooms.current[room_id]
+        with trio.fail_after(5):
+            await run.bridge.wait_until(lambda: ident.rooms_idle)
+            platform.send_control(agent_id, "stop", room_id=room_id)
+            await run.bridge.wait_until(lambda: room.stopped)
+            bob = platform.create_user(name="Bob").id
+            platform.add_participant(room_id, bob)
+            await run.bridge.wait_until(lambda: room.queued == 1)
+            assert not target.received  # nothing while stopped
+            platform.send_control(agent_id, "play", room_id=room_id)
+            await target.wait_until(lambda: len(target.received) == 1)
+            await run.bridge.wait_until(lambda: ident.rooms_idle)
+    assert [r.envelope.event_type for r in target.received] == ["participant_added"]

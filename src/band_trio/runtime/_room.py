@@ -228,13 +228,15 @@ class Room:
 
     def offer_event(self, event: str, payload: object) -> None:
         """A room or participant event, queued in order with the messages where the
-        rules pass events (a bridged identity's rooms); ignored while stopped."""
-        if not self._ctx.rules.events or self._stopped:
+        rules pass events (a bridged identity's rooms). While stopped it waits for the
+        play: no `/next` would bring it back."""
+        if not self._ctx.rules.events:
             return
         if len(self._inbox) >= self._ctx.policy.room_inbox:
             self._overflow()
         self._inbox.append(event_unit(self.id, event, payload))
-        self._wake.set()
+        if not self._stopped:  # a stopped room's wait is for the play (and its probe)
+            self._wake.set()
         self._ctx.changes.notify()
 
     def _overflow(self) -> None:
@@ -320,8 +322,10 @@ class Room:
         """
         self._abort(AbortKind.STOP, reason)
         self._stopped = True
-        self._ctx.counts.dropped += len(self._inbox)
-        self._inbox.clear()
+        if self._inbox:  # its messages come back through `/next` on play; events would not
+            kept = deque(item for item in self._inbox if item.event != MESSAGE)
+            self._ctx.counts.dropped += len(self._inbox) - len(kept)
+            self._inbox = kept
         self._queued.clear()
         self._search.cancel(reason="stop")
         self._ctx.changes.notify()
