@@ -11,11 +11,11 @@ loopback, so the numbers include every side's scheduling on one core.
 Every interval starts at the platform's own stamp of the outgoing
 `agent.control` frame (`benchmarks/_stopwatch.py`) and ends at:
 
-* HTTP target, interrupt with one forward running and one queued behind it: the
-  target's server sees the running forward's request close (its ASGI
-  `http.disconnect`). The queued one is forwarded next, as an agent's next turn
-  runs (the bridge runs the runtime's rooms). Production code carries no stamp
-  for the benchmark: it observes from outside.
+* HTTP target, interrupt with one forward running: the target's server sees
+  its request close (its ASGI `http.disconnect`). Production code carries no
+  stamp for the benchmark: it observes from outside. (Until 2026-12-06 a second
+  message waited behind it, and the interrupt cleared it; now it would be
+  forwarded at once, in this same process, during the measurement.)
 * host: the stop reaches the adapter behind the bridge (its `Cancelled`).
 
 The floor, measured in the same run and interleaved with the trials: a client
@@ -104,22 +104,19 @@ async def _http_trial(
     seen = len(target.received)
     target.hold = True
     running = platform.post_message(info.room_id, info.user_id, "running")
-    queued = platform.post_message(info.room_id, info.user_id, "queued")
     await target.wait_until(lambda: running in target.message_ids()[seen:])
-    await bridge.wait_until(lambda: room.queued == 1)
     mark = len(platform.log())
     platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
     received = target.received[seen]
     await received.closed.wait()
-    target.release_all()  # the queued forward goes on
-    await target.wait_until(lambda: queued in target.message_ids()[seen:])
+    target.release_all()
     await bridge.wait_until(lambda: room.idle)
     sent = control_frame_after(platform, mark)
     assert sent is not None and received.closed_at is not None
     rows.setdefault("HTTP: signal → running forward's request closed (target)", []).append(
         received.closed_at - sent
     )
-    assert target.message_ids()[seen:] == [running, queued], "not forwarded once each"
+    assert target.message_ids()[seen:] == [running], "forwarded again"
 
 
 async def _close_floor(target: RecordingTarget, rows: dict[str, list[float]]) -> None:
