@@ -26,7 +26,7 @@ from ..wire import AgentControl, MessageCreated, RoomAdded, RoomDeleted, RoomRem
 from ._control import ControlLane
 from ._hosting import LinkedRoom, LinkedRooms
 from ._inbound import inbound
-from ._room import chat_topic, participants_topic
+from ._leaving import chat_topic, participants_topic
 
 __all__ = ["Connection", "join_topics"]
 

@@ -25,67 +25,29 @@ from __future__ import annotations
 
 import logging
 import random
-from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import trio
 
 from .. import errors
-from ..contract import Adapter, LastAbort, Message, adapter_failure
+from ..contract import LastAbort, Message
 from ..link import Socket
-from ..policy import Policy, WhileBusy
+from ..policy import WhileBusy
 from ..wire import MentionRef
 from ._context import RoomContext
 from ._inbound import MESSAGE, Inbound, Submitted, event_unit
+from ._leaving import defines_room_left, leave_topics, tell_left
 from ._ledger import Ledger, Standing
 from ._pass import Pass, is_own
+from ._queue import RoomQueue
 from ._results import Overrun
 from ._settle import Outcome, settle
 from ._turn import run_turn as run_one_turn
 from ._turn_state import AbortKind, ActiveTurn
 
-__all__ = ["Room", "chat_topic", "leave_topics", "participants_topic", "tell_left"]
+__all__ = ["Room"]
 
 log = logging.getLogger("band_trio.runtime.room")
-
-
-def chat_topic(room_id: str) -> str:
-    return f"chat_room:{room_id}"
-
-
-def participants_topic(room_id: str) -> str:
-    return f"room_participants:{room_id}"
-
-
-async def tell_left(
-    room_id: str, what: str, hook: Callable[[str], Awaitable[object]], policy: Policy
-) -> None:
-    """`hook(room_id)` (an adapter's `on_room_left`, a target's `room_left`) under the
-    hook deadline; its failure, or overrunning, is logged (`what` names it)."""
-    with trio.move_on_after(policy.hook_deadline) as bounded:
-        try:
-            await hook(room_id)
-        except BaseException as exc:
-            if not adapter_failure(exc):
-                raise
-            log.warning("room %s: %s failed: %r", room_id, what, exc)
-    if bounded.cancelled_caught:
-        log.warning("room %s: %s ran past its %gs deadline", room_id, what, policy.hook_deadline)
-
-
-def defines_room_left(adapter: Adapter) -> bool:
-    """Whether `adapter` has an `on_room_left` other than the base one (a no-op)."""
-    own = getattr(adapter, "__dict__", {})
-    return type(adapter).on_room_left is not Adapter.on_room_left or "on_room_left" in own
-
-
-async def leave_topics(socket: Socket | None, room_id: str, policy: Policy) -> None:
-    """Leave a room's topics on the connection they were joined on, if it is still
-    open, under the cleanup grace (a left room, after its task ended)."""
-    if socket is not None and not socket.closed.is_set():
-        with trio.move_on_after(policy.cleanup_grace):
-            await socket.leave(chat_topic(room_id))
-            await socket.leave(participants_topic(room_id))
 
 
 class Room:
@@ -94,13 +56,12 @@ class Room:
     __slots__ = (  # no instance dict: an idle agent holds one of these per room
         "_ctx",
         "_draining",
-        "_inbox",
         "_interval",
         "_nursery",
         "_once",
         "_parked",
         "_pass",
-        "_queued",
+        "_queue",
         "_reconcile_at",
         "_resync_due",
         "_search",
@@ -133,11 +94,11 @@ class Room:
         """The last interrupt or stop that aborted a turn here; the next turn is told."""
         self.last_pass_found_work = True
         """Whether the last `/next` pass found a message (the reconcile backs off if not)."""
-        self._inbox: deque[Inbound] = deque()
-        """Pushed messages waiting, at most `Policy.room_inbox` (then `_overflow`)."""
+        self._queue = RoomQueue()
+        """The units waiting: pushed messages at most `Policy.room_inbox` (then
+        `_overflow`), room events, units the owner submitted."""
         self.overflowed = 0
         """How often the queue was full and dropped for a `/next` catch-up."""
-        self._queued: set[str] = set()
         self._wake = trio.Event()
         self._resync_due = False
         self._pass: Pass | None = None
@@ -169,7 +130,7 @@ class Room:
     @property
     def queued(self) -> int:
         """Pushed messages waiting for the room's next unit."""
-        return len(self._inbox)
+        return len(self._queue)
 
     @property
     def joined_now(self) -> bool:
@@ -185,7 +146,7 @@ class Room:
         """No unit running or queued, and no catch-up under way or due."""
         return (
             self.turn is None
-            and not self._inbox
+            and not self._queue
             and self._pass is None
             and not (self._resync_due and not self._stopped)
         )
@@ -201,9 +162,7 @@ class Room:
         this connection. A room or participant event (a bridged identity's) has no
         `/next` to come back from: it stays queued."""
         self.socket = socket
-        if self._inbox:
-            self._inbox = deque(item for item in self._inbox if item.event != MESSAGE)
-        self._queued.clear()
+        self._queue.drop_messages()
         self.request_resync()
         self._ctx.changes.notify()
 
@@ -212,14 +171,13 @@ class Room:
         message = item.message
         if item.failed_attempts:
             self.ledger.spent_on_platform(message.id, item.failed_attempts)
-        if self._stopped or item.processed or message.id in self._queued:
+        if self._stopped or item.processed or message.id in self._queue.ids:
             return
         if self._is_own(message):
             return
-        if len(self._inbox) >= self._ctx.policy.room_inbox:
+        if len(self._queue) >= self._ctx.policy.room_inbox:
             self._overflow()
-        self._inbox.append(item)
-        self._queued.add(message.id)
+        self._queue.add(item)
         self._wake.set()
         self._ctx.changes.notify()
         turn = self.turn
@@ -232,9 +190,9 @@ class Room:
         play: no `/next` would bring it back."""
         if not self._ctx.rules.events:
             return
-        if len(self._inbox) >= self._ctx.policy.room_inbox:
+        if len(self._queue) >= self._ctx.policy.room_inbox:
             self._overflow()
-        self._inbox.append(event_unit(self.id, event, payload))
+        self._queue.add(event_unit(self.id, event, payload))
         if not self._stopped:  # a stopped room's wait is for the play (and its probe)
             self._wake.set()
         self._ctx.changes.notify()
@@ -245,12 +203,7 @@ class Room:
         them (the sync point), so the order holds and none is lost. Events have no
         `/next` to come back from: they are kept, but the oldest go if they alone
         fill the queue."""
-        kept = deque(item for item in self._inbox if item.event != MESSAGE)
-        while len(kept) >= self._ctx.policy.room_inbox:
-            kept.popleft()
-        dropped = len(self._inbox) - len(kept)
-        self._inbox = kept
-        self._queued.clear()
+        dropped = self._queue.drop_messages(self._ctx.policy.room_inbox)
         self.overflowed += 1
         self._ctx.counts.overflowed += 1
         log.warning(
@@ -286,23 +239,20 @@ class Room:
 
     def submit(self, unit: Submitted) -> None:
         """Queue a unit of the room's owner behind the room's others (`Submitted`)."""
-        item = Inbound(unit.message, False, ticket=unit)
-        self._inbox.append(item)
+        self._queue.add(Inbound(unit.message, False, ticket=unit))
         self._wake.set()
         self._ctx.changes.notify()
 
     def waiting(self) -> list[str]:
         """The ids of the messages queued behind the unit in hand, in order."""
-        return [item.message.id for item in self._inbox]
+        return self._queue.waiting()
 
     def withdraw(self, unit: Submitted) -> bool:
         """Take `unit` out of the queue if it has not started; whether it was there."""
-        for item in self._inbox:
-            if item.ticket is unit:
-                self._inbox.remove(item)
-                self._ctx.changes.notify()
-                return True
-        return False
+        if not self._queue.withdraw(unit):
+            return False
+        self._ctx.changes.notify()
+        return True
 
     def interrupt(self, reason: str | None) -> bool:
         """Abort the running turn and consume its message. No turn: nothing happens."""
@@ -322,11 +272,8 @@ class Room:
         """
         self._abort(AbortKind.STOP, reason)
         self._stopped = True
-        if self._inbox:  # its messages come back through `/next` on play; events would not
-            kept = deque(item for item in self._inbox if item.event != MESSAGE)
-            self._ctx.counts.dropped += len(self._inbox) - len(kept)
-            self._inbox = kept
-        self._queued.clear()
+        # its messages come back through `/next` on play; events would not
+        self._ctx.counts.dropped += self._queue.drop_messages()
         self._search.cancel(reason="stop")
         self._ctx.changes.notify()
 
@@ -394,7 +341,7 @@ class Room:
                         work = await self._find_work()
                     if work is not None:
                         self._after_unit(work.message.id, await self._unit(work))
-                    elif self._draining or (self._once and not self._inbox):
+                    elif self._draining or (self._once and not self._queue):
                         return
             finally:
                 self._nursery = None
@@ -419,7 +366,7 @@ class Room:
         """The next unit to run, in order; None once draining (or, for a departed
         room's last event, once its queue is empty)."""
         while not self._draining:
-            if self._once and not self._inbox:
+            if self._once and not self._queue:
                 return None
             if self._stopped:
                 if self._pass is not None:  # play starts afresh with its own pass
@@ -432,7 +379,7 @@ class Room:
                 self._reconcile_tick(now)
             if self._pass is None and self._resync_due:
                 self._resync_due = False
-                self._pass = Pass(self.id, self._ctx, self.ledger, self._queued)
+                self._pass = Pass(self.id, self._ctx, self.ledger, self._queue.ids)
                 self._ctx.counts.passes += 1
             if self._pass is not None:
                 message = await self._pass.next()
@@ -443,10 +390,8 @@ class Room:
                 self._pass = None
                 self._ctx.changes.notify()  # caught up: `idle` may hold now
                 continue
-            if self._inbox:
-                item = self._inbox.popleft()
-                self._queued.discard(item.message.id)
-                return item
+            if self._queue:
+                return self._queue.pop()
             self._wake = trio.Event()
             self._parked = True
             try:

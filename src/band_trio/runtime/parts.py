@@ -33,6 +33,10 @@ from ._hosting import LinkedRooms as LinkedRooms
 from ._inbound import MESSAGE as MESSAGE
 from ._inbound import Inbound as Inbound
 from ._inbound import inbound as inbound
+from ._leaving import chat_topic as chat_topic
+from ._leaving import leave_topics as leave_topics
+from ._leaving import participants_topic as participants_topic
+from ._leaving import tell_left as tell_left
 from ._ledger import Ledger as Ledger
 from ._ledger import OwnPosts as OwnPosts
 from ._ledger import Standing as Standing
@@ -42,10 +46,6 @@ from ._link_supervisor import LinkSettings as LinkSettings
 from ._pages import Pages as Pages
 from ._port import PlatformPort as PlatformPort
 from ._room import Room as Room
-from ._room import chat_topic as chat_topic
-from ._room import leave_topics as leave_topics
-from ._room import participants_topic as participants_topic
-from ._room import tell_left as tell_left
 from ._rooms import RoomHost as RoomHost
 from ._rooms import Rooms as Rooms
 from ._settle import Outcome as Outcome
