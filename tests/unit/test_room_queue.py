@@ -8,12 +8,14 @@ from band_trio.runtime._queue import RoomQueue
 
 
 def _message(message_id: str) -> Inbound:
-    return Inbound(Message(id=message_id, room_id="r", content="", sender_id="u"), False)
+    return Inbound(
+        Message(id=message_id, room_id="r", content="", sender_id="u", sender_type="User"), False
+    )
 
 
 class _Unit:
     def __init__(self, message_id: str) -> None:
-        self.message = Message(id=message_id, room_id="r", content="", sender_id="")
+        self.message = Message(id=message_id, room_id="r", content="", sender_id="", sender_type="")
 
     async def run(self, room: object) -> bool:
         return False
