@@ -9,9 +9,10 @@
 
 Inputs are synchronous calls from the link's reader and the control lane:
 `push` (a `message_created`), `offer_event` (a room or participant event, where
-the rules pass events: a bridged identity's rooms), `joined` (the link joined
-the room's topics on a connection), `interrupt`, `stop`, `play`, and `drain`
-(the agent is stopping). The room's stopped and draining states are real state, read where
+the rules pass events: a bridged identity's rooms), `submit` (a unit of the
+room's owner: a host's forward), `joined` (the link joined the room's topics on
+a connection), `interrupt`, `stop`, `play`, and `drain` (the agent is
+stopping). The room's stopped and draining states are real state, read where
 work is looked for, at the start of each search.
 
 Order: a `/next` pass (`_pass.Pass`) runs before queued pushes. The first
@@ -129,7 +130,7 @@ class Room:
 
     @property
     def queued(self) -> int:
-        """Pushed messages waiting for the room's next unit."""
+        """Units waiting behind the one in hand (pushed messages, events, submitted)."""
         return len(self._queue)
 
     @property
