@@ -108,8 +108,8 @@ class Identity:
         self._closing = trio.Event()
         self._hard: str | None = None
         self._cutoff = Cutoff()
-        self._threads = Threads(policy.adapter_threads)
         """Every shielded wait of this identity's forwards ends by it (a hard stop)."""
+        self._threads = Threads(policy.adapter_threads)
         self._link: Link | None = None
         self._rooms: Rooms | None = None
         self._forwarder: Forwarder | None = None
