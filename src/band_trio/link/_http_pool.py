@@ -21,7 +21,9 @@ It keeps what httpx2 gave the REST client:
   `HttpTooLarge`, and its connection is closed, not pooled;
 - **no poisoned connection**: one that saw a cancel, an error or an answer not
   read to its end is closed, never reused; a pooled one the server closed
-  meanwhile (or that has bytes nobody asked for) is dropped before use.
+  meanwhile (or that has bytes nobody asked for) is dropped before use, and a GET
+  that a pooled one failed under (closed as it went out) is sent once more on a
+  new connection.
 
 It sets no timeout of its own: every request runs under its caller's trio
 deadline (`RestClient`: `Policy.request_deadline`). Its errors, all under
@@ -55,6 +57,8 @@ __all__ = [
 ]
 
 _READ = 65536
+_IDEMPOTENT = frozenset({"GET", "HEAD"})
+"""Methods a broken exchange on a reused connection sends once more."""
 log = logging.getLogger("band_trio.link.http")
 
 
@@ -183,7 +187,27 @@ class HttpPool:
     async def _on_connection(
         self, method: str, target: str, body: bytes | None, limit: int
     ) -> Answer:
-        conn = await self._connection()
+        """The exchange on a pooled connection (else a new one). A reused keep-alive
+        connection can be closed by the server just as the request goes out (its
+        keep-alive timer ran out: the freshness check saw nothing yet); a GET, which
+        reads and changes nothing, is then sent once more, on a new connection. Any
+        other method is not: the server may have acted on it, and the caller's rules
+        decide (`RestClient`: ambiguous posts are reconciled, not repeated)."""
+        conn, reused = await self._connection()
+        try:
+            return await self._on(conn, method, target, body, limit)
+        except HttpBroken as exc:
+            if not reused or method not in _IDEMPOTENT:
+                raise
+            log.debug("%s %s on a reused connection: %s; once more on a new one",
+                      method, target, exc)  # fmt: skip
+        conn, _ = await self._connection(reuse=False)
+        return await self._on(conn, method, target, body, limit)
+
+    async def _on(
+        self, conn: _Connection, method: str, target: str, body: bytes | None, limit: int
+    ) -> Answer:
+        """One exchange on `conn`; pooled after it if it can be reused, else closed."""
         try:
             answer = await self._exchange(conn, method, target, body, limit)
         except BaseException:
@@ -199,11 +223,12 @@ class HttpPool:
                 await trio.aclose_forcefully(conn.stream)
         return answer
 
-    async def _connection(self) -> _Connection:
-        while self._idle:
+    async def _connection(self, *, reuse: bool = True) -> tuple[_Connection, bool]:
+        """A connection, and whether it is a pooled one (`reuse`: one may be)."""
+        while reuse and self._idle:
             conn = self._idle.pop()  # the most recently used: the least likely to be stale
             if conn.fresh():
-                return conn
+                return conn, True
             await trio.aclose_forcefully(conn.stream)
         try:
             stream: trio.abc.Stream = await trio.open_tcp_stream(self._host, self._port)
@@ -225,7 +250,7 @@ class HttpPool:
                 await trio.aclose_forcefully(tls)
                 raise HttpUnsent(f"{self._host} chose {tls.selected_alpn_protocol()}")
             stream = tls
-        return _Connection(stream)
+        return _Connection(stream), False
 
     async def _exchange(
         self, conn: _Connection, method: str, target: str, body: bytes | None, limit: int
