@@ -26,7 +26,7 @@ def test_a_drop_keeps_events_and_submitted_units_in_order_and_forgets_the_messag
     unit = _Unit("submitted")
     for item in (_message("a"), event_unit("r", "participant_added", {}), _message("b")):
         queue.add(item)
-    queue.add(Inbound(unit.message, False, ticket=unit))
+    queue.add(Inbound(unit.message, False, submitted=unit))
     assert queue.ids == {"a", "b"}  # the sync point: pushed messages only
     assert queue.drop_messages() == 2
     assert queue.ids == set() and len(queue) == 2

@@ -34,7 +34,7 @@ class Inbound:
     in a room whose rules pass events (a bridged identity's), a room or participant
     event (`event` names it, `message` is a stand-in)."""
 
-    __slots__ = ("event", "failed_attempts", "message", "processed", "ticket", "wire")
+    __slots__ = ("event", "failed_attempts", "message", "processed", "submitted", "wire")
 
     def __init__(
         self,
@@ -44,10 +44,10 @@ class Inbound:
         *,
         wire: object = None,
         event: str = MESSAGE,
-        ticket: Submitted | None = None,
+        submitted: Submitted | None = None,
     ) -> None:
         self.message = message
-        self.ticket = ticket
+        self.submitted = submitted
         """A unit its room's owner submitted (`Room.submit`): it runs itself, in order."""
         self.wire = wire
         """The payload as the platform sent it (what a bridge forwards on)."""

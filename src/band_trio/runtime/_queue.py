@@ -61,7 +61,7 @@ class RoomQueue:
     def withdraw(self, unit: Submitted) -> bool:
         """Take a submitted `unit` out if it is still waiting; whether it was."""
         for item in self._items:
-            if item.ticket is unit:
+            if item.submitted is unit:
                 self._items.remove(item)
                 return True
         return False
@@ -72,4 +72,4 @@ class RoomQueue:
 
 
 def _droppable(item: Inbound) -> bool:
-    return item.event == MESSAGE and item.ticket is None
+    return item.event == MESSAGE and item.submitted is None

@@ -240,7 +240,7 @@ class Room:
 
     def submit(self, unit: Submitted) -> None:
         """Queue a unit of the room's owner behind the room's others (`Submitted`)."""
-        self._queue.add(Inbound(unit.message, False, ticket=unit))
+        self._queue.add(Inbound(unit.message, False, submitted=unit))
         self._wake.set()
         self._ctx.changes.notify()
 
@@ -280,9 +280,10 @@ class Room:
 
     def play(self) -> None:
         """Lift the suppression first, then catch up through `/next` at once. A play
-        while a catch-up of an earlier play is under way (no stop between) asks for no
-        second one: that pass reaches everything the play would."""
-        was_stopped = self._stopped
+        while a catch-up of an earlier play is under way (no stop between, and no claim
+        refused as stopped) asks for no second one: that pass reaches everything the
+        play would."""
+        was_stopped = self._stopped or self._told_stopped
         self._stopped = False
         self._told_stopped = False
         if was_stopped or self._pass is None:
@@ -435,8 +436,8 @@ class Room:
     async def _unit(self, item: Inbound) -> bool:
         """Deal with one unit. Returns True if its message's platform state moved on."""
         message = item.message
-        if item.ticket is not None:
-            return await item.ticket.run(self)
+        if item.submitted is not None:
+            return await item.submitted.run(self)
         if item.event != MESSAGE:
             return await self.run_turn(item, settles=False)
         if self._is_own(message):
