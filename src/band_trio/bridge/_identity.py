@@ -228,7 +228,10 @@ class Identity:
                 )  # fmt: skip
                 context = RoomContext(
                     agent_id=config.agent_id, rest=rest, adapter=forwarder,
-                    policy=self._policy.replace(room_inbox=self._bridge_policy.room_queue),
+                    policy=self._policy.replace(
+                        room_inbox=self._bridge_policy.room_queue,
+                        completed_memory=self._bridge_policy.forwarded_memory,
+                    ),
                     busy=BusyPolicy(), changes=self._changes, journal=self.journal,
                     stops=self._stops, threads=self._threads, cutoff=self._cutoff,
                     rules=RoomRules(claims=settles, events=True, work="forward"),

@@ -36,11 +36,15 @@ class BridgePolicy:
     """Connections an HTTP target's client keeps (above `max_forwards`: a closed one is
     replaced without waiting)."""
     room_queue: int = 1000
-    """Units (forwards, catch-ups) a room queues behind the one in flight. One more
-    drops the queued messages and queues a `/next` catch-up instead, which forwards
-    the same messages in order: a flood costs a bounded queue, never a lost message."""
-    forwarded_memory: int = 10_000
-    """Message ids each identity remembers as forwarded (dedup), least recent dropped."""
+    """Units (messages, room and participant events) a room queues behind the one in
+    flight. One more drops the queued messages for a `/next` catch-up, which forwards
+    the same messages in order (events are kept): a flood costs a bounded queue,
+    never a lost message."""
+    forwarded_memory: int = 500
+    """Message ids each room of an identity remembers as forwarded (its ledger's
+    completed ids, as `Policy.completed_memory` for an agent's room), least recent
+    dropped. What keeps a forwarded message from coming back is its `processed` on
+    the platform; this memory spares the request for a copy pushed again."""
     shutdown_grace: float = 10.0
     """A graceful stop lets forwards in flight finish this long, then cancels them."""
     health_grace: float = 1.0
@@ -62,13 +66,15 @@ class BridgePolicy:
     server: ServerPolicy = field(default_factory=ServerPolicy)
     """How the health server and the host bound what they send."""
     retry_first: float = 1.0
-    """After a failed forward (or a failed `/next`) the room catches up again this
-    long after, by itself: a target that was down is not left until a reconnect."""
+    """A send the target did not take is sent again, within the same forward, this
+    long after: a target that was down briefly is not left until a catch-up."""
     retry_max: float = 60.0
-    """The retry's delay doubles per consecutive failure up to this; a success resets it."""
+    """The delay between two sends of one forward doubles up to this."""
     forward_attempts: int = 5
-    """Consecutive failed forwards of one message before the bridge (when it settles)
-    marks it `failed` and moves on: one bad message must not hold its room for ever."""
+    """Sends of one forward before it has failed: the bridge (when it settles) marks
+    the message `failed` and the room moves on; one bad message must not hold its
+    room for ever. The room waits meanwhile (its order holds); an interrupt, a stop
+    or a graceful stop ends the wait at once."""
     collector_threshold: int = 50_000
     """`band-trio bridge` only: the garbage collector's first threshold (Python's is
     700), with what is alive once the config is read frozen out of its sight. At a
