@@ -6,14 +6,25 @@ traceback reaches the user, and the process exits by itself.
 
 from __future__ import annotations
 
+import functools
 import signal
 from pathlib import Path
 
+import httpx2
 import trio
 from test_commands import process, read_until
 
 from band_trio.platform import Platform
-from support import agent_env, all_processed, claims, pid_pipe, rooms_with_the_agent, status
+from ports import free_port
+from support import (
+    agent_env,
+    all_processed,
+    claims,
+    envelope,
+    pid_pipe,
+    rooms_with_the_agent,
+    status,
+)
 
 DEADLINE = 30
 
@@ -206,3 +217,41 @@ async def test_a_first_sigint_says_which_turns_it_waits_for_how_long_and_when_do
     assert "WARNING" in lines[waiting[0]] and "1 running turn" in lines[waiting[0]], err
     assert f"room {info.room_id}: {posted}" in lines[waiting[0]], err
     assert "finished after" in lines[done[0]], err
+
+
+async def test_a_first_sigint_of_the_host_says_which_turns_it_waits_for_and_when_done(
+    platform: Platform,
+) -> None:
+    """`band-trio host` as `agent`: the turns its graceful stop waits for and its grace
+    (`BridgePolicy.health_grace`, 1 s), then that they finished, at the default level."""
+    info = platform.info
+    assert info.user_id and info.room_id and info.agent_id
+    token = "host-token-0123456789abcdef0123456789"
+    port = free_port()
+    env = {**agent_env(platform), "BAND_HOST_TOKEN": token}
+    args = ["host", "--adapter", "band_trio.adapters:DemoAdapter"]
+    with trio.fail_after(DEADLINE):
+        async with process(*args, "--listen", f"127.0.0.1:{port}", env=env) as proc:
+            assert proc.stderr is not None
+            await read_until(proc.stderr, b"serving on")
+            posted = platform.post_message(info.room_id, info.user_id, "sleep=0.5 hello")
+            body = envelope(platform, posted, "sleep=0.5 hello")
+            bearer = {"authorization": f"Bearer {token}"}
+            async with (
+                httpx2.AsyncClient(headers=bearer, timeout=None) as client,
+                trio.open_nursery() as nursery,
+            ):
+                post = functools.partial(client.post, f"http://127.0.0.1:{port}/", json=body)
+                nursery.start_soon(post)
+                await platform.wait_until(lambda: status(platform, posted) == "processing")
+                proc.send_signal(signal.SIGINT)
+            assert await proc.wait() == 0
+            err = (await stderr_of(proc)).decode()
+    assert status(platform, posted) == "processed", err
+    lines = err.splitlines()
+    waiting = [i for i, x in enumerate(lines) if "stopping: waiting up to 1s" in x]
+    done = [i for i, x in enumerate(lines) if "stopped gracefully" in x]
+    assert len(waiting) == 1 and len(done) == 1 and waiting[0] < done[0], err
+    assert "WARNING" in lines[waiting[0]] and "1 running turn" in lines[waiting[0]], err
+    assert f"room {info.room_id}: {posted}" in lines[waiting[0]], err
+    assert "still busy" not in err and "Traceback" not in err, err

@@ -277,6 +277,53 @@ async def _listen(receive: Receive, lifeline: Lifeline, listening: trio.CancelSc
         raise
 
 
+class _Waiting:
+    """What a graceful stop of the host waits for, said at WARNING (a person who pressed
+    Ctrl-C reads it at the default level): the turns still running and the grace, then
+    whether they finished within it."""
+
+    def __init__(self, app: HostApp, grace: float) -> None:
+        self._app = app
+        self._grace = grace
+        self._began: float | None = None
+        self._scope = trio.CancelScope()
+
+    def end(self) -> None:
+        """The serving is over: no stop to wait for any more."""
+        self._scope.cancel(reason="the host stopped serving")
+
+    async def announce(self, stop: trio.Event) -> None:
+        with self._scope:
+            await stop.wait()
+        running = self._app.running_turns()
+        if self._scope.cancelled_caught or not running:
+            return
+        self._began = trio.current_time()
+        named = ", ".join(f"room {room}: {message}" for room, message in running[:5])
+        more = f" and {len(running) - 5} more" if len(running) > 5 else ""
+        log.warning(
+            "stopping: waiting up to %gs (BridgePolicy.health_grace) for %d running turn(s) "
+            "to finish (%s%s); then they are cancelled",
+            self._grace,
+            len(running),
+            named,
+            more,
+        )
+
+    def over(self) -> None:
+        """The serving ended: the turns waited for finished, or were cancelled."""
+        if self._began is None:
+            return
+        took = trio.current_time() - self._began
+        if took < self._grace and not self._app.running_turns():
+            log.warning(
+                "stopping: the running turn(s) finished after %.1fs of the %gs grace: "
+                "stopped gracefully",
+                took,
+                self._grace,
+            )
+
+
 async def serve_host(
     app: HostApp,
     *,
@@ -308,11 +355,15 @@ async def serve_host(
         try:
             async with app.adapter.lifespan(), trio.open_nursery() as nursery:
                 await nursery.start(app.rooms.run)  # the turns' rooms, until the serving ends
+                waiting = _Waiting(app, policy.health_grace)
+                nursery.start_soon(waiting.announce, stop)
 
                 async def serving(*, task_status: trio.TaskStatus[Listening]) -> None:
                     try:
                         await serve(app, host, port, settings, stop=stop, task_status=task_status)
+                        waiting.over()
                     finally:  # requests still open were cancelled: their turns aborted
+                        waiting.end()
                         app.rooms.close()
 
                 listening: Listening = await nursery.start(serving)

@@ -230,7 +230,8 @@ class RoomHost(Generic[R]):
         ]
         journal = self._journal
         journal.cancelled.extend((room.id, unit.control.message_id) for room, unit in running)
-        if self._live and not self._hard:
+        if self._live and not self._hard and (grace > 0 or running):
+            # (a host with no grace of its own: its idle rooms end now, unsaid)
             log.warning(
                 "stopping with %d room(s) still busy after %.1fs (%d running): cancelling them",
                 len(self._live),
