@@ -112,6 +112,9 @@ def test_a_person_talks_stops_plays_and_survives_a_restart(
             expect(agent_state).to_contain_text("working")
             page.get_by_test_id("stop").click()
             expect(agent_state).to_contain_text("stopped here")
+            # the room list marks the room too: a stop outlives the panel it was pressed in
+            room_stopped = page.locator("#rooms [data-testid=room-stopped]")
+            expect(room_stopped).to_have_count(1)
             held = _message(page, long).locator("[data-status]")
             expect(held).to_have_attribute("data-status", "processing")
             stop = page.locator("#presses li[data-mode=stop]")
@@ -124,6 +127,7 @@ def test_a_person_talks_stops_plays_and_survives_a_restart(
             expect(play).to_have_attribute("data-state", "done")
             expect(_reply(page, long)).to_have_count(1)
             expect(held).to_have_attribute("data-status", "processed")
+            expect(room_stopped).to_have_count(0)
             page.screenshot(path=shots / "4-played.png")
 
             # Interrupt: the answer is dropped, the message consumed.

@@ -113,6 +113,14 @@ def _name(p: Platform, participant_id: str) -> str:
     return profile.name if profile is not None and profile.name else participant_id
 
 
+def _room_row(p: Platform, room_id: str, title: str | None) -> dict[str, Any]:
+    """A room as the list shows it: its title, its participants, and how many of its
+    agents are stopped there (a stop outlives the room's panel and the agent's run)."""
+    members = p.store.participants(room_id)
+    stopped = sum(1 for pid in members if p.store.is_stopped(pid, room_id))
+    return {"id": room_id, "title": title, "participants": len(members), "stopped": stopped}
+
+
 def snapshot(
     p: Platform, user_id: str, room_id: str | None, presses: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -123,10 +131,7 @@ def snapshot(
     user = p.store.users[user_id]
     return {
         "user": {"id": user.id, "name": user.name, "handle": user.handle},
-        "rooms": [
-            {"id": r.id, "title": r.title, "participants": len(p.store.participants(r.id))}
-            for r in rooms
-        ],
+        "rooms": [_room_row(p, r.id, r.title) for r in rooms],
         "rooms_total": rooms_total,
         "agents": [_agent(p, a) for a in agents[:limit]],
         "agents_total": len(agents),

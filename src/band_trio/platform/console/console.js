@@ -161,7 +161,9 @@ function renderRooms(s) {
       class: room.id === roomId ? "selected" : null,
       "data-room": room.id,
       onclick: (event) => { event.preventDefault(); select(room.id); },
-    }, room.title || room.id, " ", el("span", { class: "small" }, `${room.participants}`)))));
+    }, room.title || room.id, " ", el("span", { class: "small" }, `${room.participants}`),
+    room.stopped ? el("span", { class: "small stopped", "data-testid": "room-stopped",
+      title: `${room.stopped} agent(s) stopped here: Play resumes` }, " · stopped") : null))));
   const box = $("new-room-agents");
   const checked = new Set([...box.querySelectorAll("input:checked")].map((i) => i.value));
   box.replaceChildren(...s.agents.map((agent) => el("label", {},
