@@ -3,6 +3,8 @@
     BandTrioError
     ├── ConfigurationError          bad arguments, missing URL or key
     ├── AdapterError                an adapter's start-up hook raised or overran
+    │   ├── AsyncioCancelledError       asyncio code was cancelled, but not by its turn
+    │   └── NoTurnError                 `run_asyncio` called outside a turn
     ├── UpstreamError               an upstream (LLM, A2A agent, target) failed the call, for good
     │   └── PeerProtocolError           it answered something we cannot read
     ├── PlatformError               talking to the platform failed (REST or websocket)
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 __all__ = [
     "AdapterError",
     "AgentDisconnectedError",
+    "AsyncioCancelledError",
     "AuthenticationError",
     "BandTrioError",
     "ConfigurationError",
@@ -44,6 +47,7 @@ __all__ = [
     "ExecutionStoppedError",
     "ForwardError",
     "JoinError",
+    "NoTurnError",
     "NotFoundError",
     "PeerProtocolError",
     "PlatformError",
@@ -67,6 +71,17 @@ class ConfigurationError(BandTrioError):
 class AdapterError(BandTrioError):
     """The adapter failed a hook the agent cannot run without (`on_started`), or
     ran past its deadline."""
+
+
+class AsyncioCancelledError(AdapterError):
+    """asyncio code run by `contract.run_asyncio` ended cancelled although its turn
+    was not aborted: a framework cancelled its own task, or a `CancelledError` escaped
+    an inner timeout. It is the turn's failure, never taken for its abort."""
+
+
+class NoTurnError(AdapterError):
+    """`contract.run_asyncio` (or `contract.current_turn`) was called outside a turn:
+    not from an adapter's `on_turn`, nor from a task it started."""
 
 
 class UpstreamError(BandTrioError):

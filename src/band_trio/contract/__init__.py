@@ -33,6 +33,10 @@ from __future__ import annotations
 
 from ..policy import UpstreamPolicy as UpstreamPolicy
 from ._adapter import Adapter as Adapter
+from ._asyncio_loop import AsyncioLoop as AsyncioLoop
+from ._asyncio_loop import AsyncioStats as AsyncioStats
+from ._current import current_turn as current_turn
+from ._current import turn_context as turn_context
 from ._cutoff import Cutoff as Cutoff
 from ._env import UPSTREAM_SETTINGS as UPSTREAM_SETTINGS
 from ._env import upstream_from_env as upstream_from_env
@@ -51,6 +55,7 @@ from ._remote import StopAnswer as StopAnswer
 from ._remote import StopFn as StopFn
 from ._remote import StopOutcome as StopOutcome
 from ._remote import TurnControl as TurnControl
+from ._run_asyncio import run_asyncio as run_asyncio
 from ._threads import Threads as Threads
 from ._threads import ThreadStats as ThreadStats
 from ._threads import run_in_thread as run_in_thread
@@ -79,6 +84,8 @@ __all__ = [
     "UPSTREAM_SETTINGS",
     "Adapter",
     "AgentInfo",
+    "AsyncioLoop",
+    "AsyncioStats",
     "CommandResult",
     "Cutoff",
     "LastAbort",
@@ -101,15 +108,18 @@ __all__ = [
     "call_upstream",
     "check_status",
     "close_tool_calls",
+    "current_turn",
     "error_detail",
     "fault_of",
     "not_run_note",
     "read_body",
     "request_body",
+    "run_asyncio",
     "run_command",
     "run_in_thread",
     "server_sent_events",
     "stream_request",
+    "turn_context",
     "upstream_client",
     "upstream_from_env",
     "upstream_timeout",

@@ -1,4 +1,5 @@
-"""Blocking code in a thread: abandoned on cancel, its late result discarded.
+"""Blocking code in a thread: abandoned on cancel, its late result discarded; and the
+owner's asyncio loop thread.
 
 A thread cannot be cancelled. `run_in_thread` runs blocking code with
 `abandon_on_cancel=True`: an interrupt or stop returns control to the turn at
@@ -29,6 +30,7 @@ import trio
 
 from ..observe import hooks as observe
 from ..policy import Policy
+from ._asyncio_loop import AsyncioLoop
 from ._remote import StopAnswer, StopOutcome
 from ._turn import Turn
 
@@ -52,11 +54,13 @@ class ThreadStats:
 
 
 class Threads:
-    """The worker threads an owner's turns may use: a limiter of their own, counted.
+    """The worker threads an owner's turns may use: a limiter of their own, counted, and
+    one asyncio loop in a thread (`asyncio`, for `run_asyncio`), started on first use.
 
     A limiter belongs to one trio run (the slot of a thread abandoned in an earlier
     run would never be given back), so each run gets fresh ones; the counts are
-    kept across runs."""
+    kept across runs. The owner closes the asyncio loop when its turns are over
+    (`aclose`); one it never closes is closed at the end of the trio run it started in."""
 
     def __init__(self, limit: int) -> None:
         if limit < 1:
@@ -70,6 +74,8 @@ class Threads:
         self._calls = trio.CapacityLimiter(limit)
         self._unblocks = trio.CapacityLimiter(limit)
         self._idle: trio.Event | None = None
+        self.asyncio = AsyncioLoop()
+        """The loop `run_asyncio` runs the turns' asyncio code on."""
 
     @classmethod
     def default(cls) -> Threads:
@@ -112,6 +118,11 @@ class Threads:
         own: it never waits for the slot held by the very thread it unblocks."""
         _, unblocks = self._limiters()
         await trio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=unblocks)
+
+    async def aclose(self, grace: float) -> int:
+        """Close the asyncio loop, if it was started: every task still on it cancelled
+        and waited for, `grace` at most. Returns how many outlived that (logged)."""
+        return await self.asyncio.aclose(grace)
 
     async def wait_idle(self) -> None:
         """Return once no thread runs a call (abandoned ones included); the caller sets

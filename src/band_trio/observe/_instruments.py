@@ -146,6 +146,15 @@ THREADS_ABANDONED = _gauge(
     "Worker threads abandoned by a cancelled turn that are still running.",
     sampled=False,
 )
+ASYNCIO_OVERRUNS_TOTAL = _counter(
+    "band_trio_asyncio_overruns_total",
+    "asyncio tasks (`run_asyncio`) that ignored their turn's cancel past the stop grace.",
+)
+ASYNCIO_OVERRUNS = _gauge(
+    "band_trio_asyncio_overruns_alive",
+    "asyncio tasks that ignored their turn's cancel and are still running.",
+    sampled=False,
+)
 CONNECTED = _gauge("band_trio_connected", "Agent identities connected to the platform now.")
 ROOMS = _gauge("band_trio_rooms", "Rooms the agent identities serve now.")
 ROOMS_JOINED = _gauge(

@@ -283,6 +283,17 @@ class ThreadWatch:
         m.THREADS_ABANDONED_TOTAL.inc()
 
 
+def asyncio_overran() -> None:
+    """An asyncio task ignored its turn's cancel past the stop grace (it runs on)."""
+    m.ASYNCIO_OVERRUNS_TOTAL.inc()
+    m.ASYNCIO_OVERRUNS.add(1)
+
+
+def asyncio_overrun_ended() -> None:
+    """An asyncio task that overran its cancel ended (or its loop closed)."""
+    m.ASYNCIO_OVERRUNS.add(-1)
+
+
 class _RestStep(Step):
     """A REST call's span: an error status is recorded from the error raised."""
 

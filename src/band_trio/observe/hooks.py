@@ -23,6 +23,8 @@ from ._work import Aborts as Aborts
 from ._work import ThreadWatch as ThreadWatch
 from ._work import Work as Work
 from ._work import adapter_call as adapter_call
+from ._work import asyncio_overran as asyncio_overran
+from ._work import asyncio_overrun_ended as asyncio_overrun_ended
 from ._work import connected as connected
 from ._work import reconnecting as reconnecting
 from ._work import remote_stop as remote_stop
@@ -36,6 +38,8 @@ __all__ = [
     "ThreadWatch",
     "Work",
     "adapter_call",
+    "asyncio_overran",
+    "asyncio_overrun_ended",
     "bound",
     "connected",
     "correlation_id",

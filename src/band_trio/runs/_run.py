@@ -26,7 +26,7 @@ from typing import Any
 
 import trio
 
-from ..contract import MAX_ANSWER_CHARS, Message, RemoteStop, StopOutcome, TurnControl
+from ..contract import MAX_ANSWER_CHARS, Message, RemoteStop, StopOutcome, Threads, TurnControl
 from ._events import EventLog
 from ._policy import RunsPolicy
 from ._request import RunRequest
@@ -97,7 +97,13 @@ class Run:
     )
 
     def __init__(
-        self, run_id: str, request: RunRequest, session: Session, model: str, policy: RunsPolicy
+        self,
+        run_id: str,
+        request: RunRequest,
+        session: Session,
+        model: str,
+        policy: RunsPolicy,
+        threads: Threads | None = None,
     ) -> None:
         self.id = run_id
         self.request = request
@@ -116,6 +122,7 @@ class Run:
             run_id,
             stop_grace=policy.backend_stop_grace,
             kill_grace=policy.subprocess_kill_grace,
+            threads=threads,
         )
         self._live: _Live | None = _Live(trio.CancelScope(), control)
         self.events = EventLog(run_id, policy.max_events_per_run)

@@ -24,7 +24,7 @@ from typing import Any
 
 import trio
 
-from ..contract import Adapter, LastAbort, Turn, adapter_failure
+from ..contract import Adapter, LastAbort, Threads, Turn, adapter_failure, turn_context
 from ..errors import BandTrioError
 from ..observe import hooks as observe
 from ._policy import RunsPolicy
@@ -37,6 +37,10 @@ __all__ = ["Draining", "RunsService", "TooManyRuns"]
 log = logging.getLogger("band_trio.runs")
 
 SHUTDOWN_REASON = "the runs API is shutting down"
+
+
+_ADAPTER_THREADS = 16
+"""`Policy.adapter_threads`' default: the runs' worker threads at once."""
 
 
 class TooManyRuns(BandTrioError):
@@ -67,30 +71,35 @@ class RunsService:
         self._nursery: trio.Nursery | None = None
         self.overrun: list[str] = []
         """Runs still going when the service closed (their adapter ignored the stop)."""
+        self.threads = Threads(_ADAPTER_THREADS)
+        """The runs' worker threads and asyncio loop (`run_in_thread`, `run_asyncio`)."""
 
     # -- the nursery -------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own the runs until `close()`; then stop them and wait (bounded) for them."""
-        async with self.adapter.lifespan(), trio.open_nursery() as nursery:
-            self._nursery = nursery
-            nursery.start_soon(self._sweep, name="runs sweeper")
-            task_status.started()
-            try:
-                await self._closing.wait()
-            finally:
-                self._stop_all()
-                with trio.move_on_after(self.policy.shutdown_grace, shield=True):
-                    await self._idle.wait()
-                self.overrun = sorted(self.active)
-                if self.overrun:
-                    log.warning(
-                        "%d run(s) did not stop within %gs: %s",
-                        len(self.overrun),
-                        self.policy.shutdown_grace,
-                        ", ".join(self.overrun),
-                    )
-                nursery.cancel_scope.cancel(reason="the runs API closed")
+        try:
+            async with self.adapter.lifespan(), trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._sweep, name="runs sweeper")
+                task_status.started()
+                try:
+                    await self._closing.wait()
+                finally:
+                    self._stop_all()
+                    with trio.move_on_after(self.policy.shutdown_grace, shield=True):
+                        await self._idle.wait()
+                    self.overrun = sorted(self.active)
+                    if self.overrun:
+                        log.warning(
+                            "%d run(s) did not stop within %gs: %s",
+                            len(self.overrun),
+                            self.policy.shutdown_grace,
+                            ", ".join(self.overrun),
+                        )
+                    nursery.cancel_scope.cancel(reason="the runs API closed")
+        finally:  # a run's asyncio task that ignored its stop: cancelled again, waited for
+            await self.threads.aclose(self.policy.backend_stop_grace)
 
     def close(self) -> None:
         """Take no more runs, stop the running ones; `run()` then ends (bounded)."""
@@ -146,7 +155,7 @@ class RunsService:
             session = self.sessions[session_id] = Session(
                 session_id, self.policy.max_session_messages
             )
-        run = Run(run_id, request, session, self.model, self.policy)
+        run = Run(run_id, request, session, self.model, self.policy, self.threads)
         session.runs += 1
         self.runs[run_id] = run
         self.active[run_id] = run
@@ -179,7 +188,7 @@ class RunsService:
                         run.message, port, control=run.control, last_abort=run.session.last_abort
                     )
                     try:
-                        with observe.adapter_call(self.model, self.adapter):
+                        with observe.adapter_call(self.model, self.adapter), turn_context(turn):
                             await self.adapter.on_turn(turn)
                         run.finished = True  # no checkpoint since the return
                     except BaseException as exc:  # SystemExit and the like: this run fails

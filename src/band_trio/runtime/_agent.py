@@ -32,7 +32,7 @@ from ._context import Changes, Journal, RoomContext
 from ._control import ControlLane, SignalCounts
 from ._ledger import Ledger
 from ._link_supervisor import Link, LinkEnd, LinkSettings
-from ._results import StopResult, UnsettledMark
+from ._results import Overrun, StopResult, UnsettledMark
 from ._rooms import Rooms
 from ._stops import RemoteStopLog, RemoteStopStats
 from ._turn_state import AbortKind
@@ -261,18 +261,28 @@ class Agent:
                 changes=self._changes,
                 disconnect_reason=self._last_disconnect_reason,
             )
-            async with trio.open_nursery() as root:
-                await root.start(rooms.run)
-                root.start_soon(_stop_when_asked, run, rooms, link)
-                end = await link.run(started)
-                if rooms.settled.is_set():  # the link ended because the stop asked it to
-                    run.publish(self._result(journal))
-                else:  # ended for good, or at start-up: what still runs is cancelled now
-                    journal.cancelled.extend(rooms.running())
-                    rooms.end_all(AbortKind.SHUTDOWN, "the session ended for good")
-                root.cancel_scope.cancel(reason="agent stopped")
+            try:
+                async with trio.open_nursery() as root:
+                    await root.start(rooms.run)
+                    root.start_soon(_stop_when_asked, run, rooms, link)
+                    end = await link.run(started)
+                    if rooms.settled.is_set():  # the link ended because the stop asked it to
+                        run.publish(self._result(journal))
+                    else:  # ended for good, or at start-up: what still runs is cancelled now
+                        journal.cancelled.extend(rooms.running())
+                        rooms.end_all(AbortKind.SHUTDOWN, "the session ended for good")
+                    root.cancel_scope.cancel(reason="agent stopped")
+            finally:  # a task that ignored its turn's cancel is cancelled again, and waited for
+                await self._close_asyncio(journal, context.cutoff)
             run.publish(self._result(journal))
         return end
+
+    async def _close_asyncio(self, journal: Journal, cutoff: Cutoff) -> None:
+        """Close the turns' asyncio loop (if they used one): a task that ignored its
+        turn's cancel gets one more, and the backend stop grace, before the agent ends
+        (the stop result lists it: `_result`)."""
+        grace = min(self.policy.backend_stop_grace, cutoff.at - trio.current_time())
+        await self._threads.aclose(max(0.0, grace))
 
     def _result(self, journal: Journal) -> StopResult:
         unsettled = tuple(
@@ -280,6 +290,9 @@ class Agent:
             for room_id, ledger in self._ledgers.items()
             for message_id, failure in ledger.pending_marks()
         )
+        for task in self._threads.asyncio.take_overruns():  # ignored a turn's cancel
+            what = f"asyncio task {task.label} ignored its cancel"
+            journal.overran.append(Overrun(task.room_id, task.message_id, what))
         cancelled = tuple(journal.cancelled)
         overran = tuple(journal.overran)
         return StopResult(

@@ -26,7 +26,7 @@ import logging
 import trio
 
 from .. import errors
-from ..contract import LastAbort, Turn, adapter_failure
+from ..contract import LastAbort, Turn, adapter_failure, turn_context
 from ..observe import hooks as observe
 from ._context import RoomContext
 from ._inbound import MESSAGE
@@ -200,7 +200,7 @@ async def _run(
     )  # fmt: skip
     view = Turn(message, port, control=turn.control, last_abort=last_abort)
     try:
-        with observe.adapter_call(ctx.agent_id, ctx.adapter):
+        with observe.adapter_call(ctx.agent_id, ctx.adapter), turn_context(view):
             if ctx.call is None:
                 await ctx.adapter.on_turn(view)
             else:  # a bridged identity's forward

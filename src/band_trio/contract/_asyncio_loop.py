@@ -1,0 +1,352 @@
+"""One asyncio event loop, in a thread of its own, for the asyncio code of an owner's turns.
+
+Most agent frameworks are asyncio (LangGraph, the OpenAI Agents SDK). Their code
+cannot run on trio's loop, so it runs on this one, as asyncio tasks; the trio turn
+waits for each task, and cancels it when the turn is aborted (`run_asyncio`).
+
+Why a loop in a thread, not trio-asyncio, and the figures behind it:
+docs/discussion/dependencies.md, "Why asyncio code runs on a loop in a thread".
+
+The loop is started on first use and closed by its owner (`aclose`), or, for an
+owner that never closes it (a turn built by hand in a script, or an owner used in a
+`trio.run` of a library user's), by a system task of the trio run it was started
+in, when that run ends. Closing cancels every task still on the loop — a task that
+ignored its turn's cancel, a framework's fire-and-forget task — and waits for them,
+bounded; what outlives that is logged and counted, and the loop's thread (a daemon)
+no longer holds the process.
+
+Every touch of an asyncio object happens in the loop's thread (submitted with
+`call_soon_threadsafe`, so in order); every touch of a trio object in the trio
+thread (handed back with `TrioToken.run_sync_soon`). Nothing else is shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import contextvars
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import outcome
+import trio
+
+from ..observe import hooks as observe
+
+__all__ = ["AsyncioJob", "AsyncioLoop", "AsyncioStats", "Overran"]
+
+log = logging.getLogger("band_trio.asyncio")
+
+CANCEL_MESSAGE = "band-trio: the turn was aborted"
+"""The message of the `CancelledError` a turn's abort throws into its asyncio task."""
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncioStats:
+    """The asyncio tasks of one owner's turns (`run_asyncio`)."""
+
+    running: int
+    """Tasks a turn waits for, or that outlived their turn's cancel, running now."""
+    overran: int
+    """Tasks that ignored their turn's cancel past the stop grace, over the owner's life."""
+    overran_running: int
+    """Of those, the ones still running: cancelled again, and waited for, at close."""
+
+
+@dataclass(frozen=True, slots=True)
+class Overran:
+    """An asyncio task that ignored its turn's cancel past the stop grace."""
+
+    room_id: str
+    message_id: str
+    label: str
+    """The async function's qualified name."""
+
+
+class AsyncioJob:
+    """One `run_asyncio` call: its asyncio task and, once it ended, its outcome.
+
+    Its fields are the trio thread's; the task itself is touched only in the loop's."""
+
+    __slots__ = (
+        "_done", "_loop", "_overran", "cancel_requested", "label", "message_id", "result",
+        "room_id",
+    )  # fmt: skip
+
+    def __init__(self, loop: AsyncioLoop, label: str, room_id: str, message_id: str) -> None:
+        self._loop = loop
+        self._done = trio.Event()
+        self._overran = False
+        self.label = label
+        self.room_id = room_id
+        self.message_id = message_id
+        self.cancel_requested = False
+        """Whether the trio side cancelled the task (a turn's abort, the owner's close)."""
+        self.result: outcome.Outcome[Any] | None = None
+
+    def is_done(self) -> bool:
+        return self._done.is_set()
+
+    async def wait(self) -> None:
+        """Return once the task ended; the caller sets the deadline."""
+        await self._done.wait()
+
+    def cancel(self) -> None:
+        """Cancel the task (in the loop's thread, after it was started)."""
+        if self.cancel_requested or self.is_done():
+            return
+        self.cancel_requested = True
+        self._loop._call(self._loop._cancel_task, self)
+
+    def overran(self) -> None:
+        """The task ignored its cancel past the stop grace: counted until it ends."""
+        if self._overran or self.is_done():
+            return
+        self._overran = True
+        self._loop._overran(self)
+
+    def _ended(self, result: outcome.Outcome[Any]) -> None:  # the trio thread
+        self.result = result
+        self._done.set()
+        self._loop._job_ended(self)
+
+
+class AsyncioLoop:
+    """An owner's asyncio loop: one thread, started on first use, any number of turns."""
+
+    def __init__(self, name: str = "band-trio asyncio") -> None:
+        self.name = name
+        self._lock = threading.Lock()  # the loop's thread reads `_loop` when it ends
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._thread_ended: trio.Event | None = None
+        self._closing = False
+        self._jobs: set[AsyncioJob] = set()
+        self._overran_running: set[AsyncioJob] = set()
+        self._overran_total = 0
+        self._overruns: collections.deque[Overran] = collections.deque(maxlen=_KEPT_OVERRUNS)
+        self._tasks: dict[AsyncioJob, asyncio.Task[Any]] = {}  # the loop's thread only
+
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
+    @property
+    def stats(self) -> AsyncioStats:
+        return AsyncioStats(len(self._jobs), self._overran_total, len(self._overran_running))
+
+    # -- the trio side ----------------------------------------------------------
+
+    def submit(
+        self,
+        async_fn: Callable[..., Awaitable[Any]],
+        args: tuple[object, ...],
+        context: contextvars.Context,
+        label: str,
+        where: tuple[str, str] = ("", ""),
+    ) -> AsyncioJob:
+        """Start `async_fn(*args)` as a task on the loop, in `context`; returns at once."""
+        if self._closing:
+            raise RuntimeError(f"{self.name}: the asyncio loop is closing; no new work starts")
+        if self._loop is None:
+            self._start()
+        job = AsyncioJob(self, label, *where)
+        self._jobs.add(job)
+        token = trio.lowlevel.current_trio_token()
+        self._call(self._start_task, job, async_fn, args, context, token)
+        return job
+
+    async def aclose(self, grace: float) -> int:
+        """Cancel every task still on the loop, wait up to `grace` for them, then stop the
+        loop and its thread; returns how many tasks were still running (0: all ended).
+
+        Shielded: an owner's teardown calls it once its turns are over, and it must run
+        to the end even while the owner is being cancelled. The owner may start it again
+        by using it again."""
+        loop, thread, ended = self._loop, self._thread, self._thread_ended
+        if loop is None or thread is None or ended is None or self._closing:
+            return 0
+        self._closing = True
+        left = len(self._jobs)
+        with trio.CancelScope(shield=True):
+            finished = trio.Event()
+            token = trio.lowlevel.current_trio_token()
+            self._call(self._finish, grace, token, finished)
+            with trio.move_on_after(grace + 0.5):  # the loop's own wait, and the hand-back
+                await finished.wait()
+                left = len(self._jobs)
+            with trio.move_on_after(max(grace, 0.5)):
+                await ended.wait()
+            if ended.is_set():  # its last act told us: gone in a moment, seen gone here
+                await trio.to_thread.run_sync(thread.join, 1.0)
+            else:
+                log.error(
+                    "%s: the loop's thread is still busy %.1fs after its close (synchronous "
+                    "code blocks it); left running as a daemon thread",
+                    self.name,
+                    grace,
+                )
+        if left:
+            log.error(
+                "%s: %d asyncio task(s) ignored every cancel and were still running when "
+                "the loop closed: %s",
+                self.name,
+                left,
+                ", ".join(sorted({job.label for job in self._jobs}))[:300],
+            )
+        for job in list(self._jobs):  # they will never report back: count them out
+            self._jobs.discard(job)
+            if job in self._overran_running:
+                self._overran_running.discard(job)
+                observe.asyncio_overrun_ended()
+        with self._lock:
+            self._loop = None
+            self._thread = None
+            self._thread_ended = None
+        self._closing = False
+        return left
+
+    def _start(self) -> None:
+        """The loop and its thread; a system task of this trio run closes it at the run's
+        end unless its owner did before."""
+        loop = asyncio.new_event_loop()
+        ended = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+        thread = threading.Thread(
+            target=self._main, args=(loop, token, ended), name=self.name, daemon=True
+        )
+        self._loop, self._thread, self._thread_ended = loop, thread, ended
+        thread.start()
+        trio.lowlevel.spawn_system_task(
+            self._close_at_run_end, loop, name=f"{self.name}: close at the run's end"
+        )
+
+    async def _close_at_run_end(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            if self._loop is loop:  # not closed by its owner (nor started again since)
+                try:
+                    await self.aclose(_RUN_END_GRACE)
+                except Exception:  # a system task's error would end the user's run
+                    log.exception("%s: closing the loop at the run's end failed", self.name)
+
+    def _call(self, fn: Callable[..., object], *args: Any) -> None:
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError(f"{self.name}: the asyncio loop is not running")
+        loop.call_soon_threadsafe(fn, *args)
+
+    def _job_ended(self, job: AsyncioJob) -> None:
+        self._jobs.discard(job)
+        if job in self._overran_running:
+            self._overran_running.discard(job)
+            observe.asyncio_overrun_ended()
+
+    def take_overruns(self) -> list[Overran]:
+        """The tasks that ignored their turn's cancel past the stop grace since the last
+        call (the newest few hundred): what an owner's stop result reports."""
+        taken = list(self._overruns)
+        self._overruns.clear()
+        return taken
+
+    def _overran(self, job: AsyncioJob) -> None:
+        self._overran_total += 1
+        self._overruns.append(Overran(job.room_id, job.message_id, job.label))
+        self._overran_running.add(job)
+        observe.asyncio_overran()
+
+    # -- the loop's thread ------------------------------------------------------
+
+    def _main(
+        self, loop: asyncio.AbstractEventLoop, token: trio.lowlevel.TrioToken, ended: trio.Event
+    ) -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+            with contextlib.suppress(Exception):  # an async generator's own close failed
+                loop.run_until_complete(
+                    asyncio.wait_for(loop.shutdown_asyncgens(), _ASYNCGENS_GRACE)
+                )
+        finally:
+            loop.close()
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(ended.set)
+
+    def _start_task(
+        self,
+        job: AsyncioJob,
+        async_fn: Callable[..., Awaitable[Any]],
+        args: tuple[object, ...],
+        context: contextvars.Context,
+        token: trio.lowlevel.TrioToken,
+    ) -> None:
+        def hand_back(result: outcome.Outcome[Any]) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(job._ended, result)
+
+        try:
+            coro = context.run(async_fn, *args)
+            if not asyncio.iscoroutine(coro):
+                raise TypeError(
+                    f"run_asyncio needs an async function; {job.label} returned "
+                    f"{type(coro).__name__}"
+                )
+        except BaseException as exc:  # the call itself raised: that is its outcome
+            hand_back(outcome.Error(exc))
+            return
+        task = asyncio.get_running_loop().create_task(coro, context=context)
+        self._tasks[job] = task
+
+        def done(task: asyncio.Task[Any]) -> None:
+            self._tasks.pop(job, None)
+            if task.cancelled():
+                try:
+                    task.result()
+                except asyncio.CancelledError as exc:
+                    hand_back(outcome.Error(exc))
+                return
+            error = task.exception()
+            hand_back(outcome.Value(task.result()) if error is None else outcome.Error(error))
+
+        task.add_done_callback(done)
+
+    def _cancel_task(self, job: AsyncioJob) -> None:
+        task = self._tasks.get(job)
+        if task is not None:
+            task.cancel(CANCEL_MESSAGE)
+
+    def _finish(self, grace: float, token: trio.lowlevel.TrioToken, finished: trio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel(CANCEL_MESSAGE)
+
+        def stop(_: object = None) -> None:
+            for task in tasks:
+                if not task.done():  # the close logs it once, at ERROR: not again at GC
+                    setattr(task, "_log_destroy_pending", False)  # noqa: B010
+            loop.stop()
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(finished.set)
+
+        if not tasks:
+            stop()
+            return
+        waiting = loop.create_task(asyncio.wait(tasks, timeout=grace))
+        waiting.add_done_callback(stop)
+
+
+_KEPT_OVERRUNS = 256
+"""How many overruns an owner keeps for its stop result between two looks."""
+
+_RUN_END_GRACE = 5.0
+"""How long the close at a trio run's end waits for tasks that ignore their cancel
+(`Policy.backend_stop_grace`'s default)."""
+
+_ASYNCGENS_GRACE = 1.0
+"""How long the loop's async generators may take to close once its tasks are done."""
