@@ -213,7 +213,9 @@ class AsyncioLoop:
     def _start(self) -> None:
         """The loop and its thread; a system task of this trio run closes it at the run's
         end unless its owner did before."""
-        loop = asyncio.new_event_loop()
+        # Not `asyncio.new_event_loop()`: an imported trio-asyncio replaces it with one
+        # that refuses to run inside trio. The default loop on Linux, built directly.
+        loop = asyncio.SelectorEventLoop()
         ended = trio.Event()
         token = trio.lowlevel.current_trio_token()
         thread = threading.Thread(
