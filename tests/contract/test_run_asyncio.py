@@ -12,6 +12,8 @@ import contextlib
 import contextvars
 import logging
 import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 import sniffio
@@ -320,3 +322,52 @@ async def test_awaited_from_the_asyncio_side_it_says_where_it_belongs() -> None:
     ):
         await run_asyncio(nested)
     await threads.aclose(GRACE)
+
+
+async def test_shielded_work_is_waited_for_and_reported_when_it_outlives_the_grace() -> None:
+    threads = Threads(4)
+    seen = Seen()
+    started = trio.Event()
+    token = trio.lowlevel.current_trio_token()
+
+    async def checkpoint_write() -> None:  # shielded on purpose: it must finish
+        await asyncio.sleep(0.05)
+        seen.add("checkpoint written")
+
+    async def model_stream() -> None:  # shielded by mistake: it would run on
+        try:
+            await asyncio.sleep(60)
+        finally:
+            seen.add("stream closed")
+
+    async def work(inner: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        task = asyncio.ensure_future(inner())
+        token.run_sync_soon(started.set)
+        await asyncio.shield(task)
+
+    async def aborted(inner: Callable[[], Coroutine[Any, Any, None]], turn: Turn) -> float:
+        nonlocal started
+        started = trio.Event()
+        with turn_context(turn), trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run_asyncio, work, inner)
+                await started.wait()
+                began = trio.current_time()
+                scope.cancel()
+        return trio.current_time() - began
+
+    with trio.fail_after(DEADLINE):
+        quick = a_turn(threads, 1)
+        await aborted(checkpoint_write, quick)
+        assert seen.events == ["checkpoint written"]  # the turn waited for it, uncut
+        assert [s.outcome for s in quick.remote_stops] == [StopOutcome.CONFIRMED]
+        slow = a_turn(threads, 2)
+        took = await aborted(model_stream, slow)
+        assert GRACE <= took < GRACE + 1
+        (stop,) = slow.remote_stops
+        assert stop.outcome is StopOutcome.UNCONFIRMED
+        assert "a task the asyncio task started still runs" in stop.detail
+        assert threads.asyncio.stats.overran_running == 1
+        assert await threads.aclose(GRACE) == 0  # the close cancels it
+    assert seen.events == ["checkpoint written", "stream closed"]
+    assert threads.asyncio.stats.overran_running == 0

@@ -28,7 +28,7 @@ import contextlib
 import contextvars
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,13 +73,15 @@ class AsyncioJob:
     Its fields are the trio thread's; the task itself is touched only in the loop's."""
 
     __slots__ = (
-        "_done", "_loop", "_overran", "cancel_requested", "label", "message_id", "result",
-        "room_id",
+        "_done", "_loop", "_overran", "_settled", "_token", "cancel_requested", "label",
+        "message_id", "result", "room_id",
     )  # fmt: skip
 
     def __init__(self, loop: AsyncioLoop, label: str, room_id: str, message_id: str) -> None:
         self._loop = loop
+        self._token = trio.lowlevel.current_trio_token()
         self._done = trio.Event()
+        self._settled = trio.Event()
         self._overran = False
         self.label = label
         self.room_id = room_id
@@ -95,16 +97,27 @@ class AsyncioJob:
         """Return once the task ended; the caller sets the deadline."""
         await self._done.wait()
 
+    def is_settled(self) -> bool:
+        return self._settled.is_set()
+
+    async def wait_settled(self) -> None:
+        """After `cancel`: return once the task and every task started in its context
+        (a framework's own, a shielded one) ended; the caller sets the deadline."""
+        await self._settled.wait()
+
     def cancel(self) -> None:
-        """Cancel the task (in the loop's thread, after it was started)."""
+        """Cancel the task (in the loop's thread, after it was started); the tasks it
+        started are cancelled by asyncio as the task stops awaiting them, or not at all
+        where it shielded them: `wait_settled` waits for those too."""
         if self.cancel_requested or self.is_done():
             return
         self.cancel_requested = True
         self._loop._call(self._loop._cancel_task, self)
 
     def overran(self) -> None:
-        """The task ignored its cancel past the stop grace: counted until it ends."""
-        if self._overran or self.is_done():
+        """The task (or one it started) ignored its cancel past the stop grace: counted
+        until they all ended."""
+        if self._overran or self.is_settled():
             return
         self._overran = True
         self._loop._overran(self)
@@ -112,7 +125,11 @@ class AsyncioJob:
     def _ended(self, result: outcome.Outcome[Any]) -> None:  # the trio thread
         self.result = result
         self._done.set()
-        self._loop._job_ended(self)
+        self._loop._jobs.discard(self)
+
+    def _settled_now(self) -> None:  # the trio thread
+        self._settled.set()
+        self._loop._job_settled(self)
 
 
 class AsyncioLoop:
@@ -129,7 +146,9 @@ class AsyncioLoop:
         self._overran_running: set[AsyncioJob] = set()
         self._overran_total = 0
         self._overruns: collections.deque[Overran] = collections.deque(maxlen=_KEPT_OVERRUNS)
-        self._tasks: dict[AsyncioJob, asyncio.Task[Any]] = {}  # the loop's thread only
+        # the loop's thread only: each job's task, and every task started in its context
+        self._tasks: dict[AsyncioJob, asyncio.Task[Any]] = {}
+        self._families: dict[AsyncioJob, set[asyncio.Task[Any]]] = {}
 
     @property
     def started(self) -> bool:
@@ -198,11 +217,10 @@ class AsyncioLoop:
                 left,
                 ", ".join(sorted({job.label for job in self._jobs}))[:300],
             )
-        for job in list(self._jobs):  # they will never report back: count them out
-            self._jobs.discard(job)
-            if job in self._overran_running:
-                self._overran_running.discard(job)
-                observe.asyncio_overrun_ended()
+        self._jobs.clear()  # what is left will never report back: count it out
+        for _ in self._overran_running:
+            observe.asyncio_overrun_ended()
+        self._overran_running.clear()
         with self._lock:
             self._loop = None
             self._thread = None
@@ -216,6 +234,7 @@ class AsyncioLoop:
         # Not `asyncio.new_event_loop()`: an imported trio-asyncio replaces it with one
         # that refuses to run inside trio. The default loop on Linux, built directly.
         loop = asyncio.SelectorEventLoop()
+        loop.set_task_factory(self._new_task)  # type: ignore[arg-type]
         ended = trio.Event()
         token = trio.lowlevel.current_trio_token()
         thread = threading.Thread(
@@ -243,8 +262,7 @@ class AsyncioLoop:
             raise RuntimeError(f"{self.name}: the asyncio loop is not running")
         loop.call_soon_threadsafe(fn, *args)
 
-    def _job_ended(self, job: AsyncioJob) -> None:
-        self._jobs.discard(job)
+    def _job_settled(self, job: AsyncioJob) -> None:
         if job in self._overran_running:
             self._overran_running.discard(job)
             observe.asyncio_overrun_ended()
@@ -291,6 +309,7 @@ class AsyncioLoop:
             with contextlib.suppress(trio.RunFinishedError):
                 token.run_sync_soon(job._ended, result)
 
+        context.run(_JOB.set, job)  # the tasks it starts are of its family (`_new_task`)
         try:
             coro = context.run(async_fn, *args)
             if not asyncio.iscoroutine(coro):
@@ -306,6 +325,8 @@ class AsyncioLoop:
 
         def done(task: asyncio.Task[Any]) -> None:
             self._tasks.pop(job, None)
+            if not self._families.get(job):
+                self._families.pop(job, None)
             if task.cancelled():
                 try:
                     task.result()
@@ -321,6 +342,37 @@ class AsyncioLoop:
         task = self._tasks.get(job)
         if task is not None:
             task.cancel(CANCEL_MESSAGE)
+        asyncio.get_running_loop().create_task(self._settle(job))
+
+    async def _settle(self, job: AsyncioJob) -> None:
+        """Wait for the job's family (its task, and what ran in its context) to end."""
+        while pending := {t for t in self._families.get(job, ()) if not t.done()}:
+            await asyncio.wait(pending)
+        with contextlib.suppress(trio.RunFinishedError):
+            job._token.run_sync_soon(job._settled_now)
+
+    def _new_task(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        coro: Coroutine[Any, Any, Any],
+        context: contextvars.Context | None = None,
+    ) -> asyncio.Task[Any]:
+        """The loop's task factory: a task started in a job's context joins its family."""
+        task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, context=context)
+        job = (context if context is not None else contextvars.copy_context()).get(_JOB)
+        if job is not None:
+            family = self._families.setdefault(job, set())
+            family.add(task)
+            task.add_done_callback(lambda done: self._left_family(job, done))
+        return task
+
+    def _left_family(self, job: AsyncioJob, task: asyncio.Task[Any]) -> None:
+        family = self._families.get(job)
+        if family is None:
+            return
+        family.discard(task)
+        if not family and job not in self._tasks:
+            del self._families[job]
 
     def _finish(self, grace: float, token: trio.lowlevel.TrioToken, finished: trio.Event) -> None:
         loop = asyncio.get_running_loop()
@@ -342,6 +394,11 @@ class AsyncioLoop:
         waiting = loop.create_task(asyncio.wait(tasks, timeout=grace))
         waiting.add_done_callback(stop)
 
+
+_JOB: contextvars.ContextVar[AsyncioJob | None] = contextvars.ContextVar(
+    "band_trio_asyncio_job", default=None
+)
+"""Set in a job's copied context: every task started in it belongs to the job."""
 
 _KEPT_OVERRUNS = 256
 """How many overruns an owner keeps for its stop result between two looks."""

@@ -85,13 +85,20 @@ def _stopper(cutoff: Cutoff) -> Callable[[AsyncioJob], Awaitable[StopAnswer]]:
         # Shielded, and a moment before the stop's own deadline (a hard stop's cutoff
         # still ends it): the wait ends here, so the stop says why, not "no answer".
         with cutoff.shielded(trio.current_effective_deadline() - _SAY_WHY):
-            await job.wait()
-        if job.is_done():
+            await job.wait_settled()
+        if job.is_settled():
             return StopOutcome.CONFIRMED, "the asyncio task ended after its cancel"
         job.overran()
+        waited = trio.current_time() - waited_from
+        if job.is_done():  # its own task ended; one it started did not
+            return StopOutcome.UNCONFIRMED, (
+                f"a task the asyncio task started still runs {waited:.1f}s after the cancel "
+                "(shielded from it, or ignoring it); it is cancelled again and waited for "
+                "when its loop closes"
+            )
         return StopOutcome.UNCONFIRMED, (
-            f"the asyncio task ignored its cancel for {trio.current_time() - waited_from:.1f}s; "
-            "it is cancelled again and waited for when its loop closes"
+            f"the asyncio task ignored its cancel for {waited:.1f}s; it is cancelled again "
+            "and waited for when its loop closes"
         )
 
     return stop
