@@ -233,3 +233,38 @@ async def test_tracing_off_records_nothing_and_the_gauges_leave_with_the_agent(
     assert hooks.step("anything") is hooks.step("anything else")
     assert "\nband_trio_rooms 1\n" in during and "\nband_trio_connected 1\n" in during
     assert "\nband_trio_rooms 0\n" in after and "\nband_trio_connected 0\n" in after
+
+
+async def test_an_asyncio_frameworks_spans_nest_under_the_turns_adapter_call(
+    platform: Platform, spans: InMemorySpanExporter
+) -> None:
+    import asyncio
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from band_trio.contract import run_asyncio
+
+    _, room, user = seeded(platform)
+    framework = TracerProvider()  # the framework's own tracer, exporting to the same place
+    framework.add_span_processor(SimpleSpanProcessor(spans))
+
+    async def graph_step() -> str:  # an asyncio framework, tracing with OpenTelemetry
+        with framework.get_tracer("a.framework").start_as_current_span("framework.step"):
+            await asyncio.sleep(0)
+            return "stepped"
+
+    async def behaviour(turn: Turn) -> None:
+        await turn.reply(await run_asyncio(graph_step))
+
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, Recorder(behaviour), policy=FAST):
+            message = platform.post_message(room, user, "go")
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+    found = spans.get_finished_spans()
+    (turn,) = turn_spans(found, message)
+    step = one(found, "framework.step")
+    adapter = one(tree(found, turn), "band_trio.adapter")
+    assert step.parent is not None and adapter.context is not None
+    assert step.parent.span_id == adapter.context.span_id  # nested under the turn's call
+    assert step.context is not None and step.context.trace_id == adapter.context.trace_id
