@@ -371,3 +371,28 @@ async def test_shielded_work_is_waited_for_and_reported_when_it_outlives_the_gra
         assert await threads.aclose(GRACE) == 0  # the close cancels it
     assert seen.events == ["checkpoint written", "stream closed"]
     assert threads.asyncio.stats.overran_running == 0
+
+
+async def test_an_abort_before_the_code_began_still_reaches_its_own_try() -> None:
+    """The turn counts the asyncio work as started once its code runs, so a cancel is
+    never thrown into a coroutine that has not begun (it would skip the code's own
+    `try`, and a swallowing adapter would look like one that stops)."""
+    threads = Threads(4)
+    turn = a_turn(threads)
+    seen = Seen()
+
+    async def work() -> None:
+        seen.add("entered")
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen.add("its own except")
+            raise
+
+    with trio.fail_after(DEADLINE), turn_context(turn), trio.CancelScope() as scope:
+        scope.cancel()  # aborted before the call is even made
+        await run_asyncio(work)
+    assert seen.events == ["entered", "its own except"]
+    (stop,) = turn.remote_stops
+    assert stop.outcome is StopOutcome.CONFIRMED
+    await threads.aclose(GRACE)

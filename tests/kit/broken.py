@@ -21,6 +21,7 @@ really happened on the "remote" side.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 import socket
@@ -35,7 +36,14 @@ from typing import Any
 
 import trio
 
-from band_trio.contract import Adapter, StopAnswer, StopOutcome, Turn, close_tool_calls
+from band_trio.contract import (
+    Adapter,
+    StopAnswer,
+    StopOutcome,
+    Turn,
+    close_tool_calls,
+    run_asyncio,
+)
 
 _SLEEP = re.compile(r"sleep=(\d+(?:\.\d+)?)")
 
@@ -462,6 +470,55 @@ class KeepsWorking(Adapter):
                 await trio.sleep(self.overrun)  # "just one more step"
             raise
         await turn.reply(echo(turn))
+
+
+class AsyncioSwallowsCancel(Adapter):
+    """asyncio code (`run_asyncio`) that catches its `CancelledError` and works on, as
+    if the cancel were a hiccup (`sleep=N` keeps it at work N seconds, then it
+    echoes); it gives in to the second cancel, at the agent's exit.
+
+    Breaks *a swallowed cancellation is reported* and *interrupt mid-work* ("the
+    asyncio code did not stop"): the trio side of its turn lets the cancel through
+    after the stop grace, but the asyncio task runs on."""
+
+    async def on_turn(self, turn: Turn) -> None:
+        await turn.reply(await run_asyncio(self._work, turn.message.content))
+
+    @staticmethod
+    async def _work(content: str) -> str:
+        try:
+            await asyncio.sleep(work_time(content))
+        except asyncio.CancelledError:
+            await asyncio.sleep(work_time(content))  # "just finish the step"
+        return f"echo: {content}"
+
+
+class AsyncioShieldsWork(Adapter):
+    """asyncio code that shields its model call from the cancel (`asyncio.shield`): the
+    task ends at once, the call runs on.
+
+    Breaks *a swallowed cancellation is reported* and *interrupt mid-work* ("the
+    asyncio code did not stop: a task the asyncio task started still runs")."""
+
+    async def on_turn(self, turn: Turn) -> None:
+        await turn.reply(await run_asyncio(self._work, turn.message.content))
+
+    @staticmethod
+    async def _work(content: str) -> str:
+        await asyncio.shield(asyncio.sleep(work_time(content)))
+        return f"echo: {content}"
+
+
+class AsyncioAdapter(Adapter):
+    """A correct asyncio adapter: its work lets the cancel through."""
+
+    async def on_turn(self, turn: Turn) -> None:
+        await turn.reply(await run_asyncio(self._work, turn.message.content))
+
+    @staticmethod
+    async def _work(content: str) -> str:
+        await asyncio.sleep(work_time(content))
+        return f"echo: {content}"
 
 
 RELEASE = threading.Event()

@@ -21,6 +21,9 @@ from collections.abc import Callable
 import pytest
 import trio
 from broken import (
+    AsyncioAdapter,
+    AsyncioShieldsWork,
+    AsyncioSwallowsCancel,
     CorrectRemoteAdapter,
     DanglingToolCall,
     DetachedStop,
@@ -43,6 +46,7 @@ from broken import (
 )
 
 from band_trio.adapters import DemoAdapter
+from band_trio.contract import Adapter
 from band_trio.policy import Policy
 from band_trio.runtime import _room
 from band_trio.runtime._room import Room
@@ -360,6 +364,35 @@ async def test_swallowed_cancel_fails_an_adapter_that_keeps_working() -> None:
     result = await run(swallowed_cancel, Subject(lambda: KeepsWorking(1.0), policy=policy))
     failed(result, "the adapter ignored the stop and is still at work after 0.5s")
     assert time.perf_counter() - started < DEADLINE
+
+
+ASYNCIO_STOP = Policy(cleanup_grace=1.0, backend_stop_grace=0.3, shutdown_grace=2.0)
+"""The asyncio task's stop grace well inside the cleanup grace: a probe fails it for what
+the asyncio side did, not for the turn's length."""
+
+
+@pytest.mark.parametrize("probe", [swallowed_cancel, interrupt_mid_work])
+@pytest.mark.parametrize(
+    ("factory", "words"),
+    [
+        (AsyncioSwallowsCancel, "the asyncio task ignored its cancel"),
+        (AsyncioShieldsWork, "a task the asyncio task started still runs"),
+    ],
+    ids=["swallows", "shields"],
+)
+async def test_the_probes_fail_asyncio_code_that_does_not_stop(
+    probe: Probe, factory: Callable[[], Adapter], words: str
+) -> None:
+    started = time.perf_counter()
+    result = await run(probe, Subject(factory, policy=ASYNCIO_STOP))
+    failed(result, "the asyncio code did not stop", words)
+    assert time.perf_counter() - started < DEADLINE  # failed in bounded time, no hang
+
+
+@pytest.mark.parametrize("probe", [swallowed_cancel, interrupt_mid_work])
+async def test_the_probes_pass_asyncio_code_that_lets_the_cancel_through(probe: Probe) -> None:
+    result = await run(probe, Subject(AsyncioAdapter, policy=ASYNCIO_STOP))
+    assert result.outcome == "passed", result
 
 
 # -- nothing left after the agent stops -----------------------------------------------

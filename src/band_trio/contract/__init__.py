@@ -55,6 +55,7 @@ from ._remote import StopAnswer as StopAnswer
 from ._remote import StopFn as StopFn
 from ._remote import StopOutcome as StopOutcome
 from ._remote import TurnControl as TurnControl
+from ._run_asyncio import ASYNCIO_WORK as ASYNCIO_WORK
 from ._run_asyncio import run_asyncio as run_asyncio
 from ._threads import Threads as Threads
 from ._threads import ThreadStats as ThreadStats
@@ -78,6 +79,7 @@ from ._upstream_http import upstream_client as upstream_client
 from ._upstream_http import upstream_timeout as upstream_timeout
 
 __all__ = [
+    "ASYNCIO_WORK",
     "DEFAULT_OUTPUT_LIMIT",
     "MAX_ANSWER_CHARS",
     "MAX_EVENT_BYTES",

@@ -26,6 +26,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
@@ -73,13 +74,14 @@ class AsyncioJob:
     Its fields are the trio thread's; the task itself is touched only in the loop's."""
 
     __slots__ = (
-        "_done", "_loop", "_overran", "_settled", "_token", "cancel_requested", "label",
-        "message_id", "result", "room_id",
+        "_done", "_entered", "_loop", "_overran", "_settled", "_token", "cancel_requested",
+        "label", "message_id", "result", "room_id",
     )  # fmt: skip
 
     def __init__(self, loop: AsyncioLoop, label: str, room_id: str, message_id: str) -> None:
         self._loop = loop
         self._token = trio.lowlevel.current_trio_token()
+        self._entered = trio.Event()
         self._done = trio.Event()
         self._settled = trio.Event()
         self._overran = False
@@ -96,6 +98,11 @@ class AsyncioJob:
     async def wait(self) -> None:
         """Return once the task ended; the caller sets the deadline."""
         await self._done.wait()
+
+    async def wait_entered(self) -> None:
+        """Return once the async function's code runs (its first step began), or the call
+        ended without it: from then on a cancel reaches code of its own (its `try`)."""
+        await self._entered.wait()
 
     def is_settled(self) -> bool:
         return self._settled.is_set()
@@ -124,6 +131,7 @@ class AsyncioJob:
 
     def _ended(self, result: outcome.Outcome[Any]) -> None:  # the trio thread
         self.result = result
+        self._entered.set()
         self._done.set()
         self._loop._jobs.discard(self)
 
@@ -320,11 +328,19 @@ class AsyncioLoop:
         except BaseException as exc:  # the call itself raised: that is its outcome
             hand_back(outcome.Error(exc))
             return
-        task = asyncio.get_running_loop().create_task(coro, context=context)
+
+        async def entered() -> Any:  # the task's first step: the code is entered now
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(job._entered.set)
+            return await coro
+
+        task = asyncio.get_running_loop().create_task(entered(), context=context)
         self._tasks[job] = task
 
         def done(task: asyncio.Task[Any]) -> None:
             self._tasks.pop(job, None)
+            if task.cancelled() and inspect.getcoroutinestate(coro) == "CORO_CREATED":
+                coro.close()  # cancelled before its first step (a close): never awaited
             if not self._families.get(job):
                 self._families.pop(job, None)
             if task.cancelled():

@@ -41,9 +41,13 @@ from ._current import current_turn
 from ._cutoff import Cutoff
 from ._remote import StopAnswer, StopOutcome
 
-__all__ = ["run_asyncio"]
+__all__ = ["ASYNCIO_WORK", "run_asyncio"]
 
 T = TypeVar("T")
+
+ASYNCIO_WORK = "asyncio task"
+"""The name `run_asyncio` registers its remote work under: each `RemoteStop` of an
+asyncio task has it (what the conformance kit looks for)."""
 
 _SAY_WHY = 0.001
 """How long before the stop's deadline its wait ends, so the stop says what happened
@@ -68,8 +72,10 @@ async def run_asyncio(async_fn: Callable[..., Awaitable[T]], *args: object) -> T
     loop = turn._control.threads.asyncio
     where = (turn.room_id, turn.message.id)
     job = loop.submit(async_fn, args, contextvars.copy_context(), label, where)
-    async with turn.remote(stop=_stopper(turn._control.cutoff), name="asyncio task") as work:
-        work.started(job, label=label)
+    async with turn.remote(stop=_stopper(turn._control.cutoff), name=ASYNCIO_WORK) as work:
+        with work.starting():  # until its code runs: a cancel then reaches its own `try`
+            await job.wait_entered()
+            work.started(job, label=label)
         await job.wait()
         work.finished()
     return cast(T, _unwrap(job))

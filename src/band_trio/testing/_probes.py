@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+from ..contract import ASYNCIO_WORK, StopOutcome, Turn
 from ._bounded import run_bounded, run_here
 from ._kit import Kit, ProbeFailed, ProbeResult, Subject, open_kit
 from ._progress import progress as probe_progress
@@ -113,6 +114,7 @@ async def interrupt_mid_work(kit: Kit) -> ProbeResult:
     took = record.ended - sent
     if record.ending != "cancelled":
         raise ProbeFailed(f"the turn {record.ending} instead of letting the cancel through")
+    _asyncio_stopped(record.turn)
     grace = kit.subject.policy.cleanup_grace
     if took > grace:
         raise ProbeFailed(f"the adapter took {_ms(took)} to end its turn (grace {grace:g}s)")
@@ -294,7 +296,16 @@ async def swallowed_cancel(kit: Kit) -> ProbeResult:
         raise ProbeFailed(f"a stopped turn's message became {kit.status(message)!r}")
     if record.ending != "cancelled":
         raise ProbeFailed(f"the adapter swallowed the cancellation: its turn {record.ending}")
+    _asyncio_stopped(record.turn)
     return _passed("the cancel went through; the message stays processing")
+
+
+def _asyncio_stopped(turn: Turn) -> None:
+    """asyncio code (`run_asyncio`) that ignored its cancel, or shielded its work from
+    it, past the stop grace: the trio side went on, the asyncio side did not stop."""
+    for stop in turn.remote_stops:
+        if stop.name == ASYNCIO_WORK and stop.outcome is StopOutcome.UNCONFIRMED:
+            raise ProbeFailed(f"the asyncio code did not stop: {stop.detail}")
 
 
 @_probe("nothing left after the agent stops", leaks=True)
