@@ -38,6 +38,7 @@ the adapter twice for a message the ledger has completed.
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import logging
 from collections import Counter
@@ -67,7 +68,6 @@ from ..wire import MessageCreated
 from ._envelope import INTERRUPTED, decode_envelope
 from ._host_outcome import HostOutcome
 from ._host_turns import HOST_RULES, HostRooms, Lifeline
-from ._identity import thread_counts
 from ._policy import BridgePolicy
 
 __all__ = ["HostApp", "serve_host"]
@@ -111,7 +111,6 @@ class HostApp:
         """The forwards answered, by outcome (`HostOutcome.label`)."""
         self.refused = 0
         """Requests refused for a missing or wrong token."""
-        self._ctx: RoomContext | None = None
 
     @property
     def turns(self) -> int:
@@ -120,7 +119,7 @@ class HostApp:
 
     def bind(self, rest: RestClient) -> None:
         """Use `rest` (the identity's REST client) for claims, marks and posts."""
-        self._ctx = RoomContext(
+        context = RoomContext(
             agent_id=self.agent_id,
             rest=rest,
             adapter=self.adapter,
@@ -133,7 +132,7 @@ class HostApp:
             cutoff=self.rooms.cutoff,
             rules=HOST_RULES,
         )
-        self.rooms.bind(self._ctx)
+        self.rooms.bind(context)
 
     def running(self, room_id: str) -> ActiveTurn | None:
         return self.rooms.running(room_id)
@@ -212,7 +211,7 @@ class HostApp:
                     "requested": stops.requested,
                     "unconfirmed": stops.unconfirmed,
                 },
-                "threads": thread_counts(self.rooms.thread_stats),
+                "threads": dataclasses.asdict(self.rooms.threads.stats),
             }
         )
 

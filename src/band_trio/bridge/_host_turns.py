@@ -32,7 +32,7 @@ from contextlib import contextmanager
 
 import trio
 
-from ..contract import Cutoff, Message, Threads, ThreadStats
+from ..contract import Cutoff, Message, Threads
 from ..policy import Policy
 from ..runtime.parts import (
     AbortKind,
@@ -157,10 +157,6 @@ class HostRooms:
     @property
     def running_count(self) -> int:
         return len(self._turns_now())
-
-    @property
-    def thread_stats(self) -> ThreadStats:
-        return self.threads.stats
 
     def running_turns(self) -> list[tuple[str, str]]:
         """(room, message) of every turn running now."""
