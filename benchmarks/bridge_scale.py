@@ -8,7 +8,7 @@ Three kinds of process, all on loopback, as a user would run them:
 * the embedded platform (`band-trio platform`), fresh for each size, seeded
   through its admin API with N agents, one user and one room per agent;
 * this script: the driver, and the HTTP target every identity forwards to
-  (`band_trio.bridge.RecordingTarget` on hypercorn: `200 {}` at once, or held
+  (`band_trio.testing.RecordingTarget` on hypercorn: `200 {}` at once, or held
   open for the signal trials);
 * the bridge (`band-trio bridge --config FILE`), a fresh process for each size,
   one identity per agent, `settle = "bridge"`.

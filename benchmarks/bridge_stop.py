@@ -37,14 +37,8 @@ import trio
 from _stopwatch import control_frame_after
 
 from band_trio import Adapter, Policy, Turn
-from band_trio.bridge import (
-    Bridge,
-    BridgeConfig,
-    HostApp,
-    HttpTargetConfig,
-    IdentityConfig,
-    serve_host,
-)
+from band_trio.bridge import Bridge, BridgeConfig, HttpTargetConfig, IdentityConfig
+from band_trio.host import HostApp, serve_host
 from band_trio.platform import Platform, open_platform
 from band_trio.testing import RecordingTarget, open_recording_target
 

@@ -10,7 +10,9 @@ rest lives in named subpackages (docs/reference/api.md lists each):
     band_trio.policy     every agent policy: Policy, UpstreamPolicy, PlatformPolicy, ...
     band_trio.platform   the embedded Band platform
     band_trio.testing    the conformance kit, recording adapters and targets, task tracking
-    band_trio.bridge     the bridge and its host;   band_trio.runs   the runs API
+    band_trio.bridge     the bridge: agent identities' events forwarded to remote agents
+    band_trio.host       the bridge's other end: an adapter behind `band-trio host`
+    band_trio.runs       the runs API
 
 The names that need trio (the runtime and the adapter contract) are imported
 on first use, so `import band_trio.wire` (sans-IO) or `band_trio.errors` never

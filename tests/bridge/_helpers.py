@@ -15,12 +15,11 @@ from band_trio.bridge import (
     BridgeConfig,
     BridgePolicy,
     BridgeResult,
-    HostApp,
     HttpTargetConfig,
     IdentityConfig,
-    serve_host,
 )
 from band_trio.bridge._config import TargetConfig
+from band_trio.host import HostApp, serve_host
 from band_trio.platform import Platform
 from band_trio.testing import TaskTracker
 from support import HOST_TOKEN

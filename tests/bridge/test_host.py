@@ -14,7 +14,8 @@ import pytest
 import trio
 
 from band_trio import Adapter, Policy, Turn
-from band_trio.bridge import BridgePolicy, HostApp, HttpTargetConfig, serve_host
+from band_trio.bridge import BridgePolicy, HttpTargetConfig
+from band_trio.host import HostApp, serve_host
 from band_trio.platform import Platform
 from support import HOST_TOKEN, Recorder, echo, envelope
 

@@ -164,7 +164,7 @@ async def test_plays_in_a_row_send_one_next_nudge(platform: Platform) -> None:
             for _ in range(3):
                 platform.send_control(agent_id, "play", room_id=room_id)
             await hold.arrived.wait()
-            await run.bridge.wait_until(lambda: ident.counters.nudges == 2)  # start-up + one
+            await run.bridge.wait_until(lambda: ident.counters.passes == 2)  # start-up + one
             hold.release()
             await run.bridge.wait_until(lambda: ident.rooms_idle)
         assert _next_calls(platform, room_id, mark) == 1

@@ -19,15 +19,8 @@ import pytest
 import trio
 
 from band_trio.adapters import DemoAdapter
-from band_trio.bridge import (
-    Bridge,
-    BridgeConfig,
-    BridgePolicy,
-    HostApp,
-    HttpTargetConfig,
-    IdentityConfig,
-    serve_host,
-)
+from band_trio.bridge import Bridge, BridgeConfig, BridgePolicy, HttpTargetConfig, IdentityConfig
+from band_trio.host import HostApp, serve_host
 from band_trio.platform import Platform, open_platform
 from band_trio.policy import PlatformPolicy, ServerPolicy
 from band_trio.runs import open_runs_api

@@ -24,7 +24,7 @@ from pathlib import Path
 SRC = Path(__file__).parents[2] / "src" / "band_trio"
 PUBLISHED_SCOPES = {
     ("runtime/_turn_state.py", "ActiveTurn"),
-    ("bridge/_host_turns.py", "Lifeline"),
+    ("host/_turns.py", "Lifeline"),
     ("platform/_server.py", "_Server"),
 }
 """(module, class) whose instances carry a public `scope`: docs/discussion/closing.md."""

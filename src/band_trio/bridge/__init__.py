@@ -1,23 +1,21 @@
-"""The bridge: forward the events of N agent identities to remote agents, and the
-host on the other end.
+"""The bridge: forward the events of N agent identities to remote agents.
 
-* `Bridge` (`band-trio bridge --config FILE`) — per identity the runtime's link
-  and the runtime's rooms (`runtime.parts`): each message, room or participant
-  event is a turn whose work is a forward to the target, in its own cancel
-  scope; interrupt cancels the forward in flight and consumes its message,
-  stop cancels it and clears the room's queue until play's `/next` catch-up;
-  `GET /health` per identity. Targets: HTTP, A2A, command. The bridge claims
-  and settles each message it forwards (`processing`, then `processed`;
-  `failed` once `forward_attempts` sends failed, with a backoff between them)
-  unless the target says `settle = "target"`.
-* `HostApp` (`band-trio host --adapter MODULE:FACTORY`) — an ASGI app that
-  takes the bridge's envelopes (with its bearer token) and runs an adapter for
-  each message, on the platform's copy of it, with the normal claim → run →
-  settle; each answer says what happened, non-2xx when the turn did not run;
-  when the forward's request goes away, the turn is cancelled.
+`Bridge` (`band-trio bridge --config FILE`) runs, per identity, the runtime's
+link and the runtime's rooms (`runtime.parts`): each message, room or
+participant event is a turn whose work is a forward to the target, in its own
+cancel scope; interrupt cancels the forward in flight and consumes its message,
+stop cancels it and clears the room's queue until play's `/next` catch-up;
+`GET /health` per identity. Targets: HTTP, A2A, command. The bridge claims and
+settles each message it forwards (`processing`, then `processed`; `failed` once
+`forward_attempts` sends failed, with a backoff between them) unless the target
+says `settle = "target"`.
 
-A recording HTTP target to test a bridge against is `band_trio.testing`'s
-`open_recording_target`. See docs/how-to/bridge.md.
+What a target reads is public here: the envelope (`Envelope`, `decode_envelope`,
+`FORWARDED_EVENTS`, `INTERRUPTED`) and `BridgePolicy`. The host on the other end
+(`band-trio host`) is a package of its own, `band_trio.host`: a target built on
+these names, a layer above the bridge, which never imports it. A recording HTTP
+target to test a bridge against is `band_trio.testing`'s `open_recording_target`.
+See docs/how-to/bridge.md.
 """
 
 from __future__ import annotations
@@ -32,16 +30,16 @@ from ._config import IdentityConfig as IdentityConfig
 from ._config import load_config as load_config
 from ._config import parse_config as parse_config
 from ._envelope import FORWARDED_EVENTS as FORWARDED_EVENTS
+from ._envelope import INTERRUPTED as INTERRUPTED
 from ._envelope import Envelope as Envelope
 from ._envelope import decode_envelope as decode_envelope
 from ._health import health_body as health_body
-from ._host import HostApp as HostApp
-from ._host import serve_host as serve_host
 from ._identity import IdentityStatus as IdentityStatus
 from ._policy import BridgePolicy as BridgePolicy
 
 __all__ = [
     "FORWARDED_EVENTS",
+    "INTERRUPTED",
     "A2ATargetConfig",
     "Bridge",
     "BridgeConfig",
@@ -49,7 +47,6 @@ __all__ = [
     "BridgeResult",
     "CommandTargetConfig",
     "Envelope",
-    "HostApp",
     "HttpTargetConfig",
     "IdentityConfig",
     "IdentityStatus",
@@ -57,5 +54,4 @@ __all__ = [
     "health_body",
     "load_config",
     "parse_config",
-    "serve_host",
 ]

@@ -28,7 +28,7 @@ told instead (`message_interrupted`), after the forward unwound.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import trio
 
@@ -47,34 +47,14 @@ log = logging.getLogger("band_trio.bridge.forward")
 
 
 @dataclass
-class Counters:
-    """What one identity's forwards did, and its rooms (read by `GET /health`)."""
+class Counters(RoomCounts):
+    """What one identity's forwards did (read by `GET /health`), beside what its rooms
+    did (`RoomCounts`: catch-ups, cancels, drops, overflows), which the rooms write."""
 
     in_flight: int = 0
     delivered: int = 0
     failed: int = 0
     """Sends the target did not take (each attempt counts)."""
-    rooms: RoomCounts = field(default_factory=RoomCounts)
-
-    @property
-    def cancelled(self) -> int:
-        """Forwards cut off by an interrupt or stop (running, or in their claim window)."""
-        return self.rooms.cancelled
-
-    @property
-    def dropped(self) -> int:
-        """Queued units a stop cleared before they started (they come back on play)."""
-        return self.rooms.dropped
-
-    @property
-    def nudges(self) -> int:
-        """`/next` catch-ups run (start-up rehydration, rejoins, plays, reconciles)."""
-        return self.rooms.passes
-
-    @property
-    def overflowed(self) -> int:
-        """Times a room's queue was full: its messages dropped for a `/next` catch-up."""
-        return self.rooms.overflowed
 
 
 class Forwarder(Adapter):
@@ -93,7 +73,7 @@ class Forwarder(Adapter):
         bridge_policy: BridgePolicy,
         changes: Changes,
         settles: bool,
-        counts: RoomCounts,
+        counters: Counters,
     ) -> None:
         self._agent_id = agent_id
         self._target = target
@@ -103,8 +83,8 @@ class Forwarder(Adapter):
         self._bridge_policy = bridge_policy
         self._changes = changes
         self._settles = settles
-        self.counters = Counters(rooms=counts)
-        """Live: the rooms write `counts`, the forwards the rest."""
+        self.counters = counters
+        """Live: the rooms write their counts, the forwards the rest."""
 
     async def on_turn(self, turn: Turn) -> None:
         raise AssertionError("a bridged identity's turns forward (RoomContext.call)")

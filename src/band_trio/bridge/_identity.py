@@ -19,15 +19,15 @@ go on.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from typing import Any
 
 import trio
 
 from .. import errors
-from ..contract import Cutoff, Threads, ThreadStats
+from ..contract import Cutoff, Threads
 from ..link import RestClient, SocketStats
 from ..observe import hooks as observe
 from ..policy import BusyPolicy, Policy
@@ -43,7 +43,6 @@ from ..runtime.parts import (
     LinkSettings,
     RemoteStopLog,
     RoomContext,
-    RoomCounts,
     RoomRules,
     Rooms,
 )
@@ -59,7 +58,7 @@ __all__ = ["Identity", "IdentityStatus"]
 log = logging.getLogger("band_trio.bridge")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class IdentityStatus:
     """One identity as `GET /health` shows it."""
 
@@ -112,8 +111,9 @@ class Identity:
         self._threads = Threads(policy.adapter_threads)
         self._link: Link | None = None
         self._rooms: Rooms | None = None
-        self._forwarder: Forwarder | None = None
-        self._counts = RoomCounts()
+        self.counters = Counters()
+        """The run's forwards and rooms (catch-ups, cancels, drops, overflows), as
+        `GET /health` shows them; a new run counts afresh."""
         self._ledgers: dict[str, Ledger] = {}
         """Per room, kept across runs: a message forwarded (or given up) is not forwarded
         again by this process, even if the room is left and rejoined."""
@@ -157,11 +157,6 @@ class Identity:
         return self._rooms
 
     @property
-    def counters(self) -> Counters:
-        """The forwards' counts, with the rooms' (catch-ups, cancels, drops, overflows)."""
-        return self._forwarder.counters if self._forwarder is not None else Counters()
-
-    @property
     def remote_stops(self) -> RemoteStopStats:
         """How the remote stops of this identity's cancelled forwards ended."""
         return self._stops.stats
@@ -187,7 +182,7 @@ class Identity:
                 "requested": stops.requested,
                 "unconfirmed": stops.unconfirmed,
             },
-            threads=thread_counts(self._threads.stats),
+            threads=dataclasses.asdict(self._threads.stats),
             last_disconnect_reason=link.disconnect_reason if link else self.disconnect_reason,
             ended=self.ended,
         )
@@ -220,11 +215,11 @@ class Identity:
                 )
                 target = await open_target(config.target, self._bridge_policy, clients)
                 settles = config.target.settle == "bridge"
-                self._counts = RoomCounts()
-                forwarder = self._forwarder = Forwarder(
+                self.counters = Counters()
+                forwarder = Forwarder(
                     config.agent_id, target, rest=rest, limiter=self._limiter,
                     policy=self._policy, bridge_policy=self._bridge_policy,
-                    changes=self._changes, settles=settles, counts=self._counts,
+                    changes=self._changes, settles=settles, counters=self.counters,
                 )  # fmt: skip
                 context = RoomContext(
                     agent_id=config.agent_id, rest=rest, adapter=forwarder,
@@ -235,7 +230,7 @@ class Identity:
                     busy=BusyPolicy(), changes=self._changes, journal=self.journal,
                     stops=self._stops, threads=self._threads, cutoff=self._cutoff,
                     rules=RoomRules(claims=settles, events=True, work="forward"),
-                    call=forwarder, counts=self._counts,
+                    call=forwarder, counts=self.counters,
                 )  # fmt: skip
                 rooms = Rooms(context, self._ledgers, what="bridge room",
                               shutdown_grace=self._bridge_policy.shutdown_grace)  # fmt: skip
@@ -328,13 +323,3 @@ class Identity:
             room.offer_event(event, payload)
         elif event in ("room_removed", "room_deleted"):
             self._rooms.depart(event, payload, room_id)
-
-
-def thread_counts(stats: ThreadStats) -> dict[str, int]:
-    """Worker-thread counts as `/health` shows them."""
-    return {
-        "limit": stats.limit,
-        "running": stats.running,
-        "abandoned": stats.abandoned,
-        "abandoned_running": stats.abandoned_running,
-    }

@@ -83,17 +83,11 @@ class BridgePolicy:
     `Bridge` itself keeps its own collector settings."""
 
     def __post_init__(self) -> None:
-        if self.max_forwards < 1:
-            raise ValueError("max_forwards must be at least 1")
-        if self.max_connects < 1:
-            raise ValueError("max_connects must be at least 1")
-        if self.forwarded_memory < 1:
-            raise ValueError("forwarded_memory must be at least 1")
-        if self.room_queue < 2:
-            raise ValueError("room_queue must be at least 2 (a catch-up and a message)")
-        if self.forward_attempts < 1:
-            raise ValueError("forward_attempts must be at least 1")
         for count in (
+            "max_forwards",
+            "max_connects",
+            "forwarded_memory",
+            "forward_attempts",
             "target_connections",
             "host_max_body",
             "host_rooms",
@@ -103,6 +97,8 @@ class BridgePolicy:
         ):
             if getattr(self, count) < 1:
                 raise ValueError(f"{count} must be at least 1")
+        if self.room_queue < 2:
+            raise ValueError("room_queue must be at least 2 (a catch-up and a message)")
         if self.collector_threshold > COLLECTOR_THRESHOLD_MAX:
             raise ValueError(
                 f"collector_threshold must be at most {COLLECTOR_THRESHOLD_MAX} (a C int)"

@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 from contextlib import AsyncExitStack
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Protocol
 
 import httpx2
 import msgspec
@@ -54,21 +53,26 @@ __all__ = [
 log = logging.getLogger("band_trio.bridge.target")
 
 
-class Target(Protocol):
+class Target:
     """One identity's target. `forward` raises `ForwardError` if it was not taken;
     `room_left` is told when the identity left a room (after its last forward);
     `interrupted` is told when an interrupt cut off the forward of a message: True
     once the target consumed it, False if it was told but did not (the message is
-    left, as a stop leaves it), None if it consumes nothing (the bridge marks it)."""
+    left, as a stop leaves it), None if it consumes nothing (the bridge marks it).
+    The defaults are a target's that keeps nothing per room and consumes nothing."""
 
-    async def forward(self, envelope: Envelope, turn: Turn) -> None: ...
+    async def forward(self, envelope: Envelope, turn: Turn) -> None:
+        raise NotImplementedError
 
-    async def room_left(self, room_id: str) -> None: ...
+    async def room_left(self, room_id: str) -> None:
+        """Nothing is kept per room."""
 
-    async def interrupted(self, envelope: Envelope) -> bool | None: ...
+    async def interrupted(self, envelope: Envelope) -> bool | None:
+        """Nothing is consumed on the platform: the bridge marks the message."""
+        return None
 
 
-class HttpTarget:
+class HttpTarget(Target):
     """POST the envelope as JSON (with the target's token, if it has one, as a bearer
     token: what `band-trio host` checks); any 2xx answer is a delivered forward."""
 
@@ -129,9 +133,6 @@ class HttpTarget:
                 envelope.message_id,
             )
 
-    async def room_left(self, room_id: str) -> None:
-        """Nothing is kept per room."""
-
     async def interrupted(self, envelope: Envelope) -> bool | None:
         """A target that settles what it runs (`settle = "target"`: a `band-trio host`)
         is told (`message_interrupted`) and consumes the message itself, after its own
@@ -176,7 +177,7 @@ _CONSUMED = frozenset({"consumed", "completed", "unknown"})
 (`unknown`: the platform holds it unprocessed no more)."""
 
 
-class CommandTarget:
+class CommandTarget(Target):
     """Run the command with the envelope on stdin; exit 0 is a delivered forward."""
 
     def __init__(self, config: CommandTargetConfig) -> None:
@@ -195,15 +196,8 @@ class CommandTarget:
             why = f": {tail[0][:200]}" if tail else ""
             raise ForwardError(f"{config.argv[0]} exited {result.returncode}{why}")
 
-    async def room_left(self, room_id: str) -> None:
-        """Nothing is kept per room."""
 
-    async def interrupted(self, envelope: Envelope) -> bool | None:
-        """A command consumes nothing: the bridge marks it."""
-        return None
-
-
-class A2ATarget:
+class A2ATarget(Target):
     """Each forwarded message becomes an A2A task (the A2A adapter's turn); the
     agent's answer is posted to the room as the identity. Events that are not
     messages have no A2A counterpart and are taken without a call."""
@@ -223,10 +217,6 @@ class A2ATarget:
 
     async def room_left(self, room_id: str) -> None:
         await self._adapter.on_room_left(room_id)
-
-    async def interrupted(self, envelope: Envelope) -> bool | None:
-        """An A2A agent consumes nothing on the platform: the bridge marks it."""
-        return None
 
 
 class TargetClients:

@@ -37,7 +37,7 @@ from ._ready import read_ready_file
 from ._signals import serve_until_signalled
 
 if TYPE_CHECKING:
-    from ..bridge import HostApp
+    from ..host import HostApp
 
 __all__ = ["add_parser"]
 
@@ -126,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    from ..bridge import HostApp  # loaded only for this command
+    from ..host import HostApp  # loaded only for this command
 
     policy = Policy(upstream=upstream_policy())  # BAND_UPSTREAM_*: the adapter's default
     adapter = load_adapter(args.adapter)
@@ -143,7 +143,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _serve(app: HostApp, api_key: str, rest_url: str, host: str, port: int) -> None:
-    from ..bridge import serve_host
+    from ..host import serve_host
 
     stop = trio.Event()
 

@@ -1,6 +1,6 @@
 """What the host hands its rooms: a forwarded message's turn, an interrupt's consume.
 
-The host's rooms are the runtime's (`runtime.Room`, `_host_turns`), fed by their
+The host's rooms are the runtime's (`runtime.Room`, `_turns`), fed by their
 owner instead of `/next`: each forward's request submits a unit (`Room.submit`),
 which runs in the room's order, in the room's task, and tells the request how it
 ended (`done`, `outcome`). A unit is the host's own step around the runtime's:
@@ -34,11 +34,11 @@ from ..runtime.parts import (
     settle,
 )
 from ..wire import ChatMessage
-from ._host_outcome import SETTLED, HostOutcome
+from ._outcome import SETTLED, HostOutcome
 
 __all__ = ["ConsumeUnit", "TurnUnit", "platform_copy"]
 
-log = logging.getLogger("band_trio.bridge.host")
+log = logging.getLogger("band_trio.host")
 
 
 async def platform_copy(

@@ -1,4 +1,4 @@
-"""The host: the other end of a bridge, running a band-trio adapter for each message.
+"""`HostApp`: the host's ASGI app, running a band-trio adapter for each forwarded message.
 
     POST /  (any path)      one bridge envelope, `Authorization: Bearer TOKEN`;
                             a `message_created` runs a turn on the platform's copy
@@ -17,7 +17,7 @@ request is checked before its body is read: the token (`--token-file` /
 nothing (no agent id). The server seam adds the browser defences (Host
 allow-list, same-origin only, JSON bodies, no framing). Then the envelope is
 only a pointer: the adapter runs on the message as the platform returns it
-(`_host_turns`), and a turn that did not run is never answered 2xx.
+(`_turns`), and a turn that did not run is never answered 2xx.
 
 The forward's HTTP request stays open for the whole turn, and it is the turn's
 lifeline: when the request goes away (the bridge cancelled the forward on an
@@ -31,13 +31,14 @@ and the host consumes the message itself (`processed`), after its own claim
 says `settle = "target"`.
 
 Turns of one room run one at a time, in the runtime's room (a replay waits until
-the aborted turn it replaces has settled: `_host_turns`); different rooms run
-concurrently. The host never runs
-the adapter twice for a message the ledger has completed.
+the aborted turn it replaces has settled: `_turns`); different rooms run
+concurrently. The host never runs the adapter twice for a message the ledger has
+completed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import logging
 from collections import Counter
@@ -45,7 +46,7 @@ from collections import Counter
 import msgspec
 import trio
 
-from .. import errors
+from ..bridge import INTERRUPTED, BridgePolicy, decode_envelope
 from ..contract import Adapter
 from ..link import RestClient
 from ..observe import hooks as observe
@@ -54,25 +55,19 @@ from ..runtime.parts import ActiveTurn, Changes, Journal, RemoteStopLog, RoomCon
 from ..server import (
     BodyTooLarge,
     ClientGone,
-    Listening,
     Receive,
     Scope,
     Send,
-    ServeSettings,
     answer,
     read_body,
-    serve,
 )
 from ..wire import MessageCreated
-from ._envelope import INTERRUPTED, decode_envelope
-from ._host_outcome import HostOutcome
-from ._host_turns import HOST_RULES, HostRooms, Lifeline
-from ._identity import thread_counts
-from ._policy import BridgePolicy
+from ._outcome import HostOutcome
+from ._turns import HOST_RULES, HostRooms, Lifeline
 
-__all__ = ["HostApp", "serve_host"]
+__all__ = ["HostApp"]
 
-log = logging.getLogger("band_trio.bridge.host")
+log = logging.getLogger("band_trio.host")
 
 _UNAUTHORIZED = msgspec.json.encode(
     {"error": {"code": "unauthorized", "message": "missing or wrong bearer token"}}
@@ -111,7 +106,6 @@ class HostApp:
         """The forwards answered, by outcome (`HostOutcome.label`)."""
         self.refused = 0
         """Requests refused for a missing or wrong token."""
-        self._ctx: RoomContext | None = None
 
     @property
     def turns(self) -> int:
@@ -120,7 +114,7 @@ class HostApp:
 
     def bind(self, rest: RestClient) -> None:
         """Use `rest` (the identity's REST client) for claims, marks and posts."""
-        self._ctx = RoomContext(
+        context = RoomContext(
             agent_id=self.agent_id,
             rest=rest,
             adapter=self.adapter,
@@ -133,7 +127,7 @@ class HostApp:
             cutoff=self.rooms.cutoff,
             rules=HOST_RULES,
         )
-        self.rooms.bind(self._ctx)
+        self.rooms.bind(context)
 
     def running(self, room_id: str) -> ActiveTurn | None:
         return self.rooms.running(room_id)
@@ -212,7 +206,7 @@ class HostApp:
                     "requested": stops.requested,
                     "unconfirmed": stops.unconfirmed,
                 },
-                "threads": thread_counts(self.rooms.thread_stats),
+                "threads": dataclasses.asdict(self.rooms.threads.stats),
             }
         )
 
@@ -275,98 +269,3 @@ async def _listen(receive: Receive, lifeline: Lifeline, listening: trio.CancelSc
     except BaseException:
         lifeline.cancelled()
         raise
-
-
-class _Waiting:
-    """What a graceful stop of the host waits for, said at WARNING (a person who pressed
-    Ctrl-C reads it at the default level): the turns still running and the grace, then
-    whether they finished within it."""
-
-    def __init__(self, app: HostApp, grace: float) -> None:
-        self._app = app
-        self._grace = grace
-        self._began: float | None = None
-        self._scope = trio.CancelScope()
-
-    def end(self) -> None:
-        """The serving is over: no stop to wait for any more."""
-        self._scope.cancel(reason="the host stopped serving")
-
-    async def announce(self, stop: trio.Event) -> None:
-        with self._scope:
-            await stop.wait()
-        running = self._app.running_turns()
-        if self._scope.cancelled_caught or not running:
-            return
-        self._began = trio.current_time()
-        named = ", ".join(f"room {room}: {message}" for room, message in running[:5])
-        more = f" and {len(running) - 5} more" if len(running) > 5 else ""
-        log.warning(
-            "stopping: waiting up to %gs (BridgePolicy.health_grace) for %d running turn(s) "
-            "to finish (%s%s); then they are cancelled",
-            self._grace,
-            len(running),
-            named,
-            more,
-        )
-
-    def over(self) -> None:
-        """The serving ended: the turns waited for finished, or were cancelled."""
-        if self._began is None:
-            return
-        took = trio.current_time() - self._began
-        if took < self._grace and not self._app.running_turns():
-            log.warning(
-                "stopping: the running turn(s) finished after %.1fs of the %gs grace: "
-                "stopped gracefully",
-                took,
-                self._grace,
-            )
-
-
-async def serve_host(
-    app: HostApp,
-    *,
-    api_key: str,
-    rest_url: str,
-    host: str,
-    port: int,
-    stop: trio.Event,
-    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Check the key (`GET /me`: `AuthenticationError` when the platform refuses it or
-    it is another agent's),
-    then serve `app` on `host:port` until `stop`, with the identity's REST client;
-    `task_status.started(bound_port)`. Turns still open at the end get the grace,
-    then are cancelled like a shutdown: their messages are left `processing`. The
-    adapter's `lifespan()` is entered once the key is known good, around the serving.
-
-    The caller checks the bind (`band_trio.server.check_bind`)."""
-    policy = app.bridge_policy
-    settings = ServeSettings(grace=policy.health_grace, policy=policy.server, log=log)
-    async with RestClient(rest_url, api_key, policy=app.policy) as rest:
-        profile = await rest.me()
-        if profile.id != app.agent_id:  # refused as the socket refuses an agent (403)
-            raise errors.AuthenticationError(
-                403, f"the API key is {profile.id}'s, not agent {app.agent_id}'s", code="forbidden"
-            )
-        app.bind(rest)
-        tracked = observe.track(app.sample)  # the gauges of /metrics, while it serves
-        try:
-            async with app.adapter.lifespan(), trio.open_nursery() as nursery:
-                await nursery.start(app.rooms.run)  # the turns' rooms, until the serving ends
-                waiting = _Waiting(app, policy.health_grace)
-                nursery.start_soon(waiting.announce, stop)
-
-                async def serving(*, task_status: trio.TaskStatus[Listening]) -> None:
-                    try:
-                        await serve(app, host, port, settings, stop=stop, task_status=task_status)
-                        waiting.over()
-                    finally:  # requests still open were cancelled: their turns aborted
-                        waiting.end()
-                        app.rooms.close()
-
-                listening: Listening = await nursery.start(serving)
-                task_status.started(listening.port)
-        finally:
-            observe.untrack(tracked)

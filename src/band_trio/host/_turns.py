@@ -12,7 +12,7 @@ The rooms are the runtime's (`runtime.parts.Rooms`): one task per room, turns
 of a room one at a time in arrival order, the same claim window, settle, hard
 stop and shutdown as an agent's. Their rules say how the host differs: a room
 never looks for work through `/next` (the bridge's catch-ups drive it: each
-forward's request submits its unit, `_host_units`), and closing one only
+forward's request submits its unit, `_units`), and closing one only
 forgets it. Each answer says what really happened (`HostOutcome`).
 
 At most `BridgePolicy.host_rooms` rooms are kept, the least recently used idle
@@ -32,7 +32,8 @@ from contextlib import contextmanager
 
 import trio
 
-from ..contract import Cutoff, Message, Threads, ThreadStats
+from ..bridge import BridgePolicy
+from ..contract import Cutoff, Message, Threads
 from ..policy import Policy
 from ..runtime.parts import (
     AbortKind,
@@ -46,13 +47,12 @@ from ..runtime.parts import (
     inbound,
 )
 from ..wire import MessageCreated
-from ._host_outcome import HostOutcome
-from ._host_units import ConsumeUnit, TurnUnit, platform_copy, runnable
-from ._policy import BridgePolicy
+from ._outcome import HostOutcome
+from ._units import ConsumeUnit, TurnUnit, platform_copy, runnable
 
 __all__ = ["HOST_RULES", "HostRooms", "Lifeline"]
 
-log = logging.getLogger("band_trio.bridge.host")
+log = logging.getLogger("band_trio.host")
 
 HOST_RULES = RoomRules(catches_up=False, tells_left=False)
 """The host's rooms: fed by the forwards' requests, never by `/next`."""
@@ -157,10 +157,6 @@ class HostRooms:
     @property
     def running_count(self) -> int:
         return len(self._turns_now())
-
-    @property
-    def thread_stats(self) -> ThreadStats:
-        return self.threads.stats
 
     def running_turns(self) -> list[tuple[str, str]]:
         """(room, message) of every turn running now."""
