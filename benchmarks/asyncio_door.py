@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -41,6 +42,10 @@ import trio_asyncio
 from band_trio.contract import Message, Threads, Turn, TurnControl, run_asyncio, turn_context
 
 Door = Callable[..., Awaitable[Any]]
+ROWS = (
+    "rss started", "per call", "cancel → asyncio", "cancel → trio resumes",
+    "100 concurrent turns", "rss after",
+)  # fmt: skip
 
 
 class _NoPort:
@@ -59,7 +64,8 @@ class _NoPort:
 
 def _turn(threads: Threads, n: int = 0) -> Turn:
     message = Message(id=f"m{n}", room_id="r", content="x", sender_id="u", sender_type="User")
-    return Turn(message, _NoPort(), control=TurnControl("r", message.id, stop_grace=5.0, threads=threads))  # fmt: skip
+    control = TurnControl("r", message.id, stop_grace=5.0, threads=threads)
+    return Turn(message, _NoPort(), control=control)
 
 
 def rss_mib() -> float:
@@ -171,10 +177,8 @@ def floor(args: argparse.Namespace) -> dict[str, float]:
             await asyncio.sleep(0.005)
             marks["cancel"] = time.perf_counter()
             task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await task
-            except asyncio.CancelledError:
-                pass
             cancels.append((marks["asyncio"] - marks["cancel"]) * 1e6)
         return {"per call": task_call, "cancel → asyncio": statistics.median(cancels)}
 
@@ -192,7 +196,7 @@ def main() -> None:
     order = ["thread", "trio-asyncio", "trio-asyncio", "thread"] * (args.rounds // 4 + 1)
     for name in order[: args.rounds]:
         out = results.setdefault(name, {})
-        for key in ("rss started", "per call", "cancel → asyncio", "cancel → trio resumes", "100 concurrent turns", "rss after"):  # fmt: skip
+        for key in ROWS:
             out.setdefault(key, [])
         if name == "thread":
             trio.run(thread_round, args, out)

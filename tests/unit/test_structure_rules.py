@@ -106,9 +106,8 @@ def test_every_http_client_is_given_the_shared_tls_context() -> None:
     assert unshared == []
 
 
-ALLOWED_PRIVATE = {("bridge", "runtime.parts")}
-"""(importing package, private module) pairs let through. `runtime.parts` is to go:
-the bridge's own room machine is being replaced by the runtime's (issue 39)."""
+ALLOWED_PRIVATE: set[tuple[str, str]] = set()
+"""(importing package, private module) pairs let through: none."""
 
 
 def _imported(name: str, tree: ast.Module) -> list[tuple[int, str]]:

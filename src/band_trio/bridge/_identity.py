@@ -238,6 +238,8 @@ class Identity:
         finally:
             observe.untrack(tracked)
             self._changes.notify()
+            grace = min(self._policy.backend_stop_grace, self._cutoff.at - trio.current_time())
+            await self._threads.aclose(max(0.0, grace))  # a no-op unless a target used it
         self._record(end)
         return end
 

@@ -123,7 +123,8 @@ class HostRooms:
         self.cutoff = Cutoff()
         """Every shielded wait of the host's turns ends by it (`hard_stop` lowers it)."""
         self.threads = Threads(policy.adapter_threads)
-        """The turns' worker threads (`run_in_thread`), abandoned ones counted."""
+        """The turns' worker threads (`run_in_thread`), abandoned ones counted, and their
+        asyncio loop (`run_asyncio`)."""
 
     def bind(self, context: RoomContext) -> None:
         """Serve with `context` (the host's agent, adapter and REST client)."""
@@ -132,7 +133,11 @@ class HostRooms:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The rooms' tasks, until `close` (what still runs then is cancelled)."""
         assert self._rooms is not None, "HostRooms.bind(context) first"
-        await self._rooms.run(task_status=task_status)
+        try:
+            await self._rooms.run(task_status=task_status)
+        finally:  # a turn's asyncio task that ignored its cancel: cancelled again, waited for
+            grace = min(self._policy.backend_stop_grace, self.cutoff.at - trio.current_time())
+            await self.threads.aclose(max(0.0, grace))
 
     def close(self) -> None:
         if self._rooms is not None:
