@@ -396,3 +396,24 @@ async def test_an_abort_before_the_code_began_still_reaches_its_own_try() -> Non
     (stop,) = turn.remote_stops
     assert stop.outcome is StopOutcome.CONFIRMED
     await threads.aclose(GRACE)
+
+
+async def test_an_owner_that_closes_its_loop_leaves_no_task_behind() -> None:
+    threads = Threads(4)
+
+    async def work() -> int:
+        return 1
+
+    def closers() -> list[str]:
+        root = trio.lowlevel.current_root_task()
+        tasks = [t for n in root.child_nurseries for t in n.child_tasks]
+        return [t.name for t in tasks if "close at the run's end" in t.name]
+
+    with trio.fail_after(DEADLINE):
+        for n in range(3):  # an agent run three times in one trio run
+            with turn_context(a_turn(threads, n)):
+                assert await run_asyncio(work) == 1
+            assert len(closers()) == 1
+            await threads.aclose(GRACE)
+            await trio.testing.wait_all_tasks_blocked()
+            assert closers() == []
