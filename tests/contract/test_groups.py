@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from band_trio.adapters._copilot_process import spawn
+from band_trio.adapters._stdio_process import spawn
 from band_trio.contract import Message, Turn, TurnControl, groups, run_command
 from band_trio.contract.groups import children_leading_groups, kill_live_groups
 from support import NoPlatform, pid_pipe
@@ -63,7 +63,7 @@ async def test_the_copilot_clis_group_is_noted_until_it_is_reaped(
     only_this_tests_groups: set[int],
 ) -> None:
     live = only_this_tests_groups
-    cli = await spawn(["sh", "-c", "exec sleep 600"], cwd=".", env={}, stderr_tail=100)
+    cli = await spawn(["sh", "-c", "exec sleep 600"], cwd=".", env={}, stderr_tail=100, what="sh")
     with trio.fail_after(DEADLINE):
         assert cli.pid in live
         kill_live_groups()

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ._copilot_cli import CopilotCli as CopilotCli
     from ._copilot_config import PERMISSION_KINDS as PERMISSION_KINDS
     from ._copilot_config import CopilotConfig as CopilotConfig
-    from ._copilot_rpc import CopilotError as CopilotError
+    from ._copilot_errors import CopilotError as CopilotError
     from ._demo import DemoAdapter as DemoAdapter
     from ._demo import demo as demo
     from ._openai import OpenAIChatAdapter as OpenAIChatAdapter
@@ -64,7 +64,7 @@ _WHERE = {
     "CopilotCli": "._copilot_cli",
     "PERMISSION_KINDS": "._copilot_config",
     "CopilotConfig": "._copilot_config",
-    "CopilotError": "._copilot_rpc",
+    "CopilotError": "._copilot_errors",
     "DemoAdapter": "._demo",
     "demo": "._demo",
     "OpenAIChatAdapter": "._openai",

@@ -46,7 +46,7 @@ from ..policy import UpstreamPolicy
 from ._abort_note import abort_note
 from ._copilot_cli import Connection, CopilotCli
 from ._copilot_config import CopilotConfig
-from ._copilot_rpc import CopilotError, CopilotGone, CopilotRpcError
+from ._copilot_errors import CopilotError, CopilotGone, CopilotRpcError
 from ._copilot_session import Run, Session
 
 __all__ = ["CopilotAdapter", "CopilotError", "copilot"]

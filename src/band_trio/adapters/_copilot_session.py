@@ -28,7 +28,7 @@ from typing import Any
 import trio
 
 from ..contract import MAX_ANSWER_CHARS
-from ._copilot_rpc import CopilotGone
+from ._copilot_errors import CopilotGone
 
 __all__ = ["Run", "Session"]
 

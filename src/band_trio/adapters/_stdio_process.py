@@ -1,15 +1,17 @@
-"""The Copilot CLI as a child process: started in a process group of its own, ended whole.
+"""A JSON-RPC peer as a child process (the Copilot CLI, an ACP agent): started in a
+process group of its own, ended whole.
 
-The CLI runs tools (a shell, ripgrep, MCP servers) as its own children, so it is
-started as the leader of a new session — its pid is the group id — and ended by
-signalling the group: SIGTERM (it exits in about 70 ms), SIGKILL to what is left
-after `kill_grace`, then the leader is reaped. Its exit is awaited on a pidfd
-without reaping it, so every `killpg` reaches this group and no other (an
-unreaped leader keeps its pid, the group id, from being reused). If the agent
-itself dies, the CLI sees its stdin end and exits by itself (about 2 s).
+Such a peer runs tools (a shell, ripgrep, MCP servers) as its own children, so it
+is started as the leader of a new session — its pid is the group id — and ended
+by signalling the group: SIGTERM (the Copilot CLI exits in about 70 ms), SIGKILL
+to what is left after `kill_grace`, then the leader is reaped. Its exit is
+awaited on a pidfd without reaping it, so every `killpg` reaches this group and
+no other (an unreaped leader keeps its pid, the group id, from being reused). If
+the agent itself dies, the child sees its stdin end and exits by itself (the
+Copilot CLI in about 2 s).
 
-Its stderr is read to the end by a task of the owner, keeping the last bytes to
-say why it exited.
+Its stderr is read to the end by a task of the owner, keeping only the last bytes
+(`stderr_tail`) to say why it exited: a chatty child never grows the agent.
 """
 
 from __future__ import annotations
@@ -25,15 +27,16 @@ import trio
 
 from ..contract.groups import forget_group, note_group
 
-__all__ = ["CliProcess", "spawn"]
+__all__ = ["ChildProcess", "spawn"]
 
-log = logging.getLogger("band_trio.adapters.copilot")
+log = logging.getLogger("band_trio.adapters")
 
 
 async def spawn(
-    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], stderr_tail: int
-) -> CliProcess:
-    """Start the CLI with three pipes, leading a new session; errors say what is wrong."""
+    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], stderr_tail: int, what: str
+) -> ChildProcess:
+    """Start `argv` with three pipes, leading a new session; an `OSError` says what
+    (`what`: "the Copilot CLI") could not be started, and why."""
     try:
         proc = await trio.lowlevel.open_process(
             list(argv),
@@ -45,15 +48,16 @@ async def spawn(
             start_new_session=True,
         )
     except OSError as exc:
-        raise OSError(exc.errno, f"cannot start the Copilot CLI {argv[0]!r}: {exc}") from exc
-    return CliProcess(proc, stderr_tail)
+        raise OSError(exc.errno, f"cannot start {what} {argv[0]!r}: {exc}") from exc
+    return ChildProcess(proc, stderr_tail, what)
 
 
-class CliProcess:
-    """One running CLI and how it is ended."""
+class ChildProcess:
+    """One running child and how it is ended."""
 
-    def __init__(self, proc: trio.Process, stderr_tail: int) -> None:
+    def __init__(self, proc: trio.Process, stderr_tail: int, what: str) -> None:
         self.proc = proc
+        self.what = what
         self.pid = proc.pid
         self._tail = bytearray()
         self._tail_size = stderr_tail
@@ -83,7 +87,7 @@ class CliProcess:
         return self.proc.stdout
 
     def stderr_text(self) -> str:
-        """The last bytes the CLI wrote to stderr, as one line."""
+        """The last bytes the child wrote to stderr, as one line."""
         return " ".join(self._tail.decode("utf-8", "replace").split())
 
     async def read_stderr(self) -> None:
@@ -108,7 +112,7 @@ class CliProcess:
         return code
 
     async def exited(self) -> None:
-        """Return once the CLI has exited (with a pidfd, it is left unreaped)."""
+        """Return once the child has exited (with a pidfd, it is left unreaped)."""
         if self._pidfd is None or self.reaped:
             await self.proc.wait()
             self._was_reaped()
@@ -162,7 +166,7 @@ class CliProcess:
                 self._was_reaped()
             self._close()
             if reaping.cancelled_caught:
-                log.error("the Copilot CLI (pid %d) outlived SIGKILL; given up on", self.pid)
+                log.error("%s (pid %d) outlived SIGKILL; given up on", self.what, self.pid)
 
     def _close(self) -> None:
         """Close the pidfd and our ends of the pipes (synchronously: fine under a cancel)."""
