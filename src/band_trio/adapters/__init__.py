@@ -11,6 +11,7 @@ band_trio.adapters:NAME`, configured from the environment:
 | `command`     | `CommandAdapter`    | a command run per message, in its own process group |
 | `opencode`    | `OpenCodeAdapter`   | an `opencode serve` agent server (one session per room) |
 | `copilot`     | `CopilotAdapter`    | the GitHub Copilot CLI, with a model server of yours |
+| `acp`         | `AcpAdapter`        | a coding agent that speaks ACP (`opencode acp`, ...)  |
 
 See docs/reference/adapters.md for their settings and how each one stops its peer.
 """
@@ -28,6 +29,12 @@ if TYPE_CHECKING:
     from ._a2a import A2ARpcError as A2ARpcError
     from ._a2a import A2ATaskError as A2ATaskError
     from ._a2a import a2a as a2a
+    from ._acp import AcpAdapter as AcpAdapter
+    from ._acp import acp as acp
+    from ._acp_agent import AcpAgent as AcpAgent
+    from ._acp_agent import AcpError as AcpError
+    from ._acp_config import TOOL_KINDS as TOOL_KINDS
+    from ._acp_config import AcpConfig as AcpConfig
     from ._command import CommandAdapter as CommandAdapter
     from ._command import CommandFailedError as CommandFailedError
     from ._command import command as command
@@ -50,6 +57,12 @@ if TYPE_CHECKING:
 # Each adapter is imported when first named, not with the package: a command that
 # runs one adapter (or none) does not pay for the others' dependencies.
 _WHERE = {
+    "AcpAdapter": "._acp",
+    "acp": "._acp",
+    "AcpAgent": "._acp_agent",
+    "AcpError": "._acp_agent",
+    "TOOL_KINDS": "._acp_config",
+    "AcpConfig": "._acp_config",
     "A2AAdapter": "._a2a",
     "A2AError": "._a2a",
     "A2AProtocolError": "._a2a",
@@ -78,11 +91,16 @@ _WHERE = {
 
 __all__ = [
     "PERMISSION_KINDS",
+    "TOOL_KINDS",
     "A2AAdapter",
     "A2AError",
     "A2AProtocolError",
     "A2ARpcError",
     "A2ATaskError",
+    "AcpAdapter",
+    "AcpAgent",
+    "AcpConfig",
+    "AcpError",
     "CommandAdapter",
     "CommandFailedError",
     "CopilotAdapter",
@@ -96,6 +114,7 @@ __all__ = [
     "OpenCodeError",
     "Tool",
     "a2a",
+    "acp",
     "command",
     "copilot",
     "demo",

@@ -44,7 +44,7 @@ import trio
 
 from ._rpc_codecs import FramingError
 
-__all__ = ["Codec", "JsonRpcPeer", "RpcFault"]
+__all__ = ["Call", "Codec", "JsonRpcPeer", "RpcFault"]
 
 log = logging.getLogger("band_trio.adapters")
 
@@ -79,14 +79,30 @@ class RpcFault(Exception):
         self.message = message
 
 
-class _Pending:
-    __slots__ = ("done", "error", "method", "result")
+class Call:
+    """A request sent and its answer, once it came: what `JsonRpcPeer.call` returns, for
+    a request whose answer outlives the task that sent it (ACP's `session/prompt`,
+    answered only after a cancel the turn's stop sends)."""
 
-    def __init__(self, method: str) -> None:
+    __slots__ = ("_forget", "done", "error", "method", "result")
+
+    def __init__(self, method: str, forget: Callable[[], None]) -> None:
         self.method = method
         self.done = trio.Event()
         self.result: Any = None
         self.error: Exception | None = None
+        self._forget = forget
+
+    async def wait(self) -> Any:
+        """The result, once answered (the caller's deadline governs); raises the error."""
+        await self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def forget(self) -> None:
+        """Nobody waits for the answer any more: it is dropped when it comes."""
+        self._forget()
 
 
 class JsonRpcPeer:
@@ -119,7 +135,7 @@ class JsonRpcPeer:
         self._refused = refused
         self._out, self._out_receive = trio.open_memory_channel[bytes](outbox)
         self._ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        self._pending: dict[int, Call] = {}
         self._posted: dict[int, str] = {}
         """Requests sent without waiting (id → method): their answers are only logged."""
         self._outbox = outbox
@@ -146,19 +162,30 @@ class JsonRpcPeer:
 
         No deadline of its own: the caller's governs. Cancelling it is safe at any
         point (the frame is queued whole or not at all; a late answer is dropped)."""
+        call = await self.call(method, params)
+        try:
+            return await call.wait()
+        finally:
+            call.forget()
+
+    async def call(self, method: str, params: dict[str, Any]) -> Call:
+        """Send a request and return at once with its `Call`: whoever holds it waits for
+        the answer (`wait`) and drops it when done (`forget`). Raises `gone(...)`."""
         if self.closed.is_set():
             raise self._gone(self.reason)
         request_id = next(self._ids)
-        pending = self._pending[request_id] = _Pending(method)
+
+        def forget() -> None:
+            self._pending.pop(request_id, None)
+
+        call = self._pending[request_id] = Call(method, forget)
+        frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
-            frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
             await self._queue(frame)
-            await pending.done.wait()
-        finally:
-            del self._pending[request_id]
-        if pending.error is not None:
-            raise pending.error
-        return pending.result
+        except BaseException:
+            call.forget()
+            raise
+        return call
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification (no answer); raises `gone(...)` if the peer is closed.
