@@ -9,7 +9,7 @@ What a prompt does is chosen by a marker in its text (as stubllm's fixtures are)
     [quick]        answers "quick answer" in two chunks
     [slow]         80 chunks "w00 " ... "w79 ", 50 ms apart; `session/cancel` ends it
                    (`stopReason: "cancelled"`)
-    [ignore]       as [slow], but ignores `session/cancel` (answers after 20 s)
+    [ignore]       10 chunks 50 ms apart, ignoring `session/cancel`, then `end_turn`
     [late]         waits 30 s before its first chunk; `session/cancel` ends it
     [tool]         a tool call (`execute`, started, then completed), then "tool done"
     [ask KIND]     asks permission for a tool of kind KIND, answers "asked: OUTCOME"
@@ -138,17 +138,17 @@ class TestAgent:
         if "[quick]" in text:
             await say("quick ")
             await say("answer")
-        elif "[slow]" in text or "[ignore]" in text or "[late]" in text:
+        elif "[ignore]" in text:
+            for i in range(10):
+                await say(f"i{i:02d} ")
+                await asyncio.sleep(0.05)
+        elif "[slow]" in text or "[late]" in text:
             if "[late]" in text and await _cancelled_within(cancelled, 30):
                 return "cancelled"
             for i in range(80):
-                if "[ignore]" not in text and cancelled.is_set():
-                    return "cancelled"
                 await say(f"w{i:02d} ")
-                if await _cancelled_within(cancelled, 0.05) and "[ignore]" not in text:
+                if await _cancelled_within(cancelled, 0.05):
                     return "cancelled"
-            if "[ignore]" in text:
-                await asyncio.sleep(20)
         elif "[tool]" in text:
             await self.conn.session_update(
                 session_id, start_tool_call("t1", "run the tests", kind="execute", status="pending")

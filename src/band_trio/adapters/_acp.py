@@ -146,10 +146,12 @@ class AcpAdapter(Adapter):
                     call = await connection.rpc.call("session/prompt", params)
                     room.pending = call
                     work.started(session.id)
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_post_events, turn, answer)
-                    result = await call.wait()
-                    answer.close()
+                try:
+                    result = await _answered(turn, answer, call)
+                except AcpGone:  # say how it ended: its exit, the last of its stderr
+                    with trio.move_on_after(2 * self.config.kill_grace):
+                        await connection.ended.wait()
+                    raise AcpGone(connection.reason or connection.rpc.reason) from None
                 work.finished()
         finally:
             session.answer = None
@@ -186,11 +188,11 @@ class AcpAdapter(Adapter):
     ) -> StopAnswer:
         """`session/cancel`; `confirmed` once the prompt was answered (waited for until
         `confirm_margin` before the stop's deadline, so a sent cancel is `requested`)."""
-        if call.done.is_set():
-            return StopOutcome.CONFIRMED, "the prompt had already ended"
         if not connection.alive:
             await connection.ended.wait()  # its process group ended and reaped
             return StopOutcome.CONFIRMED, f"nothing runs: {connection.reason}"
+        if call.done.is_set():
+            return StopOutcome.CONFIRMED, "the prompt had already ended"
         session.cancelling = True
         await connection.rpc.notify("session/cancel", {"sessionId": session.id})
         with trio.move_on_at(trio.current_effective_deadline() - upstream.confirm_margin):
@@ -261,6 +263,22 @@ class AcpAdapter(Adapter):
         with trio.move_on_after(self.config.request_deadline):
             return await connection.request(method, params)
         raise AcpError(f"{method} got no answer within {self.config.request_deadline:g}s")
+
+
+async def _answered(turn: Turn, answer: Answer, call: Call) -> Any:
+    """The prompt's result, its tool events posted meanwhile; a failure of either is
+    raised as itself (the nursery hidden), the prompt's first."""
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_post_events, turn, answer)
+            result = await call.wait()
+            answer.close()
+    except BaseExceptionGroup as group:
+        errors = [e for e in group.exceptions if isinstance(e, Exception)]
+        if len(errors) == len(group.exceptions) == 1:
+            raise errors[0] from None
+        raise
+    return result
 
 
 async def _post_events(turn: Turn, answer: Answer) -> None:
