@@ -8,49 +8,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
 
-from band_trio import StopOutcome, Turn
-from band_trio.adapters import AcpAdapter
-from band_trio.contract import RemoteStop
+from band_trio import StopOutcome
 from band_trio.platform import Platform
-from peers.acp_agents import AgentEvents, sdk_agent_config
+from peers.acp_agents import AgentEvents, Observed, events_posted, sdk_agent_config
 from support import replies, running_agent, seeded, status
 
 DEADLINE = 20
-
-
-class Observed(AcpAdapter):
-    """The adapter, recording per message the remote stops of its turn (test only)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.stops: dict[str, tuple[RemoteStop, ...]] = {}
-        self._changed = trio.Event()
-
-    async def on_turn(self, turn: Turn) -> None:
-        try:
-            await super().on_turn(turn)
-        finally:
-            self.stops[turn.message.id] = turn.remote_stops
-            self._changed.set()
-            self._changed = trio.Event()
-
-    async def settled(self, message: str) -> tuple[RemoteStop, ...]:
-        while message not in self.stops:
-            await self._changed.wait()
-        return self.stops[message]
-
-
-def events_posted(platform: Platform, room: str) -> list[tuple[str, str]]:
-    return [
-        (e["message_type"], e["content"])
-        for e in platform.store.events(room)
-        if e["message_type"] in ("tool_call", "tool_result")
-    ]
 
 
 async def test_answers_in_the_rooms_session_and_posts_its_tool_calls(

@@ -31,12 +31,45 @@ from typing import Any
 
 import trio
 
-from band_trio.adapters import AcpConfig
+from band_trio import Turn
+from band_trio.adapters import AcpAdapter, AcpConfig
+from band_trio.contract import RemoteStop
+from band_trio.platform import Platform
 
 from .fixtures import POLL_INTERVAL, Peer, PeerError
 from .opencode import _layout, opencode_binary
 
 SCRIPT = Path(__file__).with_name("acp_agent.py")
+
+
+class Observed(AcpAdapter):
+    """The adapter, recording per message the remote stops of its turn (test only)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stops: dict[str, tuple[RemoteStop, ...]] = {}
+        self._changed = trio.Event()
+
+    async def on_turn(self, turn: Turn) -> None:
+        try:
+            await super().on_turn(turn)
+        finally:
+            self.stops[turn.message.id] = turn.remote_stops
+            self._changed.set()
+            self._changed = trio.Event()
+
+    async def settled(self, message: str) -> tuple[RemoteStop, ...]:
+        while message not in self.stops:
+            await self._changed.wait()
+        return self.stops[message]
+
+
+def events_posted(platform: Platform, room: str) -> list[tuple[str, str]]:
+    return [
+        (e["message_type"], e["content"])
+        for e in platform.store.events(room)
+        if e["message_type"] in ("tool_call", "tool_result")
+    ]
 
 
 def sdk_agent_config(workdir: Path, *args: str, **overrides: Any) -> AcpConfig:

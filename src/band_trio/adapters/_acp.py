@@ -15,7 +15,9 @@ session's first prompt carries the room's recent messages.
 
 A turn is one `session/prompt` with the message; the answer is the text of the
 agent's `agent_message_chunk` updates, posted once the prompt is answered
-(`stopReason` `end_turn`; a `refusal` fails the message). Each tool call the
+(`stopReason` `end_turn`; a `refusal` fails the message; a turn of tool calls
+and no text — OpenCode's, when a permission was refused — is answered with a
+line naming them). Each tool call the
 agent reports is posted as a `tool_call` event when it starts and a
 `tool_result` event when it ends, so the room can follow what the agent does.
 
@@ -300,6 +302,8 @@ def _text(answer: Answer, result: Any) -> str:
     if reason == "cancelled":
         raise AcpError("the agent cancelled the prompt by itself")
     text = answer.text()
+    if not text and answer.tools():  # it acted, and said nothing (a tool was refused)
+        text = f"(The agent ended its turn without a message. Its tool calls: {answer.tools()}.)"
     if not text:
         raise AcpError(f"the agent's answer had no text (stopReason {reason!r})")
     if reason in ("max_tokens", "max_turn_requests"):

@@ -121,6 +121,13 @@ class Answer:
         self.events.append(event)
         self._wake()
 
+    def tools(self) -> str:
+        """The tool calls so far, each as `title (status)`, comma-separated."""
+        return ", ".join(
+            f"{tool.get('title') or 'a tool'} ({tool.get('status', 'pending')})"
+            for tool in list(self._tools.values())[:10]
+        )
+
     def take_events(self) -> list[ToolEvent]:
         events, self.events = self.events, []
         return events
