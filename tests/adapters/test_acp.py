@@ -6,6 +6,7 @@ read on its side: it got `session/cancel` and answered the prompt `cancelled`.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 import trio
 
 from band_trio import StopOutcome
+from band_trio.adapters import AcpAdapter
 from band_trio.platform import Platform
 from peers.acp_agents import AgentEvents, Observed, events_posted, sdk_agent_config
 from support import replies, running_agent, seeded, status
@@ -84,3 +86,63 @@ async def test_interrupt_sends_session_cancel_and_the_next_message_goes_to_the_s
         f"\ninterrupt -> session/cancel at the agent {1000 * (cancel['perf'] - sent):.1f} ms,"
         f" sent after {1000 * stop.waited:.2f} ms, stop took {1000 * stop.took:.1f} ms"
     )
+
+
+async def test_stop_keeps_the_message_and_play_answers_it_in_the_same_session(
+    platform: Platform, tmp_path: Path
+) -> None:
+    agent_id, room, user = seeded(platform)
+    events = AgentEvents(tmp_path)
+    adapter = Observed(sdk_agent_config(tmp_path))
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            message = platform.post_message(room, user, "[once] count")
+            await events.wait_for(event="prompt", text="[once] count", timeout=DEADLINE)
+            session = adapter.session(room)
+            platform.send_control(agent_id, "stop", room_id=room, reason="not now")
+            [stop] = await adapter.settled(message)
+            room_state = running.agent.rooms[room]
+            await running.agent.wait_until(lambda: room_state.running is None)
+            assert status(platform, message) == "processing"  # kept for the play
+            assert replies(platform, room) == []
+            platform.send_control(agent_id, "play", room_id=room)
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+            assert adapter.session(room) == session
+    assert stop.outcome is StopOutcome.CONFIRMED
+    assert replies(platform, room) == ["answered again"]
+    [first, replay] = [e["text"] for e in events.all(event="prompt")]
+    assert first == "[once] count"
+    assert "stopped by the user (reason: not now)" in replay
+    assert "answer the message again" in replay and replay.endswith("\n\n[once] count")
+
+
+@pytest.mark.parametrize("loads", [True, False])
+async def test_a_restarted_agent_finds_each_rooms_session_in_the_state_file(
+    platform: Platform, tmp_path: Path, loads: bool
+) -> None:
+    """With an agent that can `session/load`, the room's session goes on; with one that
+    cannot, a new session starts, given the room's recent messages."""
+    _, room, user = seeded(platform)
+    state = tmp_path / "state.json"
+    events = AgentEvents(tmp_path)
+    args = () if loads else ("--no-load",)
+    with trio.fail_after(DEADLINE):
+        for text in ("[quick] remember me", "[recall]"):  # two runs of the agent
+            adapter = AcpAdapter(sdk_agent_config(tmp_path, *args, state_file=str(state)))
+            async with running_agent(platform, adapter):
+                message = platform.post_message(room, user, text)
+                await platform.wait_until(lambda m=message: status(platform, m) == "processed")
+    [first, second] = [e["session_id"] for e in events.all(event="prompt")]
+    saved = json.loads(state.read_text())
+    assert saved["agent"]["cwd"] == str(tmp_path)
+    assert saved["rooms"] == {room: second}
+    if loads:
+        assert second == first
+        assert [e["session_id"] for e in events.all(event="load_session")] == [first]
+        assert replies(platform, room) == ["quick answer", "[quick] remember me | [recall]"]
+    else:
+        assert second != first and events.all(event="load_session") == []
+        [_, recalled] = replies(platform, room)
+        assert recalled.startswith("Earlier in this room:\n"), recalled
+        assert ": [quick] remember me\n" in recalled and ": quick answer\n" in recalled
+        assert recalled.endswith("\n\n[recall]")

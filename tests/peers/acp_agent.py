@@ -4,13 +4,15 @@ to one agent's habits.
 
     python acp_agent.py [--auth METHOD] [--no-load] [--start exit|old|garbage]
 
-What a prompt does is chosen by a marker in its text (as stubllm's fixtures are):
+What a prompt does is chosen by a marker in its last paragraph (the message, after the
+room's history or a note the adapter may put before it):
 
     [quick]        answers "quick answer" in two chunks
     [slow]         80 chunks "w00 " ... "w79 ", 50 ms apart; `session/cancel` ends it
                    (`stopReason: "cancelled"`)
     [ignore]       10 chunks 50 ms apart, ignoring `session/cancel`, then `end_turn`
     [late]         waits 30 s before its first chunk; `session/cancel` ends it
+    [once]         as [slow] the first time the session has it, then "answered again"
     [tool]         a tool call (`execute`, started, then completed), then "tool done"
     [ask KIND]     asks permission for a tool of kind KIND, answers "asked: OUTCOME"
     [read PATH]    reads PATH with `fs/read_text_file`, answers its text
@@ -135,14 +137,18 @@ class TestAgent:
         async def say(words: str) -> None:
             await self.conn.session_update(session_id, update_agent_message_text(words))
 
+        whole, text = text, text.rsplit("\n\n", 1)[-1]
+
         if "[quick]" in text:
             await say("quick ")
             await say("answer")
+        elif "[once]" in text and any("[once]" in earlier for earlier in history):
+            await say("answered again")
         elif "[ignore]" in text:
             for i in range(10):
                 await say(f"i{i:02d} ")
                 await asyncio.sleep(0.05)
-        elif "[slow]" in text or "[late]" in text:
+        elif "[slow]" in text or "[late]" in text or "[once]" in text:
             if "[late]" in text and await _cancelled_within(cancelled, 30):
                 return "cancelled"
             for i in range(80):
@@ -185,9 +191,9 @@ class TestAgent:
         elif "[refuse]" in text:
             return "refusal"
         elif "[recall]" in text:
-            await say(" | ".join([*history, text]))
+            await say(" | ".join([*history, whole]))
         else:
-            await say(f"echo: {text}")
+            await say(f"echo: {whole}")
         return "end_turn"
 
     async def _ask(self, session_id: str, kind: str) -> str:
