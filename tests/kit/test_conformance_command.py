@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 import trio
 
 from peers import shared_a2a_peer, shared_stubllm_peer
+from peers.acp_agents import opencode_acp_config
 from peers.opencode import opencode_peer
 
 BAND_TRIO = [str(Path(sys.executable).with_name("band-trio"))]  # the console script
@@ -114,7 +116,7 @@ async def test_the_opencode_adapter_passes_the_command_against_opencode(tmp_path
 # kit in process every run; here the command's path, as for OpenCode above.
 @pytest.mark.timeout(240)
 @pytest.mark.rotated
-@pytest.mark.parametrize("name", ["openai_chat", "a2a", "command"])
+@pytest.mark.parametrize("name", ["openai_chat", "a2a", "command", "acp"])
 async def test_every_reference_adapter_passes_the_command_against_its_real_peer(
     tmp_path: Path, name: str
 ) -> None:
@@ -131,7 +133,7 @@ async def passes_the_command(tmp_path: Path, name: str) -> None:
     with trio.fail_after(200):
         async with _peers_of(name) as (env, long, quick):
             out = tmp_path / f"{name}.json"
-            settle = ("--settle", "5") if name == "opencode" else ()
+            settle = ("--settle", "5") if name in ("opencode", "acp") else ()
             done = await conformance(
                 f"band_trio.adapters:{name}",
                 *("--long", long, "--quick", quick, "--json", str(out), *settle),
@@ -157,6 +159,14 @@ async def _peers_of(name: str) -> AsyncIterator[tuple[dict[str, str], str, str]]
     elif name == "openai_chat":
         async with shared_stubllm_peer(chunk_delay_ms=50) as llm:
             yield {"BAND_OPENAI_BASE_URL": llm.base_url}, "[slow] go on", "[quick] hi"
+    elif name == "acp":  # `opencode acp`, named as a user would: BAND_ACP_COMMAND
+        async with shared_stubllm_peer(chunk_delay_ms=50) as llm:
+            with opencode_acp_config(llm) as config:
+                env = {
+                    "BAND_ACP_COMMAND": shlex.join(config.command),
+                    "BAND_ACP_CWD": config.working_directory,
+                }
+                yield env, "[slow] go on", "[quick] hi"
     else:  # its prompt may take over the kit's 0.3 s to start under load: --settle
         async with shared_stubllm_peer(chunk_delay_ms=50) as llm, opencode_peer(llm.base_url) as oc:
             env = {"BAND_OPENCODE_URL": oc.url, "BAND_OPENCODE_MODEL": "stub/gpt-4o"}

@@ -1,7 +1,8 @@
 """Every reference adapter passes every probe of the conformance kit that applies to it,
 against its real peer: stubllm for the OpenAI chat adapter, the a2a-sdk server for
 the A2A adapter, a real `sh` process tree for the command adapter, the real Copilot CLI
-(with stubllm as its model) for the Copilot adapter.
+(with stubllm as its model) for the Copilot adapter, and `opencode acp` (with stubllm as
+its model) for the ACP adapter.
 
 Each test prints the kit's table and how long the whole run took (`pytest -s` shows
 it); a failure shows the table. A probe that does not apply is listed per adapter:
@@ -12,6 +13,7 @@ silent miss, so it fails the test too.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +21,8 @@ import trio
 
 from band_trio.adapters import (
     A2AAdapter,
+    AcpAdapter,
+    AcpAgent,
     CommandAdapter,
     CopilotAdapter,
     CopilotCli,
@@ -30,6 +34,7 @@ from band_trio.contract import Adapter, Turn
 from band_trio.testing import ProbeResult, Subject, run_probes
 from band_trio.testing._report import table
 from peers import shared_a2a_peer, shared_stubllm_peer
+from peers.acp_agents import opencode_acp_config, sdk_agent_config
 from peers.copilot import copilot_config
 
 WHOLE_RUN = 30.0
@@ -133,3 +138,29 @@ async def test_the_copilot_adapter_conforms_against_the_real_cli() -> None:
                 isolated=False,  # the CLI is served by this run: probes cannot run elsewhere
             )
             await conforms("CopilotAdapter + the Copilot CLI + stubllm", subject, RACE | NO_TOOLS)
+
+
+# One case a run, rotated daily (every case with --all-seeds): OpenCode's takes some 10 s
+# (its start, and a session/new per probe); tests/adapters/test_acp_opencode.py holds the
+# adapter against it every run, and test_acp*.py against the SDK-built agent.
+@pytest.mark.rotated
+@pytest.mark.long(10)
+@pytest.mark.parametrize("peer", ["opencode", "sdk-agent"])
+async def test_the_acp_adapter_conforms_against_an_acp_agent(tmp_path: Path, peer: str) -> None:
+    """`opencode acp` (with stubllm as its model) and the SDK-built test agent: ACP agents
+    the project did not write the protocol for. One agent process for every probe, as
+    for the Copilot CLI above."""
+    async with shared_stubllm_peer(chunk_delay_ms=20) as llm:
+        with opencode_acp_config(llm) as opencode:
+            config = opencode if peer == "opencode" else sdk_agent_config(tmp_path)
+            agent = AcpAgent(config)
+            async with agent.running():
+                await agent.connection()
+                subject = Subject(
+                    lambda: AcpAdapter(config, agent=agent),
+                    long_prompt="[slow] tell me a long story",
+                    quick_prompt="[quick] say hi",
+                    settle=5.0,  # a room's first turn waits for session/new (1.4 s, OpenCode)
+                    isolated=False,  # the agent is served by this run
+                )
+                await conforms(f"AcpAdapter + {peer}", subject, RACE | NO_TOOLS)
