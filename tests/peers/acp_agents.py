@@ -33,11 +33,12 @@ import trio
 
 from band_trio import Turn
 from band_trio.adapters import AcpAdapter, AcpConfig
+from band_trio.bench._opencode_home import opencode_home
 from band_trio.contract import RemoteStop
 from band_trio.platform import Platform
 
 from .fixtures import POLL_INTERVAL, Peer, PeerError
-from .opencode import _layout, opencode_binary
+from .opencode import opencode_binary
 
 SCRIPT = Path(__file__).with_name("acp_agent.py")
 
@@ -117,11 +118,8 @@ def opencode_acp_config(llm: Peer, **overrides: Any) -> Iterator[AcpConfig]:
     isolated layout removed after the block (the adapter ends the process before)."""
     root = Path(tempfile.mkdtemp(prefix="band-trio-opencode-acp-"))
     try:
-        env = _layout(root, llm.base_url, "gpt-4o")
-        settings_file = root / "config" / "opencode" / "opencode.json"
-        settings = json.loads(settings_file.read_text())
-        settings["permission"] = {"bash": "ask", "edit": "ask", "webfetch": "ask"}
-        settings_file.write_text(json.dumps(settings, indent=1))
+        asked = {"bash": "ask", "edit": "ask", "webfetch": "ask"}
+        env = opencode_home(root, llm.base_url, "gpt-4o", permission=asked)
         command = (
             "env",
             "-i",

@@ -11,23 +11,10 @@ The binary is the one `python3 dev.py test` installs with npm into `.tools/openc
 passes the path as ``BAND_TRIO_OPENCODE``; without it the install stamp there is read). A
 missing binary is a `PeerError` naming the fix: the OpenCode tests fail, they never skip.
 
-Each peer is a fresh server on 127.0.0.1 in a temporary directory of its own: ``HOME``,
-``XDG_CONFIG_HOME``, ``XDG_DATA_HOME`` (its sqlite database and ``log/``), ``XDG_CACHE_HOME``,
-``XDG_STATE_HOME`` and the project directory it runs in, all under it, and a minimal
-environment (nothing of the caller's API keys). Its global ``opencode.json`` names one
-provider, ``stub`` (``@ai-sdk/openai-compatible``, which the binary bundles: nothing is
-fetched for it), whose ``baseURL`` is the stubllm peer, and ``"model": "stub/<model>"``.
-
-Offline on purpose. At every start OpenCode installs ``@opencode-ai/plugin`` into each config
-directory in the background (64 MB from the npm registry, through an in-process npm Arborist),
-unless the directory already has a ``node_modules`` and a ``package-lock.json`` whose root
-lists it (or is not writable, which does not hold for root). The config directory is seeded
-with exactly that (an empty ``node_modules``), so the install is skipped; the package is only
-needed by plugins in the config directory, and there are none (``--pure``). As a guard,
-``npm_config_registry`` points at a closed loopback port, so a future version that installs
-anyway fails at once (a warning in OpenCode's log) instead of reaching the network.
-``OPENCODE_DISABLE_MODELS_FETCH`` keeps it off models.dev; autoupdate, share, LSP downloads
-and the Claude Code compatibility paths are disabled too.
+Each peer is a fresh server on 127.0.0.1 in a temporary directory of its own, laid out by
+`band_trio.bench._opencode_home.opencode_home` (its own HOME and XDG folders, the project
+directory it runs in, a minimal environment with nothing of the caller's API keys, stubllm
+as the provider ``stub``, and offline on purpose: see there).
 
 The port: ``--port 0`` means "4096, else any free port" in OpenCode, so the address is read
 from its ``opencode server listening on http://...`` line, never guessed. It is ready once
@@ -39,7 +26,6 @@ its port are checked to be gone.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -52,6 +38,8 @@ from pathlib import Path
 
 import httpx2
 import trio
+
+from band_trio.bench._opencode_home import opencode_home
 
 from .fixtures import POLL_INTERVAL, PeerError, _stop, installed_binary
 
@@ -110,43 +98,7 @@ class OpenCodePeer:
 
 def _layout(root: Path, llm_base_url: str, model: str) -> dict[str, str]:
     """Create the isolated directories and the config; return the server's environment."""
-    dirs = {name: root / name for name in ("home", "config", "data", "cache", "state", "project")}
-    for path in dirs.values():
-        path.mkdir(parents=True)
-    config = dirs["config"] / "opencode"
-    (config / "node_modules").mkdir(parents=True)  # with the lock below: no plugin install
-    lock = {"packages": {"": {"dependencies": {"@opencode-ai/plugin": VERSION}}}}
-    (config / "package-lock.json").write_text(json.dumps(lock))
-    settings = {
-        "$schema": "https://opencode.ai/config.json",
-        "autoupdate": False,
-        "share": "disabled",
-        "provider": {
-            "stub": {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "stubllm",
-                "options": {"baseURL": llm_base_url, "apiKey": "sk-stub"},
-                "models": {model: {"name": model}},
-            }
-        },
-        "model": f"stub/{model}",
-    }
-    (config / "opencode.json").write_text(json.dumps(settings, indent=1))
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "HOME": str(dirs["home"]),
-        "XDG_CONFIG_HOME": str(dirs["config"]),
-        "XDG_DATA_HOME": str(dirs["data"]),
-        "XDG_CACHE_HOME": str(dirs["cache"]),
-        "XDG_STATE_HOME": str(dirs["state"]),
-        "OPENCODE_DISABLE_MODELS_FETCH": "true",
-        "OPENCODE_DISABLE_AUTOUPDATE": "true",
-        "OPENCODE_DISABLE_SHARE": "true",
-        "OPENCODE_DISABLE_LSP_DOWNLOAD": "true",
-        "OPENCODE_DISABLE_CLAUDE_CODE": "true",
-        "npm_config_registry": "http://127.0.0.1:9/",  # a closed port: never the network
-    }
+    return opencode_home(root, llm_base_url, model)
 
 
 async def _wait_ready(peer: OpenCodePeer, limit: float) -> None:

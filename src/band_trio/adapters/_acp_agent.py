@@ -182,11 +182,17 @@ class AcpAgent(Supervisor[AcpConnection]):
         )
         self.config = config
 
+    def environment(self) -> dict[str, str]:
+        """The agent's whole environment: the agent's less its `BAND_*` variables (the
+        Band key, the platform and the adapter's own settings are nothing an agent that
+        runs commands should read). A subclass may give it one of its own."""
+        return {name: value for name, value in os.environ.items() if not name.startswith("BAND_")}
+
     async def launch(self, number: int) -> AcpConnection:
         process = await spawn(
             self.config.command,
             cwd=self.config.working_directory,
-            env=_environment(),
+            env=self.environment(),
             stderr_tail=self.config.stderr_tail,
             what=WHAT,
         )
@@ -199,12 +205,6 @@ class AcpAgent(Supervisor[AcpConnection]):
             connection.pid,
             self.config.working_directory,
         )
-
-
-def _environment() -> dict[str, str]:
-    """The agent's environment without its `BAND_*` variables: the Band key, the platform
-    and the adapter's own settings are nothing an agent that runs commands should read."""
-    return {name: value for name, value in os.environ.items() if not name.startswith("BAND_")}
 
 
 def _version() -> str:

@@ -26,7 +26,7 @@ import trio
 
 from ._protocol import ORPHAN_ENV
 
-__all__ = ["PEERS", "Event", "Peer", "copilot_cli", "open_peer", "peer_missing"]
+__all__ = ["PEERS", "Event", "Peer", "copilot_cli", "open_peer", "opencode_bin", "peer_missing"]
 
 PEERS = Path(__file__).resolve().parent / "_peers"
 START_DEADLINE = 30.0
@@ -54,7 +54,20 @@ def peer_missing(name: str) -> str | None:
             "needs the GitHub Copilot CLI: npm install @github/copilot, then set "
             "BAND_COPILOT_CLI to its binary (node_modules/@github/copilot-<os>-<cpu>/copilot)"
         )
+    if name == "acp" and opencode_bin() is None:
+        return (
+            "needs OpenCode (an ACP agent): npm install opencode-ai, then set "
+            "BAND_OPENCODE_BIN to its binary (node_modules/opencode-<os>-<cpu>/bin/opencode)"
+        )
     return None
+
+
+def opencode_bin() -> str | None:
+    """The OpenCode binary the ACP row runs (`BAND_OPENCODE_BIN`, else `opencode` on PATH)."""
+    import shutil
+
+    found = os.environ.get("BAND_OPENCODE_BIN") or shutil.which("opencode")
+    return found if found and os.path.isfile(found) and os.access(found, os.X_OK) else None
 
 
 def copilot_cli() -> str | None:

@@ -21,6 +21,7 @@ PLOTTED = (
     ("remote stop: stubllm", "interrupt → stubllm generator cancelled"),
     ("remote stop: a2a", "interrupt → a2a-sdk task CANCELED"),
     ("remote stop: copilot", "interrupt → stubllm generator cancelled by the CLI"),
+    ("remote stop: acp", "interrupt → stubllm generator cancelled by opencode acp"),
 )
 
 

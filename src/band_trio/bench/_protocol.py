@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "A2A",
+    "ACP",
     "BUSY",
     "CMD",
     "COPILOT",
@@ -50,6 +51,10 @@ COPILOT = "bench copilot"
 """`bench copilot BASE_URL PROMPT`: a prompt in a Copilot session, with the model
 server at BASE_URL (the band-trio subject only: band-sdk has no Copilot adapter)."""
 
+ACP = "bench acp"
+"""`bench acp BASE_URL PROMPT`: a prompt in an ACP session of `opencode acp`, whose model
+server is BASE_URL (the band-trio subject only)."""
+
 STDOUT = 1
 
 CMD = "bench cmd"
@@ -69,7 +74,7 @@ class Command:
 
 def parse_command(text: str) -> Command | None:
     """The benchmark command in a message's text, or None for anything else."""
-    for kind in (HOLD, BUSY, TASKS, CMD, LLM, A2A, COPILOT):
+    for kind in (HOLD, BUSY, TASKS, CMD, LLM, A2A, COPILOT, ACP):
         if text == kind or text.startswith(kind + " "):
             return Command(kind, text[len(kind) :].strip())
     return None

@@ -10,6 +10,10 @@
   a Copilot session of the real CLI, whose model is stubllm; the interval ends at
   stubllm's stamp of its generator cancelled — the CLI closed its model stream
   after the adapter's `session.abort`.
+* ACP (band-trio only, when OpenCode is installed): the held turn is a prompt in an
+  ACP session of `opencode acp`, whose model is stubllm; the interval ends at
+  stubllm's stamp of its generator cancelled — OpenCode closed its model stream
+  after the adapter's `session/cancel`.
 
 band-trio runs the reference adapters (`openai_chat`, `a2a`); the band-sdk
 subject streams with httpx and, for A2A, sends `tasks/cancel` on
@@ -25,15 +29,17 @@ import trio
 
 from ._bench import since, timed
 from ._peer import Event, Peer
-from ._protocol import A2A, COPILOT, LLM
+from ._protocol import A2A, ACP, COPILOT, LLM
 from ._tier import Tier
 
 __all__ = [
     "A2A_SCENARIO",
+    "ACP_SCENARIO",
     "COPILOT_SCENARIO",
     "LLM_SCENARIO",
     "PeerScenario",
     "a2a_trial",
+    "acp_trial",
     "copilot_trial",
     "llm_trial",
     "peer_trial",
@@ -61,6 +67,13 @@ class PeerScenario:
     ended: str
     """The event that ends the interval (for this work)."""
     ended_well: Callable[[Event], bool] = lambda e: True
+    begins: Callable[[Event], bool] = lambda e: True
+    """Which of the `started` events is the work's (not a side request of the peer's)."""
+
+
+def _agent_request(event: Event) -> bool:
+    body = event.get("body")
+    return isinstance(body, dict) and bool(body.get("tools"))
 
 
 LLM_SCENARIO = PeerScenario(
@@ -83,6 +96,16 @@ COPILOT_SCENARIO = PeerScenario(
     "stream_cancelled",
 )  # fmt: skip
 
+ACP_SCENARIO = PeerScenario(
+    "remote stop: acp", "interrupt → stubllm generator cancelled by opencode acp", ACP,
+    "base_url", LLM_PROMPT, "request", "req",
+    lambda e: e.get("event") == "chunk" and int(e["count"]) >= 3,
+    "stream_cancelled", begins=_agent_request,
+)  # fmt: skip
+"""OpenCode also asks the model for a new session's title, with the same first message
+(so the same `[slow]` answer) and no tools; that request is not the prompt's, and the
+cancel does not end it: the trial follows the request that offers the agent's tools."""
+
 
 async def peer_trial(tier: Tier, peer: Peer, how: PeerScenario) -> None:
     """Start remote work on the peer, abort it mid-way, time the peer's own record."""
@@ -92,7 +115,7 @@ async def peer_trial(tier: Tier, peer: Peer, how: PeerScenario) -> None:
     message = bench.post(tier.target, f"{how.command} {peer.ready[how.url_key]} {how.prompt}")
 
     def started(e: Event) -> bool:
-        return e.get("event") == how.started
+        return e.get("event") == how.started and how.begins(e)
 
     begun = await timed(deadline, lambda: peer.wait(first, started))
     if begun is None:
@@ -131,3 +154,7 @@ async def a2a_trial(tier: Tier, peer: Peer) -> None:
 
 async def copilot_trial(tier: Tier, peer: Peer) -> None:
     await peer_trial(tier, peer, COPILOT_SCENARIO)
+
+
+async def acp_trial(tier: Tier, peer: Peer) -> None:
+    await peer_trial(tier, peer, ACP_SCENARIO)

@@ -22,7 +22,7 @@ from typing import Literal
 
 import trio
 
-from ._peer import copilot_cli
+from ._peer import copilot_cli, opencode_bin
 from ._protocol import ORPHAN_ENV, Observation, parse_observation
 
 __all__ = ["Identity", "Runtime", "Subject", "environment", "spawn", "start"]
@@ -130,6 +130,9 @@ def environment(identity: Identity, rest_url: str, ws_url: str) -> dict[str, str
     cli = copilot_cli()
     if cli is not None and identity.runtime == "band-trio":
         env["BAND_COPILOT_CLI"] = cli  # the Copilot scenario's CLI, owned by the subject
+    opencode = opencode_bin()
+    if opencode is not None and identity.runtime == "band-trio":
+        env["BAND_OPENCODE_BIN"] = opencode  # the ACP scenario's agent, owned by the subject
     return env
 
 

@@ -12,15 +12,30 @@ band-sdk adapter author would, so the two differ only in their runtimes.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
 import trio
 
-from ..adapters import A2AAdapter, CopilotAdapter, CopilotCli, CopilotConfig, OpenAIChatAdapter
+from ..adapters import (
+    A2AAdapter,
+    AcpAdapter,
+    AcpAgent,
+    AcpConfig,
+    CopilotAdapter,
+    CopilotCli,
+    CopilotConfig,
+    OpenAIChatAdapter,
+)
 from ..contract import Adapter, Turn, run_command
+from ._opencode_home import opencode_home
 from ._protocol import (
     A2A,
+    ACP,
     BUSY,
     CMD,
     COPILOT,
@@ -56,20 +71,40 @@ class BenchAdapter(Adapter):
     With `BAND_COPILOT_CLI` set (the driver passes it when the CLI is installed), one
     Copilot CLI is owned for the run, started at the first `bench copilot` message so
     that the other scenarios share no core with it; each model server URL gets its own
-    adapter (its sessions name the provider), all on that one process."""
+    adapter (its sessions name the provider), all on that one process.
+
+    With `BAND_OPENCODE_BIN` set likewise, one `opencode acp` is owned for the run,
+    started at the first `bench acp` message, whose model server it is given (the ACP
+    row has one)."""
 
     def __init__(self) -> None:
         self._remotes: dict[tuple[str, str], Adapter] = {}
         cli = os.environ.get("BAND_COPILOT_CLI")
         self._copilot = None if not cli else CopilotCli(_copilot_config(cli, _UNUSED_URL))
+        opencode = os.environ.get("BAND_OPENCODE_BIN")
+        self._opencode = None if not opencode else _OpenCode(opencode)
 
-    def lifespan(self) -> AbstractAsyncContextManager[None]:
-        return nullcontext() if self._copilot is None else self._copilot.running(eager=False)
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for child in (self._copilot, self._opencode):
+                if child is not None:
+                    await stack.enter_async_context(child.running(eager=False))
+            yield
+
+    @property
+    def resident_tasks(self) -> int:
+        """The tasks of the processes owned for the run (left out of a leak count)."""
+        return sum(child.tasks for child in (self._copilot, self._opencode) if child is not None)
 
     def _remote(self, kind: str, url: str) -> Adapter:
         key = (kind, url)
         if key not in self._remotes:
-            if kind == COPILOT:
+            if kind == ACP:
+                assert self._opencode is not None, "the driver passed no BAND_OPENCODE_BIN"
+                self._opencode.serve(url)
+                self._remotes[key] = AcpAdapter(self._opencode.config, agent=self._opencode)
+            elif kind == COPILOT:
                 assert self._copilot is not None, "the driver passed no BAND_COPILOT_CLI"
                 config = _copilot_config(self._copilot.config.cli, url)
                 self._remotes[key] = CopilotAdapter(config, cli=self._copilot)
@@ -91,12 +126,11 @@ class BenchAdapter(Adapter):
                 await trio.sleep_forever()
             elif command.kind == BUSY:
                 await trio.sleep_until(_until(command.argument))
-            elif command.kind == TASKS:  # the Copilot CLI's, owned for the run, left out
-                resident = self._copilot.tasks if self._copilot is not None else 0
-                observe("tasks", message.id, live_tasks() - resident)
+            elif command.kind == TASKS:  # the CLI's and OpenCode's, owned for the run: out
+                observe("tasks", message.id, live_tasks() - self.resident_tasks)
             elif command.kind == CMD:
                 await run_command(turn, command_script(command.argument))
-            elif command.kind in (LLM, A2A, COPILOT):
+            elif command.kind in (LLM, A2A, COPILOT, ACP):
                 url, _ = command.split()
                 await self._remote(command.kind, url).on_turn(turn)
                 observe("done", message.id)
@@ -115,6 +149,38 @@ names the real one, which wins."""
 
 def _copilot_config(cli: str, base_url: str) -> CopilotConfig:
     return CopilotConfig(cli=cli, model="gpt-4o", base_url=base_url, api_key="sk-bench")
+
+
+class _OpenCode(AcpAgent):
+    """`opencode acp --pure` in an isolated, offline home of its own (`_opencode_home`),
+    its model server the one the first `bench acp` message names; the home is removed
+    when the run ends."""
+
+    def __init__(self, binary: str) -> None:
+        self._root = Path(tempfile.mkdtemp(prefix="band-trio-bench-acp-"))
+        (self._root / "project").mkdir()
+        config = AcpConfig(
+            command=(binary, "acp", "--pure"), working_directory=str(self._root / "project")
+        )
+        super().__init__(config)
+        self.base_url = ""
+        self._env: dict[str, str] = {}
+
+    def serve(self, base_url: str) -> None:
+        """Use `base_url` as the model server (the first one named; one per run)."""
+        if self.base_url and self.base_url != base_url:
+            raise RuntimeError(f"opencode acp serves {self.base_url} for this run")
+        self.base_url = base_url
+
+    def prepare(self) -> None:
+        if not self._env:
+            self._env = opencode_home(self._root, self.base_url, "gpt-4o")
+
+    def environment(self) -> dict[str, str]:
+        return dict(self._env)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self._root, ignore_errors=True)
 
 
 def _until(argument: str) -> float:
