@@ -211,3 +211,24 @@ async def test_outside_a_run_the_agent_is_not_started_and_says_why(tmp_path: Pat
         await agent.connection()
     assert agent.starts == 0
     assert not await trio.Path(tmp_path / "acp-agent.events.jsonl").exists()
+
+
+async def test_a_permission_asked_after_session_cancel_is_answered_cancelled(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """The protocol: once the client cancelled a prompt, it answers the prompt's pending
+    and later permission requests `cancelled` — whatever the policy would say."""
+    agent_id, room, user = seeded(platform)
+    events = AgentEvents(tmp_path)
+    adapter = AcpAdapter(sdk_agent_config(tmp_path, allow=frozenset({"execute"})))
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            message = platform.post_message(room, user, "[ask-late]")
+            await events.wait_for(event="prompt", text="[ask-late]", timeout=DEADLINE)
+            platform.send_control(agent_id, "interrupt", room_id=room)
+            await platform.wait_until(lambda: status(platform, message) == "processed")
+            [stop] = running.agent.remote_stops.recent
+    [asked] = events.all(event="permission")
+    assert asked["outcome"] == "cancelled"
+    assert (stop.outcome, stop.detail) == (StopOutcome.CONFIRMED, "the prompt ended (cancelled)")
+    assert replies(platform, room) == []

@@ -15,6 +15,8 @@ room's history or a note the adapter may put before it):
     [once]         as [slow] the first time the session has it, then "answered again"
     [tool]         a tool call (`execute`, started, then completed), then "tool done"
     [ask KIND]     asks permission for a tool of kind KIND, answers "asked: OUTCOME"
+    [ask-late]     waits for `session/cancel`, then asks permission (`execute`), then
+                   ends `cancelled`
     [read PATH]    reads PATH with `fs/read_text_file`, answers its text
     [write PATH]   writes "written" to PATH with `fs/write_text_file`, answers "wrote"
     [die]          writes to stderr and exits 3 in the middle of its answer
@@ -164,6 +166,10 @@ class TestAgent:
                 session_id, update_tool_call("t1", status="completed", content=done)
             )
             await say("tool done")
+        elif "[ask-late]" in text:
+            await _cancelled_within(cancelled, 30)
+            await self._ask(session_id, "execute")
+            return "cancelled"
         elif "[ask " in text:
             kind = text.split("[ask ", 1)[1].split("]", 1)[0]
             outcome = await self._ask(session_id, kind)
