@@ -32,7 +32,7 @@ def chat_requests(llm: Peer) -> list[dict[str, object]]:
 
 
 @pytest.mark.timeout(120)  # past the test's own deadline: the peers are stopped first
-@pytest.mark.long(8)
+@pytest.mark.long(11)
 async def test_opencode_answers_refuses_a_tool_and_stops_at_session_cancel(
     platform: Platform,
 ) -> None:
