@@ -219,3 +219,23 @@ async def test_a_permission_asked_after_session_cancel_is_answered_cancelled(
     assert asked["outcome"] == "cancelled"
     assert (stop.outcome, stop.detail) == (StopOutcome.CONFIRMED, "the prompt ended (cancelled)")
     assert replies(platform, room) == []
+
+
+async def test_an_answer_past_its_limit_fails_the_turn_and_cancels_the_prompt(
+    platform: Platform, tmp_path: Path
+) -> None:
+    _, room, user = seeded(platform)
+    events = AgentEvents(tmp_path)
+    adapter = AcpAdapter(sdk_agent_config(tmp_path))
+    policy = Policy(upstream=UpstreamPolicy(max_answer_chars=20))
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, policy=policy) as running:
+            message = platform.post_message(room, user, "[slow] go on and on")
+            await platform.wait_until(lambda: status(platform, message) == "failed")
+            [stop] = running.agent.remote_stops.recent
+    [end] = events.all(event="prompt_end")
+    assert end["stop_reason"] == "cancelled"  # stopped at the limit, not run to its end
+    assert stop.outcome is StopOutcome.CONFIRMED
+    assert errors_posted(platform, room) == [
+        "Could not answer: the agent's answer passed 20 characters."
+    ]

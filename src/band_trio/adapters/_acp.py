@@ -284,12 +284,15 @@ async def _answered(turn: Turn, answer: Answer, call: Call) -> Any:
 
 
 async def _post_events(turn: Turn, answer: Answer) -> None:
-    """Post the prompt's tool events as they come, until it is answered."""
+    """Post the prompt's tool events as they come, until it is answered; an answer past
+    its limit fails the turn at once (whose stop then cancels the prompt)."""
     while await answer.wait_events():
         for event in answer.take_events():
             await turn.send_event(
                 event.content, message_type=event.message_type, metadata=event.metadata
             )
+    if answer.too_long:
+        raise AcpError(f"the agent's answer passed {answer.max_chars} characters")
 
 
 def _text(answer: Answer, result: Any) -> str:

@@ -81,7 +81,8 @@ class Answer:
             return
         self._size += len(text)
         if self._size > self.max_chars:
-            self.too_long = True
+            self.too_long = True  # the turn fails now, and its stop cancels the prompt
+            self._wake()
             return
         message_id = update.get("messageId")
         message_id = message_id if isinstance(message_id, str) else None
@@ -138,9 +139,10 @@ class Answer:
         self._wake()
 
     async def wait_events(self) -> bool:
-        """Return once there are events to post (True), or none will come (False)."""
+        """Return once there are events to post (True), or none will come (False): the
+        prompt was answered, or the answer passed its limit."""
         while not self.events:
-            if self.closed:
+            if self.closed or self.too_long:
                 return False
             await self._changed.wait()
         return True
