@@ -17,7 +17,7 @@ from band_trio import StopOutcome
 from band_trio.adapters import AcpAdapter
 from band_trio.platform import Platform
 from peers.acp_agents import AgentEvents, Observed, events_posted, sdk_agent_config
-from support import replies, running_agent, seeded, status
+from support import group_alive, replies, running_agent, seeded, status
 
 DEADLINE = 20
 
@@ -52,6 +52,7 @@ async def test_answers_in_the_rooms_session_and_posts_its_tool_calls(
     assert adapter.stops[first] == adapter.stops[second] == ()  # ended on their own
     assert [e["session_id"] for e in events.all(event="new_session")] == [session]
     assert b"BAND_API_KEY" not in environ  # the agent's key stays the agent's
+    assert not group_alive(pid)  # the agent stopped: its process group was ended
 
 
 async def test_interrupt_sends_session_cancel_and_the_next_message_goes_to_the_same_session(
