@@ -106,7 +106,7 @@ async def test_a_prompt_that_ignores_session_cancel_is_reported_and_cancelled_ag
             await platform.wait_until(lambda: status(platform, after) == "processed")
             [stop] = running.agent.remote_stops.recent
     assert (stop.outcome, stop.detail) == (
-        StopOutcome.REQUESTED,
+        StopOutcome.UNCONFIRMED,
         "session/cancel sent; the prompt was not answered in time",
     )
     assert len(events.all(event="cancel")) == 2  # once by the stop, once before the next

@@ -26,9 +26,11 @@ sends `session/cancel` at once (the prompt is the remote work, its session the
 handle), marks the session cancelling (a permission request it still makes is
 answered `cancelled`), and waits for the prompt's answer: `stopReason:
 "cancelled"` (60 ms with OpenCode, whose model stream closes meanwhile) is
-`confirmed`; no answer before `confirm_margin` ahead of the stop's deadline is
-`requested`, and the room's next prompt sends `session/cancel` again and waits
-up to `resettle_grace` for it first. Whatever the cancelled prompt still sends —
+`confirmed`. `session/cancel` is a notification: nothing says the agent took it
+but the prompt's answer, so none before `confirm_margin` ahead of the stop's
+deadline is `unconfirmed`, reported like any overrun, and the room's next prompt
+sends `session/cancel` again and waits up to `resettle_grace` for the old one
+first. Whatever the cancelled prompt still sends —
 updates, a late answer — never reaches the room: its answer is detached when
 the turn ends. The session stays: the room's next message goes to it, with a
 note saying the previous answer was interrupted or stopped, and why.
@@ -189,7 +191,8 @@ class AcpAdapter(Adapter):
         self, connection: AcpConnection, session: Session, call: Call, upstream: UpstreamPolicy
     ) -> StopAnswer:
         """`session/cancel`; `confirmed` once the prompt was answered (waited for until
-        `confirm_margin` before the stop's deadline, so a sent cancel is `requested`)."""
+        `confirm_margin` before the stop's deadline: a notification nobody answered is
+        `unconfirmed` with what was seen, not the deadline's bare words)."""
         if not connection.alive:
             await connection.ended.wait()  # its process group ended and reaped
             return StopOutcome.CONFIRMED, f"nothing runs: {connection.reason}"
@@ -207,7 +210,7 @@ class AcpAdapter(Adapter):
                 return StopOutcome.CONFIRMED, f"the prompt ended with an error ({exc})"
             reason = result.get("stopReason") if isinstance(result, dict) else None
             return StopOutcome.CONFIRMED, f"the prompt ended ({reason})"
-        return StopOutcome.REQUESTED, "session/cancel sent; the prompt was not answered in time"
+        return StopOutcome.UNCONFIRMED, "session/cancel sent; the prompt was not answered in time"
 
     async def _settle(
         self, connection: AcpConnection, session: Session, room: _Room, upstream: UpstreamPolicy
