@@ -162,6 +162,11 @@ async def test_files_are_offered_only_when_configured_and_only_inside_the_workin
         (("--start", "old"), {}, "speaks ACP protocol 2; band-trio speaks 1"),
         (("--start", "garbage"), {"start_deadline": 0.5}, "did not answer within 0.5s"),
         (("--auth", "key"), {"auth_method": "login"}, "offers no auth method 'login'"),
+        (
+            (),
+            {"command": ("/nonexistent/agent", "acp")},
+            "cannot start the ACP agent '/nonexistent/agent': No such file or directory",
+        ),
     ],
 )
 async def test_an_agent_that_cannot_be_used_fails_the_agents_start_with_the_reason(

@@ -298,7 +298,7 @@ class Supervisor(Generic[C]):
         try:
             connection = await self.launch(self._started)
         except OSError as exc:
-            start.error = str(exc)
+            start.error = exc.strerror or str(exc)  # "cannot start ...: No such file ..."
             self._log.warning("%s", start.error)
             return
         try:

@@ -48,7 +48,7 @@ async def spawn(
             start_new_session=True,
         )
     except OSError as exc:
-        raise OSError(exc.errno, f"cannot start {what} {argv[0]!r}: {exc}") from exc
+        raise OSError(exc.errno, f"cannot start {what} {argv[0]!r}: {exc.strerror}") from exc
     return ChildProcess(proc, stderr_tail, what)
 
 
