@@ -140,6 +140,8 @@ class _Start(Generic[C]):
 
     def __init__(self) -> None:
         self.done = trio.Event()
+        self.begun = False
+        """The supervisor took it up: asking again would only start a second one."""
         self.connection: C | None = None
         self.error: str | None = None
 
@@ -268,7 +270,8 @@ class Supervisor(Generic[C]):
                     await start.connection.ended.wait()
                     await trio.lowlevel.checkpoint()
                     continue
-                self._wanted.set()
+                if not start.begun:
+                    self._wanted.set()
                 await start.done.wait()
                 if start.connection is None:
                     raise self._error(start.error or f"{self.what} did not start")
@@ -281,6 +284,7 @@ class Supervisor(Generic[C]):
             await self._wanted.wait()
             self._wanted = trio.Event()
             start = self._start
+            start.begun = True
             try:
                 await self._serve_one(start)
             finally:
