@@ -21,6 +21,7 @@ from support import (
     background_agent,
     errors_posted,
     replies,
+    rooms_with_the_agent,
     running_agent,
     seeded,
     status,
@@ -244,3 +245,39 @@ async def test_an_answer_past_its_limit_fails_the_turn_and_cancels_the_prompt(
     assert errors_posted(platform, room) == [
         "Could not answer: the agent's answer passed 20 characters."
     ]
+
+
+async def test_terminals_are_offered_only_when_configured_and_end_with_the_prompt(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """`terminal/*`: the command runs in the working directory (or a folder inside it),
+    with the variables the agent names; one the agent kills at `session/cancel` is
+    ended, its process group gone; a folder outside is refused."""
+    agent_id, room, user = seeded(platform)
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    events = AgentEvents(work)
+    with trio.fail_after(DEADLINE):
+        closed = AcpAdapter(sdk_agent_config(work))
+        assert await ask(platform, closed, "[run echo hi]") == ["failed"]
+        opened = AcpAdapter(sdk_agent_config(work, terminal=True))
+        texts = ['[run echo "$GREETING from $(pwd)"; exit 3]', f"[run pwd] [in {work}/sub]"]
+        texts += [f"[run pwd] [in {tmp_path}]"]
+        assert await ask(platform, opened, *texts) == ["processed", "processed", "failed"]
+        [other] = rooms_with_the_agent(platform, 2)[1:]  # a room with no history
+        async with running_agent(platform, AcpAdapter(sdk_agent_config(work, terminal=True))):
+            long = platform.post_message(other, user, "[run-long]")
+            await events.wait_for(event="prompt", text="[run-long]", timeout=DEADLINE)
+            platform.send_control(agent_id, "interrupt", room_id=other)
+            await platform.wait_until(lambda: status(platform, long) == "processed")
+    first, second, _ = [e["terminal"] for e in events.all(event="initialize")]
+    assert (first, second) == (False, True)
+    assert replies(platform, room) == [
+        f"exit 3 None: hello from {work}",
+        f"exit 0 None: {work}/sub",
+    ]
+    [killed] = events.all(event="terminal_killed")
+    assert killed["signal"] == "SIGTERM"
+    errors = errors_posted(platform, room)
+    assert "band-trio does not offer terminal/create" in errors[0]
+    assert "outside the working directory" in errors[1]

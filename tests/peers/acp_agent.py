@@ -19,6 +19,10 @@ room's history or a note the adapter may put before it):
                    ends `cancelled`
     [read PATH]    reads PATH with `fs/read_text_file`, answers its text
     [write PATH]   writes "written" to PATH with `fs/write_text_file`, answers "wrote"
+    [run CMD]      runs `sh -c CMD` with `terminal/*` (in `[in DIR]` if the prompt says so),
+                   answers "exit CODE SIGNAL: OUTPUT"
+    [run-long]     runs `sleep 30`; at `session/cancel` kills and releases it, then ends
+                   `cancelled`
     [die]          writes to stderr and exits 3 in the middle of its answer
     [garbage]      writes a line that is not JSON, one over 9 MiB, a request of an
                    unknown method and a notification, then answers "still here"
@@ -83,7 +87,12 @@ class TestAgent:
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
         capabilities = kwargs.get("client_capabilities")
-        record("initialize", protocol_version=protocol_version, fs=_fs(capabilities))
+        record(
+            "initialize",
+            protocol_version=protocol_version,
+            fs=_fs(capabilities),
+            terminal=bool(getattr(capabilities, "terminal", False)),
+        )
         methods = [schema.AuthMethodAgent(id=self.auth, name="a test key")] if self.auth else []
         return schema.InitializeResponse(
             protocol_version=1,
@@ -182,6 +191,34 @@ class TestAgent:
             path = text.split("[write ", 1)[1].split("]", 1)[0]
             await self.conn.write_text_file(session_id=session_id, path=path, content="written")
             await say("wrote")
+        elif "[run-long]" in text:
+            made = await self.conn.create_terminal(
+                session_id=session_id, command="sleep", args=["30"]
+            )
+            await _cancelled_within(cancelled, 30)
+            await self.conn.kill_terminal(session_id=session_id, terminal_id=made.terminal_id)
+            out = await self.conn.terminal_output(
+                session_id=session_id, terminal_id=made.terminal_id
+            )
+            await self.conn.release_terminal(session_id=session_id, terminal_id=made.terminal_id)
+            status = out.exit_status
+            record("terminal_killed", signal=status.signal if status else None)
+            return "cancelled"
+        elif "[run " in text:
+            command = text.split("[run ", 1)[1].split("]", 1)[0]
+            cwd = text.split("[in ", 1)[1].split("]", 1)[0] if "[in " in text else None
+            made = await self.conn.create_terminal(
+                session_id=session_id, command="sh", args=["-c", command], cwd=cwd,
+                env=[schema.EnvVariable(name="GREETING", value="hello")],
+            )  # fmt: skip
+            ended = await self.conn.wait_for_terminal_exit(
+                session_id=session_id, terminal_id=made.terminal_id
+            )
+            out = await self.conn.terminal_output(
+                session_id=session_id, terminal_id=made.terminal_id
+            )
+            await self.conn.release_terminal(session_id=session_id, terminal_id=made.terminal_id)
+            await say(f"exit {ended.exit_code} {ended.signal}: {out.output.strip()}")
         elif "[die]" in text:
             await say("about to ")
             sys.stderr.write("the test agent dies on purpose\n")

@@ -35,6 +35,7 @@ import trio
 from ..errors import UpstreamError
 from ._acp_config import AcpConfig
 from ._acp_session import Session, decide, describe
+from ._acp_terminals import Terminals, confined
 from ._jsonrpc import RpcFault
 from ._rpc_codecs import LineCodec
 from ._stdio_child import Connection, Supervisor
@@ -87,6 +88,13 @@ class AcpConnection(Connection):
         """The agent can `session/load` a session of an earlier process."""
         self.agent = "?"
         """The agent's name and version, as it said (`agentInfo`)."""
+        self.terminals = Terminals(config)
+        """The commands it runs through band-trio (`terminal/*`, when offered)."""
+
+    async def serve(self) -> None:
+        """The connection's tasks, and its terminals: those still running end with it."""
+        async with self.terminals.serving():
+            await super().serve()
 
     def notified(self, method: str, params: dict[str, Any]) -> None:
         if method != "session/update":
@@ -100,12 +108,22 @@ class AcpConnection(Connection):
         session = self.sessions.get(str(params.get("sessionId")))
         if method == "session/request_permission":
             return self._permission(session, params)
+        if method.startswith("terminal/") and self.config.terminal:
+            if session is None:
+                raise RpcFault(-32602, "no such session")
+            verb = method.removeprefix("terminal/")
+            if verb == "create":
+                created = await self.terminals.create(params)
+                log.info("room %s: the agent runs %s", session.room_id, _command(params))
+                return created
+            if verb in ("output", "wait_for_exit", "kill", "release"):
+                return await getattr(self.terminals, verb)(params)
         access = {"fs/read_text_file": "read", "fs/write_text_file": "write"}.get(method)
         if access is None or access not in self.config.fs:
             raise RpcFault(-32601, f"band-trio does not offer {method}")
         if session is None:
             raise RpcFault(-32602, "no such session")
-        path = _confined(params.get("path"), self.config.working_directory)
+        path = confined(params.get("path"), self.config.working_directory)
         if access == "read":
             return {"content": await _read(path, params, self.config.max_file_bytes)}
         await _write(path, params.get("content"), self.config.max_file_bytes)
@@ -141,7 +159,7 @@ class AcpConnection(Connection):
                 "protocolVersion": PROTOCOL_VERSION,
                 "clientCapabilities": {
                     "fs": {"readTextFile": "read" in fs, "writeTextFile": "write" in fs},
-                    "terminal": False,
+                    "terminal": self.config.terminal,
                 },
                 "clientInfo": {"name": "band-trio", "title": "band-trio", "version": _version()},
             },
@@ -214,14 +232,9 @@ def _version() -> str:
         return "unknown"
 
 
-def _confined(path: Any, root: str) -> str:
-    """`path`, resolved, if it lies inside `root` (resolved too); else the request fails."""
-    if not isinstance(path, str) or not os.path.isabs(path):
-        raise RpcFault(-32602, "the path must be absolute")
-    real, base = os.path.realpath(path), os.path.realpath(root)
-    if os.path.commonpath([real, base]) != base:
-        raise RpcFault(-32602, "the path is outside the working directory")
-    return real
+def _command(params: dict[str, Any]) -> str:
+    args = params.get("args") if isinstance(params.get("args"), list) else []
+    return " ".join([str(params.get("command")), *map(str, args or ())])[:200]
 
 
 async def _read(path: str, params: dict[str, Any], limit: int) -> str:

@@ -5,8 +5,9 @@
 
 Safe by default: every permission the agent asks for (`session/request_permission`)
 is refused unless the tool's kind is in `allow`; the client capabilities that let
-an agent act through band-trio (`fs/read_text_file`, `fs/write_text_file`) are not
-advertised unless named in `fs`, and then confined to `working_directory`. The
+an agent act through band-trio (`fs/read_text_file`, `fs/write_text_file`,
+`terminal/*`) are not advertised unless named in `fs` or `terminal`, and then
+confined to `working_directory`. The
 agent gets the agent's environment without its `BAND_*` variables (the Band key).
 """
 
@@ -47,6 +48,9 @@ class AcpConfig:
     request is refused. Empty by default: the agent may answer, not act."""
     fs: frozenset[str] = frozenset()
     """File access offered to the agent (`FS_ACCESS`), inside `working_directory` only."""
+    terminal: bool = False
+    """Whether the agent may run commands through band-trio (`terminal/*`), in
+    `working_directory` or a folder inside it; off by default."""
     state_file: str | None = None
     """Where the room → session map is kept (JSON), so that a restarted agent resumes
     each room's session (`session/load`, where the agent supports it); None: in memory,
@@ -116,6 +120,7 @@ class AcpConfig:
         | `BAND_ACP_AUTH_METHOD` | the `authenticate` method (default: none sent) |
         | `BAND_ACP_ALLOW` | tool kinds to grant, comma-separated (default none) |
         | `BAND_ACP_FS` | `read`, `write` or `read,write`, in the working directory (default none) |
+        | `BAND_ACP_TERMINAL` | `on` offers `terminal/*`, in the working directory (default `off`) |
         | `BAND_ACP_STATE` | the room → session map's JSON file, absolute (default: memory) |
         | `BAND_ACP_HISTORY` | recent messages given to a new session (default 20) |
 
@@ -143,11 +148,21 @@ class AcpConfig:
                 auth_method=get("AUTH_METHOD"),
                 allow=parse_set(get("ALLOW") or ""),
                 fs=parse_set(get("FS") or ""),
+                terminal=_on_off("BAND_ACP_TERMINAL", get("TERMINAL")),
                 state_file=get("STATE"),
                 history=int(history),
             )
         except ConfigurationError as exc:
             raise ConfigurationError(f"BAND_ACP_*: {exc}") from None
+
+
+def _on_off(name: str, value: str | None) -> bool:
+    text = (value or "off").lower()
+    if text in ("on", "true", "yes", "1"):
+        return True
+    if text in ("off", "false", "no", "0"):
+        return False
+    raise ConfigurationError(f"{name} must be on or off, not {value!r}")
 
 
 def parse_set(text: str | Iterable[str]) -> frozenset[str]:
