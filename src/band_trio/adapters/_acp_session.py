@@ -57,6 +57,7 @@ class Answer:
         self.events: list[ToolEvent] = []
         """Events not yet posted (the turn takes them)."""
         self.dropped_events = 0
+        self._posted = 0
         self._tools: dict[str, dict[str, Any]] = {}
         self._changed = trio.Event()
         self.closed = False
@@ -116,9 +117,10 @@ class Answer:
             self._post(ToolEvent(detail or f"{title}: {status}", "tool_result", metadata))
 
     def _post(self, event: ToolEvent) -> None:
-        if len(self.events) >= self.max_events:
+        if self._posted >= self.max_events:
             self.dropped_events += 1
             return
+        self._posted += 1
         self.events.append(event)
         self._wake()
 
