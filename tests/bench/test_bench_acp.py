@@ -48,8 +48,12 @@ async def test_the_subject_stops_opencodes_model_call_and_counts_its_tasks_apart
                 before = live_tasks()
                 assert adapter._opencode is not None and adapter._opencode.starts == 0  # lazily
                 message = platform.post_message(room, user, f"{ACP} {llm.base_url} [slow] go")
+                # the prompt's model call (OpenCode also asks the model for a new
+                # session's title, with the same message, and no tools: not stopped)
                 started = await llm.wait_for(
-                    lambda e: e["fixture"] == "slow", timeout=40, event="match"
+                    lambda e: isinstance(e["body"], dict) and bool(e["body"].get("tools")),
+                    timeout=40,
+                    event="request",
                 )
                 await llm.wait_for(
                     lambda e: e["req"] == started["req"] and e["count"] >= 3,
@@ -57,7 +61,9 @@ async def test_the_subject_stops_opencodes_model_call_and_counts_its_tasks_apart
                     event="chunk",
                 )
                 platform.send_control(agent_id, "interrupt", room_id=room)
-                cancelled = await llm.wait_for(event="stream_cancelled", timeout=30)
+                cancelled = await llm.wait_for(
+                    event="stream_cancelled", req=started["req"], timeout=30
+                )
                 await platform.wait_until(lambda: status(platform, message) == "processed")
                 # OpenCode's tasks are the subject's for the run, not a leak of the trial
                 assert live_tasks() - adapter.resident_tasks <= before
