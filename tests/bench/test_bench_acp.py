@@ -42,7 +42,9 @@ async def test_the_subject_stops_opencodes_model_call_and_counts_its_tasks_apart
     agent_id, room, user = seeded(platform)
     monkeypatch.setenv("BAND_OPENCODE_BIN", str(opencode_binary()))
     with trio.fail_after(50):
-        async with shared_stubllm_peer(chunk_delay_ms=20) as llm:
+        # 50 ms a chunk: 4 s for the interrupt to reach OpenCode under a loaded machine's
+        # scheduling (at 20 ms the answer could end before it, and nothing be cancelled)
+        async with shared_stubllm_peer(chunk_delay_ms=50) as llm:
             adapter = BenchAdapter()
             async with running_agent(platform, adapter):
                 before = live_tasks()
