@@ -11,6 +11,8 @@ band_trio.adapters:NAME`, configured from the environment:
 | `command`     | `CommandAdapter`    | a command run per message, in its own process group |
 | `opencode`    | `OpenCodeAdapter`   | an `opencode serve` agent server (one session per room) |
 | `copilot`     | `CopilotAdapter`    | the GitHub Copilot CLI, with a model server of yours |
+| `langgraph`   | `LangGraphAdapter`  | your compiled LangGraph graph (`band-trio[langgraph]`) |
+| `openai_agents` | `OpenAIAgentsAdapter` | your Agents SDK agent (`band-trio[openai-agents]`) |
 
 See docs/reference/adapters.md for their settings and how each one stops its peer.
 """
@@ -39,9 +41,15 @@ if TYPE_CHECKING:
     from ._copilot_rpc import CopilotError as CopilotError
     from ._demo import DemoAdapter as DemoAdapter
     from ._demo import demo as demo
+    from ._langgraph import LangGraphAdapter as LangGraphAdapter
+    from ._langgraph import LangGraphError as LangGraphError
+    from ._langgraph import langgraph as langgraph
     from ._openai import OpenAIChatAdapter as OpenAIChatAdapter
     from ._openai import Tool as Tool
     from ._openai import openai_chat as openai_chat
+    from ._openai_agents import OpenAIAgentsAdapter as OpenAIAgentsAdapter
+    from ._openai_agents import OpenAIAgentsError as OpenAIAgentsError
+    from ._openai_agents import openai_agents as openai_agents
     from ._openai_stream import OpenAIChatError as OpenAIChatError
     from ._opencode import OpenCodeAdapter as OpenCodeAdapter
     from ._opencode import OpenCodeError as OpenCodeError
@@ -67,9 +75,15 @@ _WHERE = {
     "CopilotError": "._copilot_rpc",
     "DemoAdapter": "._demo",
     "demo": "._demo",
+    "LangGraphAdapter": "._langgraph",
+    "LangGraphError": "._langgraph",
+    "langgraph": "._langgraph",
     "OpenAIChatAdapter": "._openai",
     "Tool": "._openai",
     "openai_chat": "._openai",
+    "OpenAIAgentsAdapter": "._openai_agents",
+    "OpenAIAgentsError": "._openai_agents",
+    "openai_agents": "._openai_agents",
     "OpenAIChatError": "._openai_stream",
     "OpenCodeAdapter": "._opencode",
     "OpenCodeError": "._opencode",
@@ -90,6 +104,10 @@ __all__ = [
     "CopilotConfig",
     "CopilotError",
     "DemoAdapter",
+    "LangGraphAdapter",
+    "LangGraphError",
+    "OpenAIAgentsAdapter",
+    "OpenAIAgentsError",
     "OpenAIChatAdapter",
     "OpenAIChatError",
     "OpenCodeAdapter",
@@ -99,6 +117,8 @@ __all__ = [
     "command",
     "copilot",
     "demo",
+    "langgraph",
+    "openai_agents",
     "openai_chat",
     "opencode",
 ]
