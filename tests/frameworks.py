@@ -10,6 +10,9 @@ and `BAND_OPENAI_AGENTS_AGENT=frameworks:agent`: they read the model's address f
 `FRAMEWORKS_MODEL_URL`. A fresh one per adapter, so a module-level HTTP client is
 never carried from one asyncio loop to the next (each kit probe runs its own).
 
+The frameworks are imported when first built, not with this module: every test worker
+collects the test modules that import it, and the frameworks take seconds to import.
+
 `TOOLS` records what the `lookup` tools did, told across the threads: the tools run
 on the asyncio loop's thread, the tests read the record on trio's.
 """
@@ -18,26 +21,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import trio
-from agents import Agent, OpenAIChatCompletionsModel, function_tool
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage
-from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
-from openai import AsyncOpenAI
 
 from band_trio.contract import Adapter, AgentInfo, RemoteStop, Turn
 from band_trio.testing._observed import cancelled_only
+
+if TYPE_CHECKING:
+    from agents import Agent
+    from langchain_core.tools import BaseTool
+    from langgraph.graph import MessagesState
+    from langgraph.graph.state import CompiledStateGraph
+
+    from band_trio.adapters import LangGraphAdapter, OpenAIAgentsAdapter
 
 TOOL_WORK = 30.0
 """How long `lookup` works: far longer than any test waits, so it ends by a cancel."""
@@ -91,19 +94,30 @@ async def _lookup(query: str) -> str:
     return f"sunny ({query})"
 
 
-@tool
-async def lookup(query: str) -> str:
-    """Look something up."""
-    return await _lookup(query)
+@functools.cache
+def lookup() -> BaseTool:
+    """`lookup` as a LangChain tool."""
+    from langchain_core.tools import tool
+
+    @tool
+    async def lookup(query: str) -> str:
+        """Look something up."""
+        return await _lookup(query)
+
+    return lookup
 
 
-@function_tool
-async def agents_lookup(query: str) -> str:
-    """Look something up."""
-    return await _lookup(query)
+@functools.cache
+def agents_lookup() -> Any:
+    """`lookup` as an Agents SDK function tool."""
+    from agents import function_tool
 
+    @function_tool
+    async def lookup(query: str) -> str:
+        """Look something up."""
+        return await _lookup(query)
 
-agents_lookup.name = "lookup"  # the name stubllm's tool fixtures call
+    return lookup
 
 
 def model_url() -> str:
@@ -124,7 +138,13 @@ def http_client() -> httpx.AsyncClient:
 def build_graph(base_url: str, *, threads: bool = True) -> CompiledStateGraph[MessagesState]:
     """A tool-calling graph: the model, then the tools it asks for, then the model again.
     `threads`: compiled with a checkpointer (a thread per room)."""
-    model: BaseChatModel = ChatOpenAI(
+    from langchain_core.messages import AnyMessage
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    model = ChatOpenAI(
         model="gpt-4o-mini",
         base_url=base_url,
         api_key="sk-test",
@@ -132,14 +152,14 @@ def build_graph(base_url: str, *, threads: bool = True) -> CompiledStateGraph[Me
         max_retries=0,
         http_async_client=http_client(),
     )
-    with_tools = model.bind_tools([lookup])
+    with_tools = model.bind_tools([lookup()])
 
     async def think(state: MessagesState) -> dict[str, list[AnyMessage]]:
         return {"messages": [await with_tools.ainvoke(state["messages"])]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("model", think)
-    builder.add_node("tools", ToolNode([lookup]))
+    builder.add_node("tools", ToolNode([lookup()]))
     builder.add_edge(START, "model")
     builder.add_conditional_edges("model", tools_condition)
     builder.add_edge("tools", "model")
@@ -150,10 +170,22 @@ def graph() -> CompiledStateGraph[MessagesState]:
     return build_graph(model_url())
 
 
+def graph_adapter(base_url: str, **options: Any) -> LangGraphAdapter:
+    """The adapter on `build_graph(base_url)` (`threads` among `options`, the rest the
+    adapter's)."""
+    from band_trio.adapters import LangGraphAdapter
+
+    threads = options.pop("threads", True)
+    return LangGraphAdapter(build_graph(base_url, threads=threads), **options)
+
+
 # -- the OpenAI Agents SDK --------------------------------------------------------------
 
 
 def build_agent(base_url: str) -> Agent[None]:
+    from agents import Agent, OpenAIChatCompletionsModel
+    from openai import AsyncOpenAI
+
     client = AsyncOpenAI(
         base_url=base_url, api_key="sk-test", max_retries=0, http_client=http_client()
     )
@@ -161,12 +193,18 @@ def build_agent(base_url: str) -> Agent[None]:
         name="weather",
         instructions="Answer briefly.",
         model=OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client),
-        tools=[agents_lookup],
+        tools=[agents_lookup()],
     )
 
 
 def agent() -> Agent[None]:
     return build_agent(model_url())
+
+
+def agents_adapter(base_url: str, **options: Any) -> OpenAIAgentsAdapter:
+    from band_trio.adapters import OpenAIAgentsAdapter
+
+    return OpenAIAgentsAdapter(build_agent(base_url), **options)
 
 
 # -- watching an adapter ----------------------------------------------------------------

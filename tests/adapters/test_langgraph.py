@@ -15,12 +15,10 @@ import pytest
 import trio
 
 from band_trio import StopOutcome
-from band_trio.adapters import LangGraphAdapter, LangGraphError, langgraph
-from band_trio.adapters._langgraph import _answer
 from band_trio.contract import not_run_note
 from band_trio.errors import ConfigurationError
 from band_trio.platform import Platform
-from frameworks import TOOLS, Watched, build_graph
+from frameworks import TOOLS, Watched, graph_adapter
 from peers import Peer, shared_stubllm_peer
 from support import early_close, replies, running_agent, seeded, status
 
@@ -62,7 +60,7 @@ async def test_a_graph_answers_from_the_rooms_conversation(platform: Platform) -
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer() as peer:
-            adapter = Watched(LangGraphAdapter(build_graph(peer.base_url, threads=False)))
+            adapter = Watched(graph_adapter(peer.base_url, threads=False))
             async with running_agent(platform, adapter):
                 first = platform.post_message(room, user, "[quick] hello")
                 await platform.wait_until(lambda: status(platform, first) == "processed")
@@ -87,8 +85,8 @@ async def test_a_checkpointed_graph_keeps_a_thread_per_room_and_is_sent_each_mes
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer() as peer:
-            graph = build_graph(peer.base_url)
-            adapter = LangGraphAdapter(graph)
+            adapter = graph_adapter(peer.base_url)
+            graph = adapter.graph
             async with running_agent(platform, adapter):
                 for text in ["[quick] one", "[quick] two"]:
                     message = platform.post_message(room, user, text)
@@ -116,8 +114,7 @@ async def test_tool_calls_are_posted_as_events_and_the_final_answer_as_the_reply
     TOOLS.arm(work=0)
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer() as peer:
-            graph = build_graph(peer.base_url)
-            async with running_agent(platform, LangGraphAdapter(graph)):
+            async with running_agent(platform, graph_adapter(peer.base_url)):
                 message = platform.post_message(room, user, "[tool] weather?")
                 await platform.wait_until(lambda: status(platform, message) == "processed")
             asked = chat_requests(peer)
@@ -134,7 +131,7 @@ async def test_a_graph_that_fails_fails_the_message(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer() as peer:
-            adapter = Watched(LangGraphAdapter(build_graph(peer.base_url)))
+            adapter = Watched(graph_adapter(peer.base_url))
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "[error] please")
                 await platform.wait_until(lambda: status(platform, message) == "failed")
@@ -143,6 +140,9 @@ async def test_a_graph_that_fails_fails_the_message(platform: Platform) -> None:
 
 def test_the_answer_is_the_last_ai_message_after_the_rooms_message() -> None:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from band_trio.adapters import LangGraphError
+    from band_trio.adapters._langgraph import _answer
 
     said = HumanMessage("q")
     calls = AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}])
@@ -166,7 +166,7 @@ async def test_interrupt_mid_stream_closes_the_models_stream(platform: Platform)
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer(chunk_delay_ms=50) as peer:
-            adapter = Watched(LangGraphAdapter(build_graph(peer.base_url)))
+            adapter = Watched(graph_adapter(peer.base_url))
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "[slow] count")
                 await peer.wait_for(lambda e: e["count"] >= 3, timeout=DEADLINE, event="chunk")
@@ -193,7 +193,7 @@ async def test_stop_mid_stream_closes_the_stream_and_play_answers_it_once(
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer(chunk_delay_ms=10) as peer:
-            adapter = Watched(LangGraphAdapter(build_graph(peer.base_url)))
+            adapter = Watched(graph_adapter(peer.base_url))
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")
                 await peer.wait_for(lambda e: e["count"] >= 3, timeout=DEADLINE, event="chunk")
@@ -225,8 +225,7 @@ async def test_an_abort_mid_tool_cancels_the_tool_and_the_thread_is_closed_for_w
     reason = "wrong question"
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer() as peer:
-            graph = build_graph(peer.base_url)
-            async with running_agent(platform, LangGraphAdapter(graph)) as running:
+            async with running_agent(platform, graph_adapter(peer.base_url)) as running:
                 asked = platform.post_message(room, user, "[tool] weather?")
                 await TOOLS.started.wait()
                 platform.send_control(agent_id, signal, room_id=room, reason=reason)  # type: ignore[arg-type]
@@ -257,6 +256,8 @@ async def test_an_abort_mid_tool_cancels_the_tool_and_the_thread_is_closed_for_w
 
 
 def test_the_graph_is_named_by_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from band_trio.adapters import langgraph
+
     monkeypatch.setenv("FRAMEWORKS_MODEL_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("BAND_LANGGRAPH_GRAPH", "frameworks:graph")  # a function: called
     adapter = langgraph()
@@ -278,6 +279,8 @@ def test_the_graph_is_named_by_its_variable(monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_missing_or_bad_graph_is_a_one_line_configuration_error(
     monkeypatch: pytest.MonkeyPatch, value: str, says: str
 ) -> None:
+    from band_trio.adapters import langgraph
+
     monkeypatch.setenv("BAND_LANGGRAPH_GRAPH", value)
     with pytest.raises(ConfigurationError, match=says) as caught:
         langgraph()

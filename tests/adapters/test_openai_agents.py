@@ -14,14 +14,11 @@ from typing import Any
 
 import pytest
 import trio
-from agents import RunConfig
 
 from band_trio import StopOutcome
-from band_trio.adapters import OpenAIAgentsAdapter, OpenAIAgentsError, openai_agents
-from band_trio.adapters._openai_agents import _answer
 from band_trio.errors import ConfigurationError
 from band_trio.platform import Platform
-from frameworks import TOOLS, Watched, build_agent
+from frameworks import TOOLS, Watched, agents_adapter
 from peers import Peer, shared_stubllm_peer
 from support import early_close, replies, running_agent, seeded, status
 
@@ -48,7 +45,7 @@ async def test_an_agent_answers_from_the_rooms_conversation(platform: Platform) 
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer() as peer:
-            adapter = Watched(OpenAIAgentsAdapter(build_agent(peer.base_url)))
+            adapter = Watched(agents_adapter(peer.base_url))
             async with running_agent(platform, adapter):
                 first = platform.post_message(room, user, "[quick] hello")
                 await platform.wait_until(lambda: status(platform, first) == "processed")
@@ -74,7 +71,7 @@ async def test_function_tools_are_posted_as_events_and_the_final_output_as_the_r
     TOOLS.arm(work=0)
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer() as peer:
-            adapter = OpenAIAgentsAdapter(build_agent(peer.base_url))
+            adapter = agents_adapter(peer.base_url)
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "[tool] weather?")
                 await platform.wait_until(lambda: status(platform, message) == "processed")
@@ -90,7 +87,7 @@ async def test_a_run_that_fails_fails_the_message(platform: Platform) -> None:
     _, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer() as peer:
-            adapter = OpenAIAgentsAdapter(build_agent(peer.base_url))
+            adapter = agents_adapter(peer.base_url)
             async with running_agent(platform, adapter):
                 message = platform.post_message(room, user, "[error] please")
                 await platform.wait_until(lambda: status(platform, message) == "failed")
@@ -98,16 +95,21 @@ async def test_a_run_that_fails_fails_the_message(platform: Platform) -> None:
 
 
 def test_tracing_export_is_off_unless_asked_for() -> None:
-    agent = build_agent("http://127.0.0.1:9/v1")
-    assert OpenAIAgentsAdapter(agent).run_config.tracing_disabled
+    from agents import RunConfig
+
+    url = "http://127.0.0.1:9/v1"
+    assert agents_adapter(url).run_config.tracing_disabled
     mine = RunConfig(workflow_name="mine")
-    kept = OpenAIAgentsAdapter(agent, run_config=mine, tracing=True).run_config
+    kept = agents_adapter(url, run_config=mine, tracing=True).run_config
     assert kept is mine and not kept.tracing_disabled
-    off = OpenAIAgentsAdapter(agent, run_config=mine).run_config
+    off = agents_adapter(url, run_config=mine).run_config
     assert off.tracing_disabled and off.workflow_name == "mine" and not mine.tracing_disabled
 
 
 def test_the_final_output_is_posted_as_text() -> None:
+    from band_trio.adapters import OpenAIAgentsError
+    from band_trio.adapters._openai_agents import _answer
+
     assert _answer("done") == "done"
     assert _answer({"temperature": 21}) == '{"temperature": 21}'
     for empty in (None, "", "  "):
@@ -126,7 +128,7 @@ async def test_an_abort_mid_stream_closes_the_models_stream(
     agent_id, room, user = seeded(platform)
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer(chunk_delay_ms=20) as peer:
-            adapter = Watched(OpenAIAgentsAdapter(build_agent(peer.base_url)))
+            adapter = Watched(agents_adapter(peer.base_url))
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[slow] count")
                 await peer.wait_for(lambda e: e["count"] >= 3, timeout=DEADLINE, event="chunk")
@@ -161,7 +163,7 @@ async def test_a_function_tool_running_at_the_abort_is_cancelled_and_waited_for(
     TOOLS.arm()
     with trio.fail_after(DEADLINE):
         async with shared_stubllm_peer() as peer:
-            adapter = Watched(OpenAIAgentsAdapter(build_agent(peer.base_url)))
+            adapter = Watched(agents_adapter(peer.base_url))
             async with running_agent(platform, adapter) as running:
                 message = platform.post_message(room, user, "[tool] weather?")
                 await TOOLS.started.wait()
@@ -182,6 +184,8 @@ async def test_a_function_tool_running_at_the_abort_is_cancelled_and_waited_for(
 
 
 def test_the_agent_is_named_by_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from band_trio.adapters import openai_agents
+
     monkeypatch.setenv("FRAMEWORKS_MODEL_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("BAND_OPENAI_AGENTS_AGENT", "frameworks:agent")
     monkeypatch.delenv("BAND_OPENAI_AGENTS_TRACING", raising=False)
@@ -205,6 +209,8 @@ def test_a_missing_or_bad_setting_is_a_one_line_configuration_error(
 ) -> None:
     monkeypatch.setenv("FRAMEWORKS_MODEL_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("BAND_OPENAI_AGENTS_AGENT", "frameworks:agent")
+    from band_trio.adapters import openai_agents
+
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigurationError, match=says) as caught:
         openai_agents()

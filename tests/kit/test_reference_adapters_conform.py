@@ -1,5 +1,6 @@
 """Every reference adapter passes every probe of the conformance kit that applies to it,
-against its real peer: stubllm for the OpenAI chat adapter, the a2a-sdk server for
+against its real peer: stubllm for the OpenAI chat adapter and for the LangGraph and
+OpenAI Agents SDK adapters (tests/frameworks.py), the a2a-sdk server for
 the A2A adapter, a real `sh` process tree for the command adapter, the real Copilot CLI
 (with stubllm as its model) for the Copilot adapter.
 
@@ -12,6 +13,7 @@ silent miss, so it fails the test too.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,7 +31,8 @@ from band_trio.adapters import (
 from band_trio.contract import Adapter, Turn
 from band_trio.testing import ProbeResult, Subject, run_probes
 from band_trio.testing._report import table
-from peers import shared_a2a_peer, shared_stubllm_peer
+from frameworks import TOOLS, agents_adapter, graph_adapter
+from peers import Peer, shared_a2a_peer, shared_stubllm_peer
 from peers.copilot import copilot_config
 
 WHOLE_RUN = 30.0
@@ -43,18 +46,40 @@ NO_REMOTE = {
 NO_TOOLS = {"history valid after an abort mid tool-calls"}
 RACE = {"stop before the remote handle exists"}
 """Not applicable when the start call always answered before the signal landed."""
+FRAMEWORK = RACE
+"""An asyncio framework's run is one remote work (`run_asyncio`'s task), started as soon
+as its code runs: the race of a signal with its start is rarely won."""
+ASYNCIO_LOOP_LEFT = {
+    "nothing left after the agent stops": "system task outlived the agent: band-trio asyncio"
+}
+"""The one failure of every asyncio adapter for now: the owner's closed asyncio loop leaves
+its run-end system task asleep (tests/kit/test_asyncio_leaves_nothing.py, red there)."""
 
 SHELL = 'read line; case "$line" in long*) sleep 30 & wait;; esac; echo "said: $line"'
 
 
-async def conforms(label: str, subject: Subject, may_not_apply: set[str]) -> list[ProbeResult]:
+async def conforms(
+    label: str,
+    subject: Subject,
+    may_not_apply: set[str],
+    known: dict[str, str] | None = None,
+) -> list[ProbeResult]:
+    """Run the kit; every probe passes, or does not apply where `may_not_apply` allows,
+    or fails the way `known` says (probe → words of its failure): a defect reported
+    elsewhere, red there. A known failure that passes fails here: drop it from `known`."""
+    known = known or {}
     started = time.perf_counter()
     with trio.fail_after(WHOLE_RUN * 3):  # a hung run fails, with room to measure a slow one
         results = await run_probes(subject)
     took = time.perf_counter() - started
     report = f"{label}: the whole run took {took:.1f} s\n{table(results)}"
     print(f"\n{report}")
-    assert all(result.passed for result in results), f"a probe failed:\n{report}"
+    for result in results:
+        if result.name in known:
+            assert not result.passed, f"{result.name} passes now: drop it from `known`"
+            assert known[result.name] in result.observed, f"a probe failed:\n{report}"
+        else:
+            assert result.passed, f"a probe failed:\n{report}"
     not_applicable = {r.name for r in results if r.outcome == "not applicable"}
     assert not_applicable <= may_not_apply, f"did not apply: {not_applicable}\n{report}"
     assert took <= WHOLE_RUN, report
@@ -95,6 +120,47 @@ async def test_the_openai_chat_adapter_conforms_against_stubllm() -> None:
             transcript=openai_history,
         )
         await conforms("OpenAIChatAdapter + stubllm", subject, RACE)
+        assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
+
+
+def last_conversation(peer: Peer) -> Callable[[Adapter, str], list[dict[str, Any]]]:
+    """For an adapter that keeps no OpenAI-style transcript of its own (a framework's):
+    the conversation the model was last sent, as stubllm received it. After the kit's
+    abort mid tool-calls and the next message, that is what the model saw of the cut."""
+
+    def transcript(adapter: Adapter, room_id: str) -> list[dict[str, Any]]:
+        [*_, last] = (e for e in peer.events("request") if e["path"] == "/v1/chat/completions")
+        messages: list[dict[str, Any]] = last["body"]["messages"]
+        return messages
+
+    return transcript
+
+
+@pytest.mark.long(7)
+@pytest.mark.rotated  # one framework a run (each ~7 s); tests/adapters/ hold both every run
+@pytest.mark.parametrize(
+    ("label", "adapter"),
+    [
+        # a checkpointed graph (a thread per room): the abort mid tool-calls leaves the cut
+        # call in the thread, and the next message's run must close it
+        ("LangGraphAdapter + langchain-openai + stubllm", graph_adapter),
+        ("OpenAIAgentsAdapter + stubllm", agents_adapter),
+    ],
+    ids=["langgraph", "openai_agents"],
+)
+async def test_a_framework_adapter_conforms_against_stubllm(
+    label: str, adapter: Callable[[str], Adapter]
+) -> None:
+    TOOLS.arm()  # the tool works until it is cancelled
+    async with shared_stubllm_peer() as peer:
+        subject = Subject(
+            lambda: adapter(peer.base_url),
+            long_prompt="[slow] tell me a long story",
+            quick_prompt="[quick] say hi",
+            tool_prompt="[tool] what is the weather?",
+            transcript=last_conversation(peer),
+        )
+        await conforms(label, subject, FRAMEWORK, ASYNCIO_LOOP_LEFT)
         assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
 
 

@@ -1,0 +1,56 @@
+"""An asyncio adapter that lets every cancel through leaves nothing behind once its agent
+stopped: the kit's *nothing left after the agent stops* passes it.
+
+Red now (strict xfail): `AsyncioLoop._start` spawns a system task of the trio run
+(`band-trio asyncio: close at the run's end`) that sleeps until the run ends, and the
+owner's `aclose` closes the loop but leaves that task asleep. The kit's snapshot of the
+run's system tasks finds it once the agent stopped ("system task outlived the agent"),
+so every asyncio adapter fails that probe: `broken.AsyncioAdapter` here, the LangGraph
+and Agents SDK adapters in test_reference_adapters_conform.py. Found by issue 40 item 3;
+reported, not fixed there (band_trio/contract/_asyncio_loop.py is item 1's).
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from broken import AsyncioAdapter
+
+from band_trio.contract import Message, Threads, Turn, TurnControl, run_asyncio, turn_context
+from band_trio.testing import Subject
+from band_trio.testing._probes import nothing_left
+from support import NoPlatform
+
+DEADLINE = 20
+DEFECT = "system task outlived the agent: band-trio asyncio: close at the run's end"
+
+
+def system_tasks() -> set[trio.lowlevel.Task]:
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    return {task for nursery in root.child_nurseries for task in nursery.child_tasks}
+
+
+@pytest.mark.xfail(strict=True, reason=DEFECT)
+async def test_an_asyncio_adapter_leaves_nothing_after_its_agent_stops() -> None:
+    with trio.fail_after(DEADLINE):
+        result = await nothing_left(Subject(AsyncioAdapter, long_prompt="sleep=30"))
+    assert result.outcome == "passed", result
+
+
+@pytest.mark.xfail(strict=True, reason=DEFECT)
+async def test_closing_an_owners_asyncio_loop_leaves_no_system_task() -> None:
+    threads = Threads(4)
+    message = Message(id="m1", room_id="r1", content="x", sender_id="u1", sender_type="User")
+    turn = Turn(
+        message, NoPlatform(), control=TurnControl("r1", "m1", stop_grace=1.0, threads=threads)
+    )
+    before = system_tasks()
+
+    async def work() -> int:
+        return 1
+
+    with trio.fail_after(DEADLINE), turn_context(turn):
+        assert await run_asyncio(work) == 1
+    assert await threads.aclose(1.0) == 0
+    assert {task.name for task in system_tasks() - before} == set()
