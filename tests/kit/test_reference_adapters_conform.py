@@ -1,5 +1,6 @@
 """Every reference adapter passes every probe of the conformance kit that applies to it,
-against its real peer: stubllm for the OpenAI chat adapter, the a2a-sdk server for
+against its real peer: stubllm for the OpenAI chat and Anthropic adapters (its
+`/v1/messages` speaking Anthropic's stream), the a2a-sdk server for
 the A2A adapter, a real `sh` process tree for the command adapter, the real Copilot CLI
 (with stubllm as its model) for the Copilot adapter.
 
@@ -19,6 +20,7 @@ import trio
 
 from band_trio.adapters import (
     A2AAdapter,
+    AnthropicAdapter,
     CommandAdapter,
     CopilotAdapter,
     CopilotCli,
@@ -95,6 +97,31 @@ async def test_the_openai_chat_adapter_conforms_against_stubllm() -> None:
             transcript=openai_history,
         )
         await conforms("OpenAIChatAdapter + stubllm", subject, RACE)
+        assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
+
+
+def anthropic_history(adapter: Adapter, room_id: str) -> list[dict[str, Any]]:
+    assert isinstance(adapter, AnthropicAdapter)
+    return adapter.history(room_id)
+
+
+async def test_the_anthropic_adapter_conforms_against_stubllm() -> None:
+    """The official `anthropic` SDK under trio, no bridge: each abort closes its stream."""
+    async with shared_stubllm_peer() as peer:
+
+        def factory() -> AnthropicAdapter:
+            return AnthropicAdapter(
+                peer.url, "claude-sonnet-4-6", api_key="sk-test", tools=[LOOKUP]
+            )
+
+        subject = Subject(
+            factory,
+            long_prompt="[slow] tell me a long story",
+            quick_prompt="[quick] say hi",
+            tool_prompt="[tool] what is the weather?",
+            transcript=anthropic_history,
+        )
+        await conforms("AnthropicAdapter + stubllm", subject, RACE)
         assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
 
 

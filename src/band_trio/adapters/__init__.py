@@ -7,6 +7,7 @@ band_trio.adapters:NAME`, configured from the environment:
 |---------------|---------------------|--------------------------------------------|
 | `demo`        | `DemoAdapter`       | nothing: echoes (`sleep=N` pretends to think) |
 | `openai_chat` | `OpenAIChatAdapter` | an OpenAI-compatible chat completions server |
+| `anthropic`   | `AnthropicAdapter`  | Anthropic's Messages API (the `anthropic` SDK; an extra) |
 | `a2a`         | `A2AAdapter`        | an A2A agent (protocol 1.0 JSON-RPC, 0.3 fallback) |
 | `command`     | `CommandAdapter`    | a command run per message, in its own process group |
 | `opencode`    | `OpenCodeAdapter`   | an `opencode serve` agent server (one session per room) |
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from ._a2a import A2ARpcError as A2ARpcError
     from ._a2a import A2ATaskError as A2ATaskError
     from ._a2a import a2a as a2a
+    from ._anthropic import AnthropicAdapter as AnthropicAdapter
+    from ._anthropic import anthropic as anthropic
+    from ._anthropic_stream import AnthropicMessagesError as AnthropicMessagesError
     from ._command import CommandAdapter as CommandAdapter
     from ._command import CommandFailedError as CommandFailedError
     from ._command import command as command
@@ -40,12 +44,12 @@ if TYPE_CHECKING:
     from ._demo import DemoAdapter as DemoAdapter
     from ._demo import demo as demo
     from ._openai import OpenAIChatAdapter as OpenAIChatAdapter
-    from ._openai import Tool as Tool
     from ._openai import openai_chat as openai_chat
     from ._openai_stream import OpenAIChatError as OpenAIChatError
     from ._opencode import OpenCodeAdapter as OpenCodeAdapter
     from ._opencode import OpenCodeError as OpenCodeError
     from ._opencode import opencode as opencode
+    from ._tool import Tool as Tool
 
 # Each adapter is imported when first named, not with the package: a command that
 # runs one adapter (or none) does not pay for the others' dependencies.
@@ -56,6 +60,9 @@ _WHERE = {
     "A2ARpcError": "._a2a",
     "A2ATaskError": "._a2a",
     "a2a": "._a2a",
+    "AnthropicAdapter": "._anthropic",
+    "anthropic": "._anthropic",
+    "AnthropicMessagesError": "._anthropic_stream",
     "CommandAdapter": "._command",
     "CommandFailedError": "._command",
     "command": "._command",
@@ -68,7 +75,7 @@ _WHERE = {
     "DemoAdapter": "._demo",
     "demo": "._demo",
     "OpenAIChatAdapter": "._openai",
-    "Tool": "._openai",
+    "Tool": "._tool",
     "openai_chat": "._openai",
     "OpenAIChatError": "._openai_stream",
     "OpenCodeAdapter": "._opencode",
@@ -83,6 +90,8 @@ __all__ = [
     "A2AProtocolError",
     "A2ARpcError",
     "A2ATaskError",
+    "AnthropicAdapter",
+    "AnthropicMessagesError",
     "CommandAdapter",
     "CommandFailedError",
     "CopilotAdapter",
@@ -96,6 +105,7 @@ __all__ = [
     "OpenCodeError",
     "Tool",
     "a2a",
+    "anthropic",
     "command",
     "copilot",
     "demo",
