@@ -19,9 +19,8 @@ how remote work is owned by the turn.
 * asyncio code: `run_asyncio(async_fn, *args)` runs it as part of the turn it is
   called from (`current_turn`, set by the owner with `turn_context`), on the
   owner's asyncio loop (`AsyncioLoop`, one thread: `Threads.asyncio`); an abort
-  cancels the asyncio task and waits for it, within the stop grace. anyio code
-  (the `openai`, `anthropic` and `mcp` SDKs) needs no door: it runs on trio as it
-  is, and the turn's cancel is its cancel.
+  cancels the asyncio task and waits for it, within the stop grace. (anyio code
+  needs no door: below.)
 * Helpers built on it: `run_in_thread` (abandoned on cancel), `run_command` (a
   process group: SIGTERM, SIGKILL after `Policy.subprocess_kill_grace`),
   `stream_request` (an httpx2 stream closed by the cancel), and
