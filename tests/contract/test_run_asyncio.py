@@ -396,3 +396,53 @@ async def test_an_abort_before_the_code_began_still_reaches_its_own_try() -> Non
     (stop,) = turn.remote_stops
     assert stop.outcome is StopOutcome.CONFIRMED
     await threads.aclose(GRACE)
+
+
+async def test_an_owner_that_closes_its_loop_leaves_no_task_behind() -> None:
+    threads = Threads(4)
+
+    async def work() -> int:
+        return 1
+
+    def closers() -> list[str]:
+        root = trio.lowlevel.current_root_task()
+        tasks = [t for n in root.child_nurseries for t in n.child_tasks]
+        return [t.name for t in tasks if "close at the run's end" in t.name]
+
+    with trio.fail_after(DEADLINE):
+        for n in range(3):  # an agent run three times in one trio run
+            with turn_context(a_turn(threads, n)):
+                assert await run_asyncio(work) == 1
+            assert len(closers()) == 1
+            await threads.aclose(GRACE)
+            await trio.testing.wait_all_tasks_blocked()
+            assert closers() == []
+
+
+async def test_a_loop_blocked_by_synchronous_code_does_not_hold_its_owner(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    threads = Threads(4)
+    blocked = threading.Event()
+    release = threading.Event()
+    token = trio.lowlevel.current_trio_token()
+    started = trio.Event()
+
+    async def blocks_the_loop() -> None:
+        token.run_sync_soon(started.set)
+        blocked.set()
+        release.wait(DEADLINE)  # synchronous: the whole asyncio loop stands still
+
+    with trio.fail_after(DEADLINE), turn_context(a_turn(threads)):
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run_asyncio, blocks_the_loop)
+                await started.wait()
+                scope.cancel()  # the cancel cannot reach it: the turn waits its grace
+        began = trio.current_time()
+        with caplog.at_level(logging.ERROR, "band_trio.asyncio"):
+            assert await threads.aclose(GRACE) == 1
+        took = trio.current_time() - began
+    release.set()
+    assert took < 2 * GRACE + 1.5  # bounded: the owner goes on
+    assert "still busy" in caplog.text  # and says why

@@ -1,19 +1,18 @@
 """An asyncio adapter that lets every cancel through leaves nothing behind once its agent
 stopped: the kit's *nothing left after the agent stops* passes it.
 
-Red now (strict xfail): `AsyncioLoop._start` spawns a system task of the trio run
-(`band-trio asyncio: close at the run's end`) that sleeps until the run ends, and the
-owner's `aclose` closes the loop but leaves that task asleep. The kit's snapshot of the
-run's system tasks finds it once the agent stopped ("system task outlived the agent"),
-so every asyncio adapter fails that probe: `broken.AsyncioAdapter` here, the LangGraph
-and Agents SDK adapters in test_reference_adapters_conform.py. Found by issue 40 item 3;
-reported, not fixed there (band_trio/contract/_asyncio_loop.py is item 1's).
+`AsyncioLoop` spawns a system task of the trio run (`band-trio asyncio: close at the
+run's end`) for an owner that never closes its loop. It slept until the run's end even
+after the owner's `aclose`, and the kit's snapshot of the run's system tasks found it
+once the agent stopped ("system task outlived the agent"): every asyncio adapter failed
+that probe (`broken.AsyncioAdapter` here; the LangGraph and Agents SDK adapters in
+test_reference_adapters_conform.py). Red before 62c1abf (the task ends at the close).
 """
 
 from __future__ import annotations
 
-import pytest
 import trio
+import trio.testing
 from broken import AsyncioAdapter
 
 from band_trio.contract import Message, Threads, Turn, TurnControl, run_asyncio, turn_context
@@ -22,7 +21,6 @@ from band_trio.testing._probes import nothing_left
 from support import NoPlatform
 
 DEADLINE = 20
-DEFECT = "system task outlived the agent: band-trio asyncio: close at the run's end"
 
 
 def system_tasks() -> set[trio.lowlevel.Task]:
@@ -31,14 +29,12 @@ def system_tasks() -> set[trio.lowlevel.Task]:
     return {task for nursery in root.child_nurseries for task in nursery.child_tasks}
 
 
-@pytest.mark.xfail(strict=True, reason=DEFECT)
 async def test_an_asyncio_adapter_leaves_nothing_after_its_agent_stops() -> None:
     with trio.fail_after(DEADLINE):
         result = await nothing_left(Subject(AsyncioAdapter, long_prompt="sleep=30"))
     assert result.outcome == "passed", result
 
 
-@pytest.mark.xfail(strict=True, reason=DEFECT)
 async def test_closing_an_owners_asyncio_loop_leaves_no_system_task() -> None:
     threads = Threads(4)
     message = Message(id="m1", room_id="r1", content="x", sender_id="u1", sender_type="User")
@@ -53,4 +49,5 @@ async def test_closing_an_owners_asyncio_loop_leaves_no_system_task() -> None:
     with trio.fail_after(DEADLINE), turn_context(turn):
         assert await run_asyncio(work) == 1
     assert await threads.aclose(1.0) == 0
+    await trio.testing.wait_all_tasks_blocked()  # the closer ends at its next step
     assert {task.name for task in system_tasks() - before} == set()

@@ -1,6 +1,7 @@
 """Every reference adapter passes every probe of the conformance kit that applies to it,
-against its real peer: stubllm for the OpenAI chat adapter and for the LangGraph and
-OpenAI Agents SDK adapters (tests/frameworks.py), the a2a-sdk server for
+against its real peer: stubllm for the OpenAI chat and Anthropic adapters (its
+`/v1/messages` speaking Anthropic's stream) and for the LangGraph and OpenAI Agents SDK
+adapters (tests/frameworks.py), the a2a-sdk server for
 the A2A adapter, a real `sh` process tree for the command adapter, the real Copilot CLI
 (with stubllm as its model) for the Copilot adapter.
 
@@ -21,6 +22,7 @@ import trio
 
 from band_trio.adapters import (
     A2AAdapter,
+    AnthropicAdapter,
     CommandAdapter,
     CopilotAdapter,
     CopilotCli,
@@ -49,37 +51,18 @@ RACE = {"stop before the remote handle exists"}
 FRAMEWORK = RACE
 """An asyncio framework's run is one remote work (`run_asyncio`'s task), started as soon
 as its code runs: the race of a signal with its start is rarely won."""
-ASYNCIO_LOOP_LEFT = {
-    "nothing left after the agent stops": "system task outlived the agent: band-trio asyncio"
-}
-"""The one failure of every asyncio adapter for now: the owner's closed asyncio loop leaves
-its run-end system task asleep (tests/kit/test_asyncio_leaves_nothing.py, red there)."""
 
 SHELL = 'read line; case "$line" in long*) sleep 30 & wait;; esac; echo "said: $line"'
 
 
-async def conforms(
-    label: str,
-    subject: Subject,
-    may_not_apply: set[str],
-    known: dict[str, str] | None = None,
-) -> list[ProbeResult]:
-    """Run the kit; every probe passes, or does not apply where `may_not_apply` allows,
-    or fails the way `known` says (probe → words of its failure): a defect reported
-    elsewhere, red there. A known failure that passes fails here: drop it from `known`."""
-    known = known or {}
+async def conforms(label: str, subject: Subject, may_not_apply: set[str]) -> list[ProbeResult]:
     started = time.perf_counter()
     with trio.fail_after(WHOLE_RUN * 3):  # a hung run fails, with room to measure a slow one
         results = await run_probes(subject)
     took = time.perf_counter() - started
     report = f"{label}: the whole run took {took:.1f} s\n{table(results)}"
     print(f"\n{report}")
-    for result in results:
-        if result.name in known:
-            assert not result.passed, f"{result.name} passes now: drop it from `known`"
-            assert known[result.name] in result.observed, f"a probe failed:\n{report}"
-        else:
-            assert result.passed, f"a probe failed:\n{report}"
+    assert all(result.passed for result in results), f"a probe failed:\n{report}"
     not_applicable = {r.name for r in results if r.outcome == "not applicable"}
     assert not_applicable <= may_not_apply, f"did not apply: {not_applicable}\n{report}"
     assert took <= WHOLE_RUN, report
@@ -123,6 +106,31 @@ async def test_the_openai_chat_adapter_conforms_against_stubllm() -> None:
         assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
 
 
+def anthropic_history(adapter: Adapter, room_id: str) -> list[dict[str, Any]]:
+    assert isinstance(adapter, AnthropicAdapter)
+    return adapter.history(room_id)
+
+
+async def test_the_anthropic_adapter_conforms_against_stubllm() -> None:
+    """The official `anthropic` SDK under trio, no bridge: each abort closes its stream."""
+    async with shared_stubllm_peer() as peer:
+
+        def factory() -> AnthropicAdapter:
+            return AnthropicAdapter(
+                peer.url, "claude-sonnet-4-6", api_key="sk-test", tools=[LOOKUP]
+            )
+
+        subject = Subject(
+            factory,
+            long_prompt="[slow] tell me a long story",
+            quick_prompt="[quick] say hi",
+            tool_prompt="[tool] what is the weather?",
+            transcript=anthropic_history,
+        )
+        await conforms("AnthropicAdapter + stubllm", subject, RACE)
+        assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
+
+
 def last_conversation(peer: Peer) -> Callable[[Adapter, str], list[dict[str, Any]]]:
     """For an adapter that keeps no OpenAI-style transcript of its own (a framework's):
     the conversation the model was last sent, as stubllm received it. After the kit's
@@ -160,7 +168,7 @@ async def test_a_framework_adapter_conforms_against_stubllm(
             tool_prompt="[tool] what is the weather?",
             transcript=last_conversation(peer),
         )
-        await conforms(label, subject, FRAMEWORK, ASYNCIO_LOOP_LEFT)
+        await conforms(label, subject, FRAMEWORK)
         assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
 
 

@@ -7,6 +7,7 @@ band_trio.adapters:NAME`, configured from the environment:
 |---------------|---------------------|--------------------------------------------|
 | `demo`        | `DemoAdapter`       | nothing: echoes (`sleep=N` pretends to think) |
 | `openai_chat` | `OpenAIChatAdapter` | an OpenAI-compatible chat completions server |
+| `anthropic`   | `AnthropicAdapter`  | Anthropic's Messages API (the `anthropic` SDK; an extra) |
 | `a2a`         | `A2AAdapter`        | an A2A agent (protocol 1.0 JSON-RPC, 0.3 fallback) |
 | `command`     | `CommandAdapter`    | a command run per message, in its own process group |
 | `opencode`    | `OpenCodeAdapter`   | an `opencode serve` agent server (one session per room) |
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from ._a2a import A2ARpcError as A2ARpcError
     from ._a2a import A2ATaskError as A2ATaskError
     from ._a2a import a2a as a2a
+    from ._anthropic import AnthropicAdapter as AnthropicAdapter
+    from ._anthropic import anthropic as anthropic
+    from ._anthropic_stream import AnthropicMessagesError as AnthropicMessagesError
     from ._command import CommandAdapter as CommandAdapter
     from ._command import CommandFailedError as CommandFailedError
     from ._command import command as command
@@ -45,7 +49,6 @@ if TYPE_CHECKING:
     from ._langgraph import LangGraphError as LangGraphError
     from ._langgraph import langgraph as langgraph
     from ._openai import OpenAIChatAdapter as OpenAIChatAdapter
-    from ._openai import Tool as Tool
     from ._openai import openai_chat as openai_chat
     from ._openai_agents import OpenAIAgentsAdapter as OpenAIAgentsAdapter
     from ._openai_agents import OpenAIAgentsError as OpenAIAgentsError
@@ -54,6 +57,7 @@ if TYPE_CHECKING:
     from ._opencode import OpenCodeAdapter as OpenCodeAdapter
     from ._opencode import OpenCodeError as OpenCodeError
     from ._opencode import opencode as opencode
+    from ._tool import Tool as Tool
 
 # Each adapter is imported when first named, not with the package: a command that
 # runs one adapter (or none) does not pay for the others' dependencies.
@@ -64,6 +68,9 @@ _WHERE = {
     "A2ARpcError": "._a2a",
     "A2ATaskError": "._a2a",
     "a2a": "._a2a",
+    "AnthropicAdapter": "._anthropic",
+    "anthropic": "._anthropic",
+    "AnthropicMessagesError": "._anthropic_stream",
     "CommandAdapter": "._command",
     "CommandFailedError": "._command",
     "command": "._command",
@@ -79,7 +86,7 @@ _WHERE = {
     "LangGraphError": "._langgraph",
     "langgraph": "._langgraph",
     "OpenAIChatAdapter": "._openai",
-    "Tool": "._openai",
+    "Tool": "._tool",
     "openai_chat": "._openai",
     "OpenAIAgentsAdapter": "._openai_agents",
     "OpenAIAgentsError": "._openai_agents",
@@ -97,6 +104,8 @@ __all__ = [
     "A2AProtocolError",
     "A2ARpcError",
     "A2ATaskError",
+    "AnthropicAdapter",
+    "AnthropicMessagesError",
     "CommandAdapter",
     "CommandFailedError",
     "CopilotAdapter",
@@ -114,6 +123,7 @@ __all__ = [
     "OpenCodeError",
     "Tool",
     "a2a",
+    "anthropic",
     "command",
     "copilot",
     "demo",

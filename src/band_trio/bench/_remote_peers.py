@@ -11,6 +11,11 @@
   stubllm's stamp of its generator cancelled — the CLI closed its model stream
   after the adapter's `session.abort`.
 
+* Anthropic (band-trio only, when the `anthropic` extra is installed): the held turn
+  streams the same slow answer from stubllm's `/v1/messages` with the official
+  `anthropic` SDK, run in the turn with no bridge; the interval ends at stubllm's
+  stamp of its generator cancelled — next to the stubllm row, band-trio's own stream.
+
 band-trio runs the reference adapters (`openai_chat`, `a2a`); the band-sdk
 subject streams with httpx and, for A2A, sends `tasks/cancel` on
 `CancelledError` — what its author would have to write (`_sdk_subject`).
@@ -25,15 +30,17 @@ import trio
 
 from ._bench import since, timed
 from ._peer import Event, Peer
-from ._protocol import A2A, COPILOT, LLM
+from ._protocol import A2A, ANTHROPIC, COPILOT, LLM
 from ._tier import Tier
 
 __all__ = [
     "A2A_SCENARIO",
+    "ANTHROPIC_SCENARIO",
     "COPILOT_SCENARIO",
     "LLM_SCENARIO",
     "PeerScenario",
     "a2a_trial",
+    "anthropic_trial",
     "copilot_trial",
     "llm_trial",
     "peer_trial",
@@ -80,6 +87,14 @@ COPILOT_SCENARIO = PeerScenario(
     "remote stop: copilot", "interrupt → stubllm generator cancelled by the CLI", COPILOT,
     "base_url", LLM_PROMPT, "stream_started", "req",
     lambda e: e.get("event") == "chunk" and int(e["count"]) >= 3,
+    "stream_cancelled",
+)  # fmt: skip
+
+ANTHROPIC_SCENARIO = PeerScenario(
+    "remote stop: anthropic", "interrupt → stubllm generator cancelled (anthropic SDK)",
+    ANTHROPIC, "url", LLM_PROMPT, "stream_started", "req",
+    # 3 tokens, as the stubllm row: message_start, content_block_start and ping come first
+    lambda e: e.get("event") == "chunk" and int(e["count"]) >= 6,
     "stream_cancelled",
 )  # fmt: skip
 
@@ -131,3 +146,7 @@ async def a2a_trial(tier: Tier, peer: Peer) -> None:
 
 async def copilot_trial(tier: Tier, peer: Peer) -> None:
     await peer_trial(tier, peer, COPILOT_SCENARIO)
+
+
+async def anthropic_trial(tier: Tier, peer: Peer) -> None:
+    await peer_trial(tier, peer, ANTHROPIC_SCENARIO)

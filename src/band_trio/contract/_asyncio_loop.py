@@ -150,6 +150,7 @@ class AsyncioLoop:
         self._thread: threading.Thread | None = None
         self._thread_ended: trio.Event | None = None
         self._closing = False
+        self._closed = trio.Event()
         self._jobs: set[AsyncioJob] = set()
         self._overran_running: set[AsyncioJob] = set()
         self._overran_total = 0
@@ -233,6 +234,7 @@ class AsyncioLoop:
             self._loop = None
             self._thread = None
             self._thread_ended = None
+        self._closed.set()
         self._closing = False
         return left
 
@@ -250,13 +252,16 @@ class AsyncioLoop:
         )
         self._loop, self._thread, self._thread_ended = loop, thread, ended
         thread.start()
+        closed = self._closed = trio.Event()
         trio.lowlevel.spawn_system_task(
-            self._close_at_run_end, loop, name=f"{self.name}: close at the run's end"
+            self._close_at_run_end, loop, closed, name=f"{self.name}: close at the run's end"
         )
 
-    async def _close_at_run_end(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _close_at_run_end(self, loop: asyncio.AbstractEventLoop, closed: trio.Event) -> None:
+        """Wait for the owner's close (then end: nothing piles up when an owner starts
+        and closes its loop many times in one run), or for the run's end."""
         try:
-            await trio.sleep_forever()
+            await closed.wait()
         finally:
             if self._loop is loop:  # not closed by its owner (nor started again since)
                 try:
