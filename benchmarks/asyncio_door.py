@@ -1,5 +1,6 @@
 """How asyncio code should enter a trio turn: a loop in a thread, or trio-asyncio.
 
+    .venv/bin/pip install trio-asyncio==0.16.0     # not in any extra: only this script uses it
     .venv/bin/python benchmarks/asyncio_door.py [--calls 2000] [--trials 200] [--turns 100]
 
 Measures, for each mechanism, in one process, rounds alternating (thread, trio-asyncio,
@@ -37,7 +38,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
-import trio_asyncio
 
 from band_trio.contract import Message, Threads, Turn, TurnControl, run_asyncio, turn_context
 
@@ -154,6 +154,10 @@ async def thread_round(args: argparse.Namespace, out: dict[str, list[float]]) ->
 
 
 async def trio_asyncio_round(args: argparse.Namespace, out: dict[str, list[float]]) -> None:
+    # Imported here, never at the top: importing trio-asyncio patches asyncio for the
+    # whole process (the suite imports every script, and its later tests broke).
+    import trio_asyncio
+
     async with trio_asyncio.open_loop():
 
         async def door(fn: Callable[..., Awaitable[Any]], *a: Any) -> Any:

@@ -85,6 +85,7 @@ async def test_quick_bench_with_the_band_sdk_peer_completes_clean(tmp_path: Path
         for scenario in ("interrupt", "agent interrupt", "stop", "play", "start-up", "teardown"):
             assert (runtime, scenario, 3) in scenarios
         assert (runtime, "remote stop: command", 3) in scenarios
+    assert ("band-trio", "remote stop: anthropic", 3) in scenarios  # the SDK, no bridge
     # leak checks ran for every signal scenario of both runtimes
     checked = {(r["runtime"], r["scenario"]) for r in rows if r["leaked_tasks"] is not None}
     assert {

@@ -1,8 +1,9 @@
 """An adapter whose work is asyncio code (`run_asyncio`), for the commands' tests
 (`--adapter asyncio_adapter:make`, run with this folder as the cwd).
 
-`sleep=N` in the text keeps the asyncio side at work N seconds; then it answers
-"asyncio echo: TEXT". Each start and each cancel of the asyncio side is appended to
+`sleep=N` in the text keeps the asyncio side at work N seconds; `gate` keeps it at
+work until the file named by `ASYNCIO_ADAPTER_GATE` exists (30 s at most); then it
+answers "asyncio echo: TEXT". Each start and each cancel of the asyncio side is appended to
 the file named by `ASYNCIO_ADAPTER_LOG`, so a test sees what happened there.
 """
 
@@ -30,6 +31,11 @@ async def _think(content: str) -> str:
     _log(f"started {content}")
     try:
         await asyncio.sleep(float(match.group(1)) if match else 0.0)
+        gate = os.environ.get("ASYNCIO_ADAPTER_GATE", "")
+        for _ in range(3000 if "gate" in content and gate else 0):
+            if os.path.exists(gate):  # noqa: ASYNC240 (a stat, in a test helper)
+                break
+            await asyncio.sleep(0.01)
     except asyncio.CancelledError:
         _log(f"cancelled {content}")
         raise

@@ -54,18 +54,24 @@ async def test_kill_9_mid_asyncio_turn_then_a_restart_answers_it_once(
 ) -> None:
     _, room, user = seeded(platform)
     log = tmp_path / "asyncio.log"
-    env = {**agent_env(platform), "ASYNCIO_ADAPTER_LOG": str(log)}
+    gate = tmp_path / "gate"
+    env = {
+        **agent_env(platform),
+        "ASYNCIO_ADAPTER_LOG": str(log),
+        "ASYNCIO_ADAPTER_GATE": str(gate),
+    }
     with trio.fail_after(DEADLINE):
         async with band_trio(*ARGV, env=env, cwd=HERE) as cmd:
-            message = platform.post_message(room, user, "again sleep=0.5")
-            await platform.wait_until(lambda: logged(log) == ["started again sleep=0.5"])
-            cmd.process.kill()
+            message = platform.post_message(room, user, "again gate")
+            await platform.wait_until(lambda: logged(log) == ["started again gate"])
+            cmd.process.kill()  # the asyncio side waits at the gate: nothing posted yet
             assert await cmd.process.wait() == -signal.SIGKILL
         assert status(platform, message) == "processing"
+        gate.touch()
         async with band_trio(*ARGV, env=env, cwd=HERE) as cmd:
             await platform.wait_until(lambda: status(platform, message) == "processed")
             cmd.process.send_signal(signal.SIGTERM)
             assert await cmd.process.wait() == 0
             assert b"Traceback" not in await cmd.rest_of_stderr()
-    assert replies(platform, room) == ["asyncio echo: again sleep=0.5"]  # once
+    assert replies(platform, room) == ["asyncio echo: again gate"]  # once
     assert claims(platform, message) == 2  # the restart's replay, not a second answer

@@ -197,7 +197,7 @@ async def test_a_task_that_ignores_its_cancel_is_reported_then_cancelled_again_a
                 began = trio.current_time()
                 scope.cancel()
         took = trio.current_time() - began
-    assert GRACE <= took < GRACE + 1  # the turn waited its grace, then went on
+    assert GRACE - 0.01 <= took < GRACE + 1  # the turn waited its grace (its wait ends 1 ms early)
     (stop,) = turn.remote_stops
     assert stop.outcome is StopOutcome.UNCONFIRMED
     assert "ignored its cancel" in stop.detail
@@ -363,7 +363,7 @@ async def test_shielded_work_is_waited_for_and_reported_when_it_outlives_the_gra
         assert [s.outcome for s in quick.remote_stops] == [StopOutcome.CONFIRMED]
         slow = a_turn(threads, 2)
         took = await aborted(model_stream, slow)
-        assert GRACE <= took < GRACE + 1
+        assert GRACE - 0.01 <= took < GRACE + 1
         (stop,) = slow.remote_stops
         assert stop.outcome is StopOutcome.UNCONFIRMED
         assert "a task the asyncio task started still runs" in stop.detail
@@ -446,3 +446,26 @@ async def test_a_loop_blocked_by_synchronous_code_does_not_hold_its_owner(
     release.set()
     assert took < 2 * GRACE + 1.5  # bounded: the owner goes on
     assert "still busy" in caplog.text  # and says why
+
+
+async def test_a_connection_kept_alive_on_the_loop_is_closed_with_it() -> None:
+    """An HTTP client keeps its connection alive past the call (langchain-openai shares
+    one per process): the loop's close closes it, so no socket outlives the owner."""
+    threads = Threads(4)
+    kept: list[asyncio.StreamWriter] = []
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+
+    async def connect() -> None:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        kept.append(writer)  # kept alive for a later call
+
+    with trio.fail_after(DEADLINE), turn_context(a_turn(threads)):
+        async with listener:
+            await run_asyncio(connect)
+            server_side = await listener.accept()
+            await threads.aclose(GRACE)
+            assert await server_side.receive_some() == b""  # the client side closed
+            await server_side.aclose()
+    sock = kept[0].get_extra_info("socket")
+    assert sock is None or sock.fileno() == -1

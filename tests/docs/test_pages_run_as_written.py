@@ -28,6 +28,7 @@ ROOT = Path(__file__).parents[2]
 DOCS = ROOT / "docs"
 PAGES = [
     pytest.param("tutorial/getting-started.md", marks=pytest.mark.long(30)),
+    pytest.param("tutorial/bring-an-existing-agent.md", marks=pytest.mark.long(15)),
     "how-to/runs-api.md",
     "how-to/observe.md",
     "how-to/console.md",

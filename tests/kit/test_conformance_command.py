@@ -116,7 +116,7 @@ async def test_the_opencode_adapter_passes_the_command_against_opencode(tmp_path
 # kit in process every run; here the command's path, as for OpenCode above.
 @pytest.mark.timeout(240)
 @pytest.mark.rotated
-@pytest.mark.parametrize("name", ["openai_chat", "a2a", "command", "acp"])
+@pytest.mark.parametrize("name", ["openai_chat", "anthropic", "a2a", "command", "acp"])
 async def test_every_reference_adapter_passes_the_command_against_its_real_peer(
     tmp_path: Path, name: str
 ) -> None:
@@ -167,6 +167,10 @@ async def _peers_of(name: str) -> AsyncIterator[tuple[dict[str, str], str, str]]
                     "BAND_ACP_CWD": config.working_directory,
                 }
                 yield env, "[slow] go on", "[quick] hi"
+    elif name == "anthropic":
+        async with shared_stubllm_peer(chunk_delay_ms=50) as llm:
+            env = {"BAND_ANTHROPIC_BASE_URL": llm.url, "BAND_ANTHROPIC_API_KEY": "sk-test"}
+            yield env, "[slow] go on", "[quick] hi"
     else:  # its prompt may take over the kit's 0.3 s to start under load: --settle
         async with shared_stubllm_peer(chunk_delay_ms=50) as llm, opencode_peer(llm.base_url) as oc:
             env = {"BAND_OPENCODE_URL": oc.url, "BAND_OPENCODE_MODEL": "stub/gpt-4o"}

@@ -1,5 +1,7 @@
 """Every reference adapter passes every probe of the conformance kit that applies to it,
-against its real peer: stubllm for the OpenAI chat adapter, the a2a-sdk server for
+against its real peer: stubllm for the OpenAI chat and Anthropic adapters (its
+`/v1/messages` speaking Anthropic's stream) and for the LangGraph and OpenAI Agents SDK
+adapters (tests/frameworks.py), the a2a-sdk server for
 the A2A adapter, a real `sh` process tree for the command adapter, the real Copilot CLI
 (with stubllm as its model) for the Copilot adapter, and `opencode acp` (with stubllm as
 its model) for the ACP adapter.
@@ -13,6 +15,7 @@ silent miss, so it fails the test too.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from band_trio.adapters import (
     A2AAdapter,
     AcpAdapter,
     AcpAgent,
+    AnthropicAdapter,
     CommandAdapter,
     CopilotAdapter,
     CopilotCli,
@@ -34,7 +38,8 @@ from band_trio.adapters import (
 from band_trio.contract import Adapter, Turn
 from band_trio.testing import KIT_POLICY, ProbeResult, Subject, run_probes
 from band_trio.testing._report import table
-from peers import shared_a2a_peer, shared_stubllm_peer
+from frameworks import TOOLS, agents_adapter, graph_adapter
+from peers import Peer, shared_a2a_peer, shared_stubllm_peer
 from peers.acp_agents import opencode_acp_config, sdk_agent_config
 from peers.copilot import copilot_config
 
@@ -49,6 +54,9 @@ NO_REMOTE = {
 NO_TOOLS = {"history valid after an abort mid tool-calls"}
 RACE = {"stop before the remote handle exists"}
 """Not applicable when the start call always answered before the signal landed."""
+FRAMEWORK = RACE
+"""An asyncio framework's run is one remote work (`run_asyncio`'s task), started as soon
+as its code runs: the race of a signal with its start is rarely won."""
 
 SHELL = 'read line; case "$line" in long*) sleep 30 & wait;; esac; echo "said: $line"'
 
@@ -101,6 +109,72 @@ async def test_the_openai_chat_adapter_conforms_against_stubllm() -> None:
             transcript=openai_history,
         )
         await conforms("OpenAIChatAdapter + stubllm", subject, RACE)
+        assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
+
+
+def anthropic_history(adapter: Adapter, room_id: str) -> list[dict[str, Any]]:
+    assert isinstance(adapter, AnthropicAdapter)
+    return adapter.history(room_id)
+
+
+async def test_the_anthropic_adapter_conforms_against_stubllm() -> None:
+    """The official `anthropic` SDK under trio, no bridge: each abort closes its stream."""
+    async with shared_stubllm_peer() as peer:
+
+        def factory() -> AnthropicAdapter:
+            return AnthropicAdapter(
+                peer.url, "claude-sonnet-4-6", api_key="sk-test", tools=[LOOKUP]
+            )
+
+        subject = Subject(
+            factory,
+            long_prompt="[slow] tell me a long story",
+            quick_prompt="[quick] say hi",
+            tool_prompt="[tool] what is the weather?",
+            transcript=anthropic_history,
+        )
+        await conforms("AnthropicAdapter + stubllm", subject, RACE)
+        assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
+
+
+def last_conversation(peer: Peer) -> Callable[[Adapter, str], list[dict[str, Any]]]:
+    """For an adapter that keeps no OpenAI-style transcript of its own (a framework's):
+    the conversation the model was last sent, as stubllm received it. After the kit's
+    abort mid tool-calls and the next message, that is what the model saw of the cut."""
+
+    def transcript(adapter: Adapter, room_id: str) -> list[dict[str, Any]]:
+        [*_, last] = (e for e in peer.events("request") if e["path"] == "/v1/chat/completions")
+        messages: list[dict[str, Any]] = last["body"]["messages"]
+        return messages
+
+    return transcript
+
+
+@pytest.mark.long(7)
+@pytest.mark.rotated  # one framework a run (each ~7 s); tests/adapters/ hold both every run
+@pytest.mark.parametrize(
+    ("label", "adapter"),
+    [
+        # a checkpointed graph (a thread per room): the abort mid tool-calls leaves the cut
+        # call in the thread, and the next message's run must close it
+        ("LangGraphAdapter + langchain-openai + stubllm", graph_adapter),
+        ("OpenAIAgentsAdapter + stubllm", agents_adapter),
+    ],
+    ids=["langgraph", "openai_agents"],
+)
+async def test_a_framework_adapter_conforms_against_stubllm(
+    label: str, adapter: Callable[[str], Adapter]
+) -> None:
+    TOOLS.arm()  # the tool works until it is cancelled
+    async with shared_stubllm_peer() as peer:
+        subject = Subject(
+            lambda: adapter(peer.base_url),
+            long_prompt="[slow] tell me a long story",
+            quick_prompt="[quick] say hi",
+            tool_prompt="[tool] what is the weather?",
+            transcript=last_conversation(peer),
+        )
+        await conforms(label, subject, FRAMEWORK)
         assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
 
 

@@ -42,7 +42,8 @@ stubllm events (src/band_trio/bench/_peers/stubllm_server.py):
     request           req (1, 2, ...), http_method, path, body (the full request JSON)
     match             req, fixture, call_index
     stream_started    req, fixture
-    chunk             req, count, kind ("content" | "tool_calls" | "finish" | "done")
+    chunk             req, count, kind ("content" | "tool_calls" | "finish" | "done"; on
+                      /v1/messages the Anthropic event's name: "message_start", ...)
     stream_cancelled  req, count, how ("cancelled" | "closed")
     stream_completed  req, count
     disconnect        req, path, after_response
@@ -371,15 +372,17 @@ async def stubllm_peer(
     start_timeout: float = 20.0,
     stop_timeout: float = 5.0,
 ) -> AsyncIterator[Peer]:
-    """stubllm 0.1.5 (OpenAI-compatible chat completions, SSE) on 127.0.0.1.
+    """stubllm 0.1.5 (OpenAI-compatible chat completions and Anthropic Messages, SSE) on 127.0.0.1.
 
     Choose a fixture with a marker in a user message (bench/_peers/stubllm_fixtures.yaml):
     ``[slow]`` 80 chunks ``chunk_delay_ms`` apart; ``[quick]``; ``[tool]`` a tool call, then a
     plain answer once the conversation holds a tool message; ``[tool-slow]`` a tool call, then
     a slow answer; ``[tools2]`` two parallel tool calls; ``[sequence]`` stubllm's stateful
-    sequence; ``[error]`` HTTP 500. ``peer.base_url`` is the OpenAI base URL (``.../v1``).
-    ``raw=True`` streams tool calls exactly as stubllm does (all ``index: 0``, no
-    ``finish_reason: "tool_calls"`` chunk).
+    sequence; ``[error]`` HTTP 500; ``[blocks]`` text and two tool calls in one answer.
+    ``peer.base_url`` is the OpenAI base URL (``.../v1``), ``peer.url`` Anthropic's (the
+    SDK adds ``/v1/messages``), whose stream is Anthropic's documented event sequence.
+    ``raw=True`` streams as stubllm does: tool calls all at ``index: 0`` with no
+    ``finish_reason: "tool_calls"`` chunk, and its own Anthropic approximation.
     """
     args = [
         "--chunk-delay-ms",

@@ -51,9 +51,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx2
 import trio
@@ -74,42 +73,13 @@ from ..errors import ConfigurationError
 from ..policy import UpstreamPolicy
 from ._openai_stream import Draft, Msg, OpenAIChatError, decode, read_stream
 from ._settings import adapter_upstream
+from ._tool import CUT_OFF_NOTE, Tool, run_tool, tool_table
 
 __all__ = ["OpenAIChatAdapter", "OpenAIChatError", "Tool", "openai_chat"]
 
-ToolFn = Callable[[dict[str, Any], Turn], Awaitable[str]]
-
 MAX_HISTORY = count(10_000, low=2)
 """What `BAND_OPENAI_MAX_HISTORY` may be: messages kept per room, each sent again."""
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_UNEXPLAINED = "not run: the turn was cut off before this tool call finished"
-
-
-@dataclass(frozen=True, slots=True)
-class Tool:
-    """A function the model may call.
-
-    `run` gets the call's arguments, parsed (a dict), and the turn (for the turn's
-    helpers: `run_command`, `run_in_thread`, `turn.remote`), and returns the text
-    the model reads as the result. It runs inside the turn: an abort cancels it
-    where it awaits. An exception it raises becomes an `error: ...` result
-    (the model can recover from a failed tool); it does not fail the turn."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
-    """The arguments' JSON schema (`{"type": "object", "properties": {...}}`)."""
-    run: ToolFn
-
-    def spec(self) -> Msg:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": dict(self.parameters),
-            },
-        }
+_UNEXPLAINED = CUT_OFF_NOTE
 
 
 @dataclass(slots=True)
@@ -146,14 +116,10 @@ class OpenAIChatAdapter(Adapter):
             raise ConfigurationError("model must not be blank")
         if max_history < 2 or max_rounds < 1:
             raise ConfigurationError("max_history must be at least 2 and max_rounds at least 1")
-        names = [tool.name for tool in tools]
-        bad = [name for name in names if not _TOOL_NAME.match(name)]
-        if bad or len(set(names)) != len(names):
-            raise ConfigurationError(f"tool names must be unique and match [A-Za-z0-9_-]: {names}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.system = system
-        self.tools = {tool.name: tool for tool in tools}
+        self.tools = tool_table(tools)
         self.max_history = max_history
         self.max_rounds = max_rounds
         self.post_tool_events = post_tool_events
@@ -263,32 +229,19 @@ class OpenAIChatAdapter(Adapter):
     async def _run_tool(self, turn: Turn, call: Msg) -> str:
         function = call["function"]
         name = function["name"]
-        tool = self.tools.get(name)
         try:
             arguments = json.loads(function["arguments"] or "{}")
         except ValueError as exc:
             return f"error: the arguments are not valid JSON ({exc})"
-        if tool is None:
-            return f"error: there is no tool named {name!r}"
-        if not isinstance(arguments, dict):
-            return "error: the arguments must be a JSON object"
-        if self.post_tool_events:
-            await turn.send_event(
-                f"{name}({function['arguments']})",
-                message_type="tool_call",
-                metadata={"tool_call_id": call["id"], "name": name, "arguments": arguments},
-            )
-        try:
-            result = str(await tool.run(arguments, turn))
-        except Exception as exc:  # the model reads it and can try something else
-            result = f"error: {type(exc).__name__}: {exc}"
-        if self.post_tool_events:
-            await turn.send_event(
-                result or "(empty)",
-                message_type="tool_result",
-                metadata={"tool_call_id": call["id"], "name": name},
-            )
-        return result
+        return await run_tool(
+            turn,
+            self.tools.get(name),
+            name,
+            call["id"],
+            arguments,
+            shown=function["arguments"],
+            post_events=self.post_tool_events,
+        )
 
 
 # -- the conversation -----------------------------------------------------------------

@@ -45,10 +45,13 @@ def peer_missing(name: str) -> str | None:
     """Why the `name` peer cannot run here (a missing package or program), or None."""
     import importlib.util
 
-    needs = {"a2a": ("a2a", "uvicorn")}.get(name, ("stubllm", "uvicorn"))
+    needs = {"a2a": ("a2a", "uvicorn"), "anthropic": ("stubllm", "uvicorn", "anthropic")}.get(
+        name, ("stubllm", "uvicorn")
+    )
     missing = [module for module in needs if importlib.util.find_spec(module) is None]
     if missing:
-        return f"needs {', '.join(missing)}: pip install 'band-trio[bench]'"
+        extras = "bench,anthropic" if name == "anthropic" else "bench"
+        return f"needs {', '.join(missing)}: pip install 'band-trio[{extras}]'"
     if name == "copilot" and copilot_cli() is None:
         return (
             "needs the GitHub Copilot CLI: npm install @github/copilot, then set "

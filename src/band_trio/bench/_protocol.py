@@ -22,6 +22,7 @@ from dataclasses import dataclass
 __all__ = [
     "A2A",
     "ACP",
+    "ANTHROPIC",
     "BUSY",
     "CMD",
     "COPILOT",
@@ -47,6 +48,9 @@ LLM = "bench llm"
 """`bench llm BASE_URL PROMPT`: stream a chat completion from an OpenAI-style server."""
 A2A = "bench a2a"
 """`bench a2a URL TEXT`: stream an A2A task; an abort cancels it on the peer."""
+ANTHROPIC = "bench anthropic"
+"""`bench anthropic URL PROMPT`: stream an Anthropic Messages answer with the official SDK
+(the band-trio subject only: the driver runs it when the `anthropic` extra is installed)."""
 COPILOT = "bench copilot"
 """`bench copilot BASE_URL PROMPT`: a prompt in a Copilot session, with the model
 server at BASE_URL (the band-trio subject only: band-sdk has no Copilot adapter)."""
@@ -74,7 +78,7 @@ class Command:
 
 def parse_command(text: str) -> Command | None:
     """The benchmark command in a message's text, or None for anything else."""
-    for kind in (HOLD, BUSY, TASKS, CMD, LLM, A2A, COPILOT, ACP):
+    for kind in (HOLD, BUSY, TASKS, CMD, LLM, A2A, COPILOT, ANTHROPIC, ACP):
         if text == kind or text.startswith(kind + " "):
             return Command(kind, text[len(kind) :].strip())
     return None

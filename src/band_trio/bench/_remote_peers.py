@@ -14,6 +14,10 @@
   ACP session of `opencode acp`, whose model is stubllm; the interval ends at
   stubllm's stamp of its generator cancelled — OpenCode closed its model stream
   after the adapter's `session/cancel`.
+* Anthropic (band-trio only, when the `anthropic` extra is installed): the held turn
+  streams the same slow answer from stubllm's `/v1/messages` with the official
+  `anthropic` SDK, run in the turn with no bridge; the interval ends at stubllm's
+  stamp of its generator cancelled — next to the stubllm row, band-trio's own stream.
 
 band-trio runs the reference adapters (`openai_chat`, `a2a`); the band-sdk
 subject streams with httpx and, for A2A, sends `tasks/cancel` on
@@ -29,17 +33,19 @@ import trio
 
 from ._bench import since, timed
 from ._peer import Event, Peer
-from ._protocol import A2A, ACP, COPILOT, LLM
+from ._protocol import A2A, ACP, ANTHROPIC, COPILOT, LLM
 from ._tier import Tier
 
 __all__ = [
     "A2A_SCENARIO",
     "ACP_SCENARIO",
+    "ANTHROPIC_SCENARIO",
     "COPILOT_SCENARIO",
     "LLM_SCENARIO",
     "PeerScenario",
     "a2a_trial",
     "acp_trial",
+    "anthropic_trial",
     "copilot_trial",
     "llm_trial",
     "peer_trial",
@@ -106,6 +112,14 @@ ACP_SCENARIO = PeerScenario(
 (so the same `[slow]` answer) and no tools; that request is not the prompt's, and the
 cancel does not end it: the trial follows the request that offers the agent's tools."""
 
+ANTHROPIC_SCENARIO = PeerScenario(
+    "remote stop: anthropic", "interrupt → stubllm generator cancelled (anthropic SDK)",
+    ANTHROPIC, "url", LLM_PROMPT, "stream_started", "req",
+    # 3 tokens, as the stubllm row: message_start, content_block_start and ping come first
+    lambda e: e.get("event") == "chunk" and int(e["count"]) >= 6,
+    "stream_cancelled",
+)  # fmt: skip
+
 
 async def peer_trial(tier: Tier, peer: Peer, how: PeerScenario) -> None:
     """Start remote work on the peer, abort it mid-way, time the peer's own record."""
@@ -158,3 +172,7 @@ async def copilot_trial(tier: Tier, peer: Peer) -> None:
 
 async def acp_trial(tier: Tier, peer: Peer) -> None:
     await peer_trial(tier, peer, ACP_SCENARIO)
+
+
+async def anthropic_trial(tier: Tier, peer: Peer) -> None:
+    await peer_trial(tier, peer, ANTHROPIC_SCENARIO)

@@ -27,7 +27,7 @@ from ._floors import COMPOSED, measure_floors
 from ._peer import Peer, open_peer, peer_missing
 from ._progress import Progress
 from ._remote import command_trial
-from ._remote_peers import a2a_trial, acp_trial, copilot_trial, llm_trial
+from ._remote_peers import a2a_trial, acp_trial, anthropic_trial, copilot_trial, llm_trial
 from ._results import Row
 from ._signals import interrupt_trial, stop_play_trial
 from ._subject import Runtime
@@ -192,6 +192,7 @@ PEER_SCENARIOS: tuple[tuple[str, str, str, PeerTrial, Runtime | None], ...] = (
     ("a2a", "a2a_server.py", "remote stop: a2a", a2a_trial, None),
     ("copilot", "stubllm_server.py", "remote stop: copilot", copilot_trial, "band-trio"),
     ("acp", "stubllm_server.py", "remote stop: acp", acp_trial, "band-trio"),
+    ("anthropic", "stubllm_server.py", "remote stop: anthropic", anthropic_trial, "band-trio"),
 )
 """(peer, its server script, scenario, one trial, the only runtime it applies to)."""
 

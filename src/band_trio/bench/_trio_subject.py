@@ -36,6 +36,7 @@ from ._opencode_home import opencode_home
 from ._protocol import (
     A2A,
     ACP,
+    ANTHROPIC,
     BUSY,
     CMD,
     COPILOT,
@@ -110,6 +111,10 @@ class BenchAdapter(Adapter):
                 self._remotes[key] = CopilotAdapter(config, cli=self._copilot)
             elif kind == LLM:
                 self._remotes[key] = OpenAIChatAdapter(url, "gpt-4o")
+            elif kind == ANTHROPIC:  # imported when asked for: the SDK is an extra
+                from ..adapters import AnthropicAdapter
+
+                self._remotes[key] = AnthropicAdapter(url, "claude-sonnet-4-6", api_key="sk-bench")
             else:
                 self._remotes[key] = A2AAdapter(url)
         return self._remotes[key]
@@ -130,7 +135,7 @@ class BenchAdapter(Adapter):
                 observe("tasks", message.id, live_tasks() - self.resident_tasks)
             elif command.kind == CMD:
                 await run_command(turn, command_script(command.argument))
-            elif command.kind in (LLM, A2A, COPILOT, ACP):
+            elif command.kind in (LLM, A2A, COPILOT, ANTHROPIC, ACP):
                 url, _ = command.split()
                 await self._remote(command.kind, url).on_turn(turn)
                 observe("done", message.id)

@@ -19,9 +19,8 @@ how remote work is owned by the turn.
 * asyncio code: `run_asyncio(async_fn, *args)` runs it as part of the turn it is
   called from (`current_turn`, set by the owner with `turn_context`), on the
   owner's asyncio loop (`AsyncioLoop`, one thread: `Threads.asyncio`); an abort
-  cancels the asyncio task and waits for it, within the stop grace. anyio code
-  (the `openai`, `anthropic` and `mcp` SDKs) needs no door: it runs on trio as it
-  is, and the turn's cancel is its cancel.
+  cancels the asyncio task and waits for it, within the stop grace. (anyio code
+  needs no door: below.)
 * Helpers built on it: `run_in_thread` (abandoned on cancel), `run_command` (a
   process group: SIGTERM, SIGKILL after `Policy.subprocess_kill_grace`),
   `stream_request` (an httpx2 stream closed by the cancel), and
@@ -33,6 +32,17 @@ how remote work is owned by the turn.
   `upstream_client` (those timeouts and the process's one TLS context), all
   under `Turn.upstream` (`Policy.upstream`), or an adapter's own
   `UpstreamPolicy` (`upstream_from_env` reads one from `BAND_*` variables).
+
+Code written on anyio needs no bridge: the official `openai` and `anthropic`
+SDKs, the `mcp` SDK, PydanticAI run inside `on_turn` as they are, since anyio
+runs on trio. Their I/O is trio's and the turn's cancel is theirs: an
+interrupt, a stop, the turn's deadline or the agent's shutdown raises where
+they await, and leaving their `async with` closes their stream. What they do
+not know is the turn's bookkeeping, which the adapter adds: the stream as
+`turn.remote(..., closes_on_cancel=True)` (a recorded stop, sent shielded),
+the library's own retries off for `call_upstream`, and a valid transcript.
+`band_trio.adapters.AnthropicAdapter` does exactly that, and its abort is seen
+at the model server (tests/adapters/test_anthropic.py).
 """
 
 from __future__ import annotations

@@ -405,7 +405,8 @@ class AsyncioLoop:
             for task in tasks:
                 if not task.done():  # the close logs it once, at ERROR: not again at GC
                     setattr(task, "_log_destroy_pending", False)  # noqa: B010
-            loop.stop()
+            _abort_transports(loop)
+            loop.call_soon(loop.stop)  # after the aborted transports' own close callbacks
             with contextlib.suppress(trio.RunFinishedError):
                 token.run_sync_soon(finished.set)
 
@@ -414,6 +415,19 @@ class AsyncioLoop:
             return
         waiting = loop.create_task(asyncio.wait(tasks, timeout=grace))
         waiting.add_done_callback(stop)
+
+
+def _abort_transports(loop: asyncio.AbstractEventLoop) -> None:
+    """Close every socket still open on the loop: a connection an HTTP client keeps
+    alive past its call (langchain-openai shares one per process) would otherwise
+    outlive the loop, open and unusable. asyncio keeps no public list of a loop's
+    transports; its selector loop's private one is read if it is there."""
+    transports = getattr(loop, "_transports", None)
+    if transports is None:
+        return
+    for transport in list(transports.values()):
+        with contextlib.suppress(Exception):  # a transport closing already
+            transport.abort()
 
 
 _JOB: contextvars.ContextVar[AsyncioJob | None] = contextvars.ContextVar(

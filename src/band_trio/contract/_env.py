@@ -3,8 +3,9 @@ adapters' factories take retry, timeout and size settings without code.
 
 Each field of `UpstreamPolicy` is one variable, its name upper-cased after a
 prefix: `BAND_UPSTREAM_` for the agent's own `Policy.upstream` (every adapter
-without settings of its own), `BAND_OPENAI_`, `BAND_A2A_`, `BAND_OPENCODE_` for
-one reference adapter — `BAND_OPENAI_READ_TIMEOUT=120`, `BAND_A2A_ATTEMPTS=5`.
+without settings of its own), `BAND_OPENAI_`, `BAND_ANTHROPIC_`, `BAND_A2A_`,
+`BAND_OPENCODE_` for one reference adapter — `BAND_OPENAI_READ_TIMEOUT=120`,
+`BAND_A2A_ATTEMPTS=5`.
 Each is read within its `Range` (`band_trio._ranges`, the rule for every number
 read from outside).
 """

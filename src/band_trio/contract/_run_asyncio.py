@@ -73,9 +73,7 @@ async def run_asyncio(async_fn: Callable[..., Awaitable[T]], *args: object) -> T
     where = (turn.room_id, turn.message.id)
     job = loop.submit(async_fn, args, contextvars.copy_context(), label, where)
     async with turn.remote(stop=_stopper(turn._control.cutoff), name=ASYNCIO_WORK) as work:
-        with work.starting():  # until its code runs: a cancel then reaches its own `try`
-            await job.wait_entered()
-            work.started(job, label=label)
+        work.started(job, label=label)
         await job.wait()
         work.finished()
     return cast(T, _unwrap(job))
@@ -86,11 +84,14 @@ def _stopper(cutoff: Cutoff) -> Callable[[AsyncioJob], Awaitable[StopAnswer]]:
         """Cancel the task and wait for it to end, within the stop's deadline."""
         if job.is_done():
             return StopOutcome.CONFIRMED, "the asyncio task had ended"
-        job.cancel()
         waited_from = trio.current_time()
         # Shielded, and a moment before the stop's own deadline (a hard stop's cutoff
         # still ends it): the wait ends here, so the stop says why, not "no answer".
         with cutoff.shielded(trio.current_effective_deadline() - _SAY_WHY):
+            try:  # the cancel goes in once the code runs: it reaches the code's own `try`
+                await job.wait_entered()
+            finally:
+                job.cancel()
             await job.wait_settled()
         if job.is_settled():
             return StopOutcome.CONFIRMED, "the asyncio task ended after its cancel"

@@ -39,7 +39,6 @@ from ._probes import select_probes as select_probes
 from ._probes import stop_before_handle as stop_before_handle
 from ._probes import stop_then_play as stop_then_play
 from ._probes import swallowed_cancel as swallowed_cancel
-from ._probes import transcript_problems as transcript_problems
 from ._recorder import Behaviour as Behaviour
 from ._recorder import RecordingAdapter as RecordingAdapter
 from ._report import table as table
@@ -48,6 +47,7 @@ from ._target import RecordingTarget as RecordingTarget
 from ._target import open_recording_target as open_recording_target
 from ._tasks import TaskTracker as TaskTracker
 from ._tasks import client_sockets as client_sockets
+from ._transcript import transcript_problems as transcript_problems
 
 __all__ = [
     "CHAOS_POLICY",

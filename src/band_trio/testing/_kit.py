@@ -54,8 +54,9 @@ class Subject:
     """For a tool-calling adapter: a message that makes the model call tools (the
     adapter must post a `tool_call` event when it runs one)."""
     transcript: Callable[[Adapter, str], Sequence[Mapping[str, Any]]] | None = None
-    """For a tool-calling adapter: the conversation it keeps for a room, as OpenAI-style
-    messages (`transcript(adapter, room_id)`), checked after an abort mid tool-calls."""
+    """For a tool-calling adapter: the conversation it keeps for a room, as OpenAI's or
+    Anthropic's messages (`transcript(adapter, room_id)`), checked after an abort mid
+    tool-calls."""
     policy: Policy = KIT_POLICY
     settle: float = 0.3
     """How long a turn that registers no remote work is left to work before a probe

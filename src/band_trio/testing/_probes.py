@@ -10,9 +10,8 @@ deliberately broken adapter in band-trio's own tests that it fails on.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial, wraps
-from typing import Any
 
 import trio
 
@@ -20,6 +19,7 @@ from ..contract import ASYNCIO_WORK, StopOutcome, Turn
 from ._bounded import run_bounded, run_here
 from ._kit import Kit, ProbeFailed, ProbeResult, Subject, open_kit
 from ._progress import progress as probe_progress
+from ._transcript import tool_calls, transcript_problems
 
 __all__ = ["PROBES", "Probe", "run_probes"]
 
@@ -341,41 +341,8 @@ async def history_after_tool_abort(kit: Kit) -> ProbeResult:
     transcript = subject.transcript(kit.adapter.inner, kit.room_id)
     if problems := transcript_problems(transcript):
         raise ProbeFailed("; ".join(problems))
-    calls = sum(len(m.get("tool_calls") or []) for m in transcript)
+    calls = tool_calls(transcript)
     return _passed(f"{calls} tool call(s) in the transcript, each with one result")
-
-
-def transcript_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What makes an OpenAI-style message list invalid for the next request: a tool call
-    without exactly one result right after its message, or a result with no call."""
-    problems = []
-    for i, message in enumerate(messages):
-        if message.get("role") == "tool" and (i == 0 or _asker(messages, i) is None):
-            problems.append(f"message {i}: a tool result with no tool call before it")
-        calls = message.get("tool_calls") or []
-        if message.get("role") != "assistant" or not calls:
-            continue
-        results = []
-        for later in messages[i + 1 :]:
-            if later.get("role") != "tool":
-                break
-            results.append(later.get("tool_call_id"))
-        for call in calls:
-            count = results.count(call.get("id"))
-            if count != 1:
-                problems.append(f"tool call {call.get('id')!r}: {count} results")
-    return problems
-
-
-def _asker(messages: Sequence[Mapping[str, Any]], index: int) -> int | None:
-    """The assistant message a tool result at `index` answers (through other results)."""
-    for j in range(index - 1, -1, -1):
-        role = messages[j].get("role")
-        if role == "assistant" and messages[j].get("tool_calls"):
-            return j
-        if role != "tool":
-            return None
-    return None
 
 
 @_probe("the reason of the last interrupt reaches the next turn")

@@ -22,6 +22,7 @@ unchanged (and still recorded with the rule's `match`). So a test names a messag
                                 (a body that is not a stream: after 3 bytes... of chunks)
     {"end_after": 3}            forward 3 events, then end the body cleanly (no finish)
     {"corrupt": 2}              forward, with event 2 (0-based) replaced by broken JSON
+                                (its `event:` name, if it has one, kept)
     {"stall_after": 3}          forward 3 events, then say nothing more
     {"stall": true}             read the request and never answer
     {"reset": true}             close the connection without an answer
@@ -200,7 +201,7 @@ class Proxy:
                     await _until_closed(stream)
                     return
                 if step.get("corrupt") == forwarded:
-                    event = b'data: {"choices": [{"delta": {"content": "broken\n\n'
+                    event = _corrupted(event)
                 await stream.send_all(b"%x\r\n%s\r\n" % (len(event), event))
                 forwarded += 1
             await stream.send_all(b"0\r\n\r\n")
@@ -208,6 +209,14 @@ class Proxy:
             with trio.CancelScope(shield=True):
                 await response.aclose()
             self.emit("response_end", n=n, status=response.status_code, events=forwarded, how=how)
+
+
+def _corrupted(event: bytes) -> bytes:
+    """The event with its data replaced by broken JSON; a named event (Anthropic's,
+    `event: ...` first) keeps its name, so a client that reads only named events
+    still reads it."""
+    name = event.split(b"\n", 1)[0] + b"\n" if event.startswith(b"event:") else b""
+    return name + b'data: {"choices": [{"delta": {"content": "broken\n\n'
 
 
 async def _events(response: httpx2.Response) -> Any:

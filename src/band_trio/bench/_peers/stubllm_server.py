@@ -1,4 +1,4 @@
-"""stubllm 0.1.5 as a local OpenAI-compatible SSE test peer (run as a subprocess, never imported).
+"""stubllm 0.1.5 as a local OpenAI-compatible (and Anthropic) SSE test peer (run as a subprocess).
 
     python src/band_trio/bench/_peers/stubllm_server.py --port 0 --ready-file F --events-file E \
         [--fixture-file stubllm_fixtures.yaml] [--chunk-delay-ms 50]
@@ -11,7 +11,8 @@ records what the server saw to ``--events-file``, one JSON object per line (flus
     match            which fixture answered: req, fixture, call_index (position in a sequence)
     stream_started   req, fixture
     chunk            one per SSE frame sent: req, count (frames so far), kind
-                     ("content" | "tool_calls" | "finish" | "done")
+                     ("content" | "tool_calls" | "finish" | "done"; on /v1/messages the
+                     event's name: "message_start", "content_block_delta", ...)
     stream_cancelled the streaming generator was stopped before its end: req, count,
                      how ("cancelled": CancelledError, the client-disconnect path;
                           "closed": GeneratorExit from aclose/GC)
@@ -28,6 +29,11 @@ stubllm 0.1.5 gives every tool call ``index: 0`` (a client that merges deltas by
 fuse parallel calls) and sends no chunk with ``finish_reason: "tool_calls"``. The wrapper
 numbers the calls 0, 1, ... and sends that finish chunk before ``[DONE]``, as OpenAI does.
 
+The Anthropic route (``/v1/messages``) streams Anthropic's Messages events as Anthropic
+documents them, not stubllm 0.1.5's OpenAI-shaped approximation (``stubllm_anthropic.py``
+says what differs; ``--raw`` keeps stubllm's); its tool results match the fixtures'
+``role: tool`` criteria.
+
 ``--chunk-delay-ms`` applies to every fixture response that does not set
 ``stream_chunk_delay_ms`` itself.
 """
@@ -43,12 +49,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import stubllm.providers.anthropic as anthropic_provider
 import stubllm.streaming.sse as sse
 from stubllm.fixtures.loader import FixtureLoader
 from stubllm.fixtures.models import Fixture, MockResponse
 from stubllm.server import create_app
 
 from band_trio.bench._peers._uvicorn import EventLog, listen, serve
+from band_trio.bench._peers.stubllm_anthropic import anthropic_stream, normalize_messages
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_FIXTURES = HERE / "stubllm_fixtures.yaml"
@@ -76,6 +84,8 @@ def load_fixtures(path: Path, chunk_delay_ms: int) -> list[Fixture]:
 
 def _kind(chunk: str) -> tuple[str, dict[str, Any] | None]:
     payload = chunk.strip()
+    if payload.startswith("event:"):  # Anthropic's: named by its event
+        return payload.split("\n", 1)[0][6:].strip(), None
     if not payload.startswith("data:"):
         return "other", None
     data = payload[5:].strip()
@@ -102,7 +112,10 @@ def install_stream_wrapper(log: EventLog, *, raw: bool) -> None:
         log.emit("stream_started", req=req, fixture=current_fixture.get())
         count = 0
         tool_index = 0
-        source = original(provider, response, model, request_id)
+        if not raw and isinstance(provider, anthropic_provider.AnthropicProvider):
+            source = anthropic_stream(response, model, request_id)
+        else:
+            source = original(provider, response, model, request_id)
         finished = False
         try:
             async for chunk in source:
@@ -145,6 +158,8 @@ def install_stream_wrapper(log: EventLog, *, raw: bool) -> None:
             log.emit("stream_completed", req=req, count=count)
 
     sse.stream_response = observed
+    if not raw:  # read by the route at call time, as `stream_response` is
+        anthropic_provider._normalize_messages = normalize_messages
 
 
 def install_match_recorder(app: Any, log: EventLog) -> None:
