@@ -20,6 +20,7 @@ import sniffio
 import trio
 
 from band_trio.contract import (
+    AsyncioLoop,
     Message,
     StopOutcome,
     Threads,
@@ -469,3 +470,21 @@ async def test_a_connection_kept_alive_on_the_loop_is_closed_with_it() -> None:
             await server_side.aclose()
     sock = kept[0].get_extra_info("socket")
     assert sock is None or sock.fileno() == -1
+
+
+async def test_a_cancel_after_the_task_ended_still_settles_at_once() -> None:
+    """The abort and the task's end can cross: the stop finds the task running, and by
+    its cancel the task has ended. The stop then waits for the job's family to settle,
+    which must come at once, not at the grace (a false overrun)."""
+    loop = AsyncioLoop()
+
+    async def quick() -> int:
+        return 1
+
+    with trio.fail_after(DEADLINE):
+        job = loop.submit(quick, (), contextvars.copy_context(), "quick")
+        await job.wait()
+        job.cancel()
+        with trio.fail_after(1):
+            await job.wait_settled()
+    assert await loop.aclose(GRACE) == 0

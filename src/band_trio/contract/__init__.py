@@ -49,8 +49,8 @@ from __future__ import annotations
 
 from ..policy import UpstreamPolicy as UpstreamPolicy
 from ._adapter import Adapter as Adapter
+from ._asyncio_job import AsyncioStats as AsyncioStats
 from ._asyncio_loop import AsyncioLoop as AsyncioLoop
-from ._asyncio_loop import AsyncioStats as AsyncioStats
 from ._current import current_turn as current_turn
 from ._current import turn_context as turn_context
 from ._cutoff import Cutoff as Cutoff

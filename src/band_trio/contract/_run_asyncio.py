@@ -36,7 +36,7 @@ import outcome
 import trio
 
 from ..errors import AsyncioCancelledError
-from ._asyncio_loop import AsyncioJob
+from ._asyncio_job import AsyncioJob
 from ._current import current_turn
 from ._cutoff import Cutoff
 from ._remote import StopAnswer, StopOutcome
