@@ -48,7 +48,6 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
@@ -78,6 +77,7 @@ from ._anthropic_stream import (
     upstream_fault,
 )
 from ._anthropic_transcript import alternating, close_tool_uses, content_blocks, trim
+from ._chat_room import ChatRoom, answer_in_room
 from ._settings import adapter_upstream
 from ._tool import CUT_OFF_NOTE, Tool, run_tool, tool_table
 
@@ -87,13 +87,6 @@ MAX_HISTORY = count(10_000, low=2)
 """What `BAND_ANTHROPIC_MAX_HISTORY` may be: entries kept per room, each sent again."""
 MAX_TOKENS = count(1_000_000)
 """What `BAND_ANTHROPIC_MAX_TOKENS` may be."""
-
-
-@dataclass(slots=True)
-class _Room:
-    messages: list[Msg] = field(default_factory=list)
-    cut: str | None = None
-    """The message whose turn was aborted, until the model has been told."""
 
 
 async def _close(stream: AsyncMessageStream[Any]) -> StopAnswer:
@@ -147,7 +140,7 @@ class AnthropicAdapter(Adapter):
         self.post_tool_events = post_tool_events
         self.upstream = upstream
         self._key = key
-        self._rooms: dict[str, _Room] = {}
+        self._rooms: dict[str, ChatRoom] = {}
 
     def history(self, room_id: str) -> list[Msg]:
         """The conversation kept for a room as the next request sends it (alternating
@@ -159,22 +152,13 @@ class AnthropicAdapter(Adapter):
         self._rooms.pop(room_id, None)
 
     async def on_turn(self, turn: Turn) -> None:
-        room = self._rooms.setdefault(turn.room_id, _Room())
+        room = self._rooms.setdefault(turn.room_id, ChatRoom())
         replay = _settle_abort(room, turn)
-        base = len(room.messages)
-        if not replay:
-            room.messages.append({"role": "user", "content": turn.message.content})
-        try:
-            answer = await self._converse(turn, room.messages)
-            await turn.reply(answer)
-        except Exception:
-            del room.messages[base:]  # failed, not aborted: as if the exchange never happened
-            raise
-        except BaseException:
-            room.cut = turn.message.id  # closed by the next turn, which knows why
-            raise
-        finally:
-            room.messages[:] = trim(room.messages, self.max_history)
+        limit = self.max_history
+        await answer_in_room(
+            room, turn, replay=replay, converse=self._converse,
+            trim=lambda messages: trim(messages, limit),
+        )  # fmt: skip
 
     # -- one turn -------------------------------------------------------------
 
@@ -301,7 +285,7 @@ def _label(url: httpx2.URL) -> str:
 # -- the conversation -----------------------------------------------------------------
 
 
-def _settle_abort(room: _Room, turn: Turn) -> bool:
+def _settle_abort(room: ChatRoom, turn: Turn) -> bool:
     """If this room's last turn was aborted, make its history valid and tell the model.
 
     Returns True if this turn replays the aborted message (a stop, then play): its

@@ -52,7 +52,6 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import httpx2
 import trio
@@ -71,6 +70,7 @@ from ..contract import (
 )
 from ..errors import ConfigurationError
 from ..policy import UpstreamPolicy
+from ._chat_room import ChatRoom, answer_in_room
 from ._openai_stream import Draft, Msg, OpenAIChatError, decode, read_stream
 from ._settings import adapter_upstream
 from ._tool import CUT_OFF_NOTE, Tool, run_tool, tool_table
@@ -80,13 +80,6 @@ __all__ = ["OpenAIChatAdapter", "OpenAIChatError", "Tool", "openai_chat"]
 MAX_HISTORY = count(10_000, low=2)
 """What `BAND_OPENAI_MAX_HISTORY` may be: messages kept per room, each sent again."""
 _UNEXPLAINED = CUT_OFF_NOTE
-
-
-@dataclass(slots=True)
-class _Room:
-    messages: list[Msg] = field(default_factory=list)
-    cut: str | None = None
-    """The message whose turn was aborted, until the model has been told."""
 
 
 class OpenAIChatAdapter(Adapter):
@@ -127,7 +120,7 @@ class OpenAIChatAdapter(Adapter):
         self._headers = {"accept": "text/event-stream"}
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
-        self._rooms: dict[str, _Room] = {}
+        self._rooms: dict[str, ChatRoom] = {}
 
     def history(self, room_id: str) -> list[Msg]:
         """A copy of the conversation kept for a room (without the system prompt)."""
@@ -138,22 +131,13 @@ class OpenAIChatAdapter(Adapter):
         self._rooms.pop(room_id, None)
 
     async def on_turn(self, turn: Turn) -> None:
-        room = self._rooms.setdefault(turn.room_id, _Room())
+        room = self._rooms.setdefault(turn.room_id, ChatRoom())
         replay = _settle_abort(room, turn)
-        base = len(room.messages)
-        if not replay:
-            room.messages.append({"role": "user", "content": turn.message.content})
-        try:
-            answer = await self._converse(turn, room.messages)
-            await turn.reply(answer)
-        except Exception:
-            del room.messages[base:]  # failed, not aborted: as if the exchange never happened
-            raise
-        except BaseException:
-            room.cut = turn.message.id  # closed by the next turn, which knows why
-            raise
-        finally:
-            room.messages[:] = _trim(room.messages, self.max_history)
+        limit = self.max_history
+        await answer_in_room(
+            room, turn, replay=replay, converse=self._converse,
+            trim=lambda messages: _trim(messages, limit),
+        )  # fmt: skip
 
     # -- one turn -------------------------------------------------------------
 
@@ -247,7 +231,7 @@ class OpenAIChatAdapter(Adapter):
 # -- the conversation -----------------------------------------------------------------
 
 
-def _settle_abort(room: _Room, turn: Turn) -> bool:
+def _settle_abort(room: ChatRoom, turn: Turn) -> bool:
     """If this room's last turn was aborted, make its history valid and tell the model.
 
     Returns True if this turn replays the aborted message (a stop, then play): its
