@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from band_trio import Adapter, Agent, Policy, StopResult, Turn
-from band_trio.contract import Message, Participant
+from band_trio.contract import Message, Participant, Question
 from band_trio.contract._process import _group_alive as group_alive
 from band_trio.platform import Platform
 from band_trio.testing import RecordingAdapter, TaskTracker
@@ -319,6 +319,15 @@ class NoPlatform:
         raise AssertionError("not called")
 
     async def participants(self) -> list[Participant]:
+        raise AssertionError("not called")
+
+    async def ask(self, question: Question) -> str:
+        raise AssertionError("not called")
+
+    def take_guidance(self) -> tuple[Message, ...]:
+        return ()
+
+    async def wait_guidance(self) -> None:
         raise AssertionError("not called")
 
 

@@ -4,7 +4,8 @@
     ├── ConfigurationError          bad arguments, missing URL or key
     ├── AdapterError                an adapter's start-up hook raised or overran
     │   ├── AsyncioCancelledError       asyncio code was cancelled, but not by its turn
-    │   └── NoTurnError                 `run_asyncio` called outside a turn
+    │   ├── NoTurnError                 `run_asyncio` called outside a turn
+    │   └── CannotAskError              the turn's port has nobody to ask (`Turn.ask`)
     ├── UpstreamError               an upstream (LLM, A2A agent, target) failed the call, for good
     │   └── PeerProtocolError           it answered something we cannot read
     ├── PlatformError               talking to the platform failed (REST or websocket)
@@ -40,6 +41,7 @@ __all__ = [
     "AsyncioCancelledError",
     "AuthenticationError",
     "BandTrioError",
+    "CannotAskError",
     "ConfigurationError",
     "ConflictError",
     "ConnectionClosedError",
@@ -82,6 +84,11 @@ class AsyncioCancelledError(AdapterError):
 class NoTurnError(AdapterError):
     """`contract.run_asyncio` (or `contract.current_turn`) was called outside a turn:
     not from an adapter's `on_turn`, nor from a task it started."""
+
+
+class CannotAskError(AdapterError):
+    """`Turn.ask` on a turn whose port has nobody to ask: a turn built by hand with a
+    port that serves no questions, or a runs API run (it has no room)."""
 
 
 class UpstreamError(BandTrioError):

@@ -182,6 +182,9 @@ class Policy:
     slot until its call returns; a turn waiting for a slot is cancellable."""
     subprocess_kill_grace: float = 2.0
     """`run_command`: SIGTERM to the process group, then SIGKILL this long after."""
+    ask_timeout: float = 600.0
+    """How long `Turn.ask` waits for an answer unless the call says otherwise; then it
+    takes the question's default (its last choice unless given) and tells the room."""
     turn_deadline: float = math.inf
     """A turn still running this long after its adapter started is cancelled and its
     message marked `failed` (its remote work stopped). None by default."""
@@ -478,6 +481,10 @@ class WhileBusy(enum.Enum):
     INTERRUPT = "interrupt"
     """The new message aborts the running turn as an interrupt (its message consumed,
     its remote work stopped), then runs. A burst interrupts once and runs in order."""
+    STEER = "steer"
+    """The message is offered to the running turn as guidance (`Turn.take_guidance`);
+    one the turn takes is its own from then on, one it does not take runs afterwards,
+    in order. A turn that never takes guidance behaves as under `ENQUEUE`."""
 
 
 BUSY_NOTICE = (

@@ -49,6 +49,9 @@ from __future__ import annotations
 
 from ..policy import UpstreamPolicy as UpstreamPolicy
 from ._adapter import Adapter as Adapter
+from ._ask import ANYONE as ANYONE
+from ._ask import Question as Question
+from ._ask import chosen as chosen
 from ._asyncio_job import AsyncioStats as AsyncioStats
 from ._asyncio_loop import AsyncioLoop as AsyncioLoop
 from ._current import current_turn as current_turn
@@ -95,6 +98,7 @@ from ._upstream_http import upstream_client as upstream_client
 from ._upstream_http import upstream_timeout as upstream_timeout
 
 __all__ = [
+    "ANYONE",
     "ASYNCIO_WORK",
     "DEFAULT_OUTPUT_LIMIT",
     "MAX_ANSWER_CHARS",
@@ -109,6 +113,7 @@ __all__ = [
     "LastAbort",
     "Message",
     "Participant",
+    "Question",
     "RemoteStop",
     "RemoteWork",
     "ServerSentEvent",
@@ -125,6 +130,7 @@ __all__ = [
     "adapter_failure",
     "call_upstream",
     "check_status",
+    "chosen",
     "close_tool_calls",
     "current_turn",
     "error_detail",

@@ -123,6 +123,7 @@ class TurnControl:
         upstream: UpstreamPolicy | None = None,
         cutoff: Cutoff | None = None,
         threads: Threads | None = None,
+        ask_timeout: float = _DEFAULT.ask_timeout,
     ) -> None:
         self.room_id = room_id
         self.message_id = message_id
@@ -135,6 +136,8 @@ class TurnControl:
         """The turn's own deadline (trio clock); starts are bounded by it plus the grace."""
         self.upstream = upstream or UpstreamPolicy()
         """`Policy.upstream`: retries, timeouts and read limits of the turn's upstream calls."""
+        self.ask_timeout = ask_timeout
+        """`Policy.ask_timeout`: how long `Turn.ask` waits unless told otherwise."""
         self.posted = 0
         """Messages and events the turn posted to the room so far (`Turn.reply`,
         `Turn.send_event`): a retry never follows a post made during its attempt."""

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..policy import Policy, UpstreamPolicy
+from ._ask import Question
 from ._message import LastAbort, Message, Participant
 from ._remote import RemoteStop, RemoteWork, StopFn, TurnControl
 
@@ -36,6 +37,22 @@ class TurnPort(Protocol):
     async def history(self) -> list[Message]: ...
 
     async def participants(self) -> list[Participant]: ...
+
+    async def ask(self, question: Question) -> str:
+        """Put `question` to who may answer it; return the choice picked (one of
+        `question.choices`, as given), or `question.default` at its timeout. Raises
+        `errors.CannotAskError` if the port has nobody to ask."""
+        ...
+
+    def take_guidance(self) -> tuple[Message, ...]:
+        """The messages offered to the turn since the last call; taking them makes
+        them the turn's (synchronous, no I/O). A port with no room returns ()."""
+        ...
+
+    async def wait_guidance(self) -> None:
+        """Return once guidance is waiting to be taken (never, for a port that
+        offers none: the caller's deadline or cancel ends the wait)."""
+        ...
 
 
 class Turn:
@@ -165,6 +182,59 @@ class Turn:
         out, its head and tail kept, as band-sdk cuts it."""
         self._control.posted += 1
         return await self._port.post_event(content, message_type, metadata)
+
+    # -- the people in the room ----------------------------------------------
+
+    async def ask(
+        self,
+        question: str,
+        choices: Sequence[str] = ("approve", "deny"),
+        *,
+        answerers: Sequence[str] | None = None,
+        answer_within: float | None = None,
+        default: str | None = None,
+    ) -> str:
+        """Ask the room and wait for the answer; returns the choice picked, exactly as
+        given in `choices`.
+
+        The agent posts the question mentioning `answerers` (participant ids; by
+        default the sender of the turn's message; `contract.ANYONE` lets anyone who
+        is not an agent answer) and naming the choices. An answer is a message from
+        one of them whose first word after any mentions is a choice, ignoring case
+        (`@agent approve`), or the console's button; it never starts a turn of its
+        own. The wait is part of the turn: an interrupt or a stop ends it like any
+        other await (`Cancelled`). After `answer_within` seconds (`Policy.ask_timeout` by
+        default) it returns `default` — the *last* choice unless given, so list the
+        refusing one last — and the room is told. One question is open per room at
+        a time: a second concurrent `ask` waits for the first to end.
+
+        Raises `ValueError` for a malformed question (2 to 8 one-word choices,
+        distinct ignoring case) and `errors.CannotAskError` where nobody can be
+        asked. See docs/how-to/ask-the-room.md."""
+        who = (self.message.sender_id,) if answerers is None else tuple(answerers)
+        wait = self._control.ask_timeout if answer_within is None else answer_within
+        asked = Question.make(question, choices, answerers=who, timeout=wait, default=default)
+        return await self._port.ask(asked)
+
+    def take_guidance(self) -> tuple[Message, ...]:
+        """The room's messages offered to this turn since the last call, oldest first.
+
+        In a room whose `WhileBusy` strategy is `STEER`, a message that arrives while
+        the turn runs is offered to it. Taking it makes it the turn's: it is never
+        answered on its own, and shares the turn's fate (marked processed with the
+        turn, consumed by an interrupt, replayed with the turn after a stop). A
+        message not taken runs as its own turn afterwards, in order. Synchronous and
+        without I/O: call it between steps (before the next model call)."""
+        return self._port.take_guidance()
+
+    async def next_guidance(self) -> tuple[Message, ...]:
+        """Wait until guidance is offered, then take it (`take_guidance`); the turn's
+        abort or the caller's deadline ends the wait."""
+        while True:
+            taken = self._port.take_guidance()
+            if taken:
+                return taken
+            await self._port.wait_guidance()
 
     # -- work elsewhere -------------------------------------------------------
 

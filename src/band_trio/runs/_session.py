@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ..contract import LastAbort, Message, Participant
+from .. import errors
+from ..contract import LastAbort, Message, Participant, Question
 
 if TYPE_CHECKING:
     from ._run import Run
@@ -101,6 +102,18 @@ class RunPort:
 
     async def participants(self) -> list[Participant]:
         return list(PARTICIPANTS)
+
+    async def ask(self, question: Question) -> str:
+        await trio.lowlevel.checkpoint()
+        raise errors.CannotAskError(
+            "the runs API has no room to ask: a run cannot put a question to anyone yet"
+        )
+
+    def take_guidance(self) -> tuple[Message, ...]:
+        return ()
+
+    async def wait_guidance(self) -> None:
+        await trio.sleep_forever()  # a run is offered no guidance
 
     async def post_message(self, content: str, mentions: Sequence[str]) -> str:
         await trio.lowlevel.checkpoint()  # a stopped run says nothing more

@@ -12,13 +12,16 @@ from typing import Any, Protocol
 import trio
 
 from .. import errors
-from ..contract import Message, Participant, TurnControl
+from ..contract import Message, Participant, Question, TurnControl
 from ..link import RestClient
 from ..policy import Policy
 from ..wire import MentionRef, cut_event_content
+from ._asking import ask_room
+from ._guidance import Guidance
 from ._inbound import inbound
 from ._ledger import OwnPosts
 from ._posts import Post, post_once, read_through
+from ._questions import Desk
 from ._turn_state import AbortKind
 
 __all__ = ["Abortable", "PlatformPort"]
@@ -50,7 +53,10 @@ class PlatformPort:
     for replay.
     """
 
-    __slots__ = ("_agent_id", "_known", "_policy", "_rest", "_room_id", "_since", "_unit")
+    __slots__ = (
+        "_agent_id", "_desk", "_guidance", "_known", "_policy", "_rest", "_room_id",
+        "_sender_id", "_since", "_unit",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -61,6 +67,9 @@ class PlatformPort:
         policy: Policy,
         since: str | None,
         known: OwnPosts,
+        desk: Desk | None = None,
+        guidance: Guidance | None = None,
+        sender_id: str = "",
     ) -> None:
         self._rest = rest
         self._unit = unit
@@ -69,6 +78,11 @@ class PlatformPort:
         self._policy = policy
         self._since = since
         self._known = known
+        self._desk = desk
+        """The room's questions (None: a unit that cannot ask, a bridge's forward)."""
+        self._guidance = guidance
+        self._sender_id = sender_id
+        """Who sent the unit's message: mentioned by a question anyone may answer."""
 
     async def history(self) -> list[Message]:
         rest, room_id = self._rest, self._room_id
@@ -82,6 +96,25 @@ class PlatformPort:
             Participant(id=p.id, type=p.type, role=p.role, name=p.name, handle=p.handle)
             for p in listed
         ]
+
+    async def ask(self, question: Question) -> str:
+        if self._desk is None:
+            await trio.lowlevel.checkpoint()
+            raise errors.CannotAskError("this unit of work cannot ask its room")
+        return await ask_room(
+            self._desk, question, sender_id=self._sender_id, control=self._unit.control,
+            post=self.post_message,
+            history=self.history, agent_id=self._agent_id,
+        )  # fmt: skip
+
+    def take_guidance(self) -> tuple[Message, ...]:
+        return () if self._guidance is None else self._guidance.take()
+
+    async def wait_guidance(self) -> None:
+        if self._guidance is None:
+            await trio.sleep_forever()  # a room that offers none (not `STEER`)
+        else:
+            await self._guidance.wait()
 
     async def post_message(self, content: str, mentions: Sequence[str]) -> str:
         refs = [MentionRef(id=target) for target in mentions]

@@ -58,6 +58,18 @@ class RoomQueue:
         self.ids.clear()
         return before - len(self._items)
 
+    def holds(self, item: Inbound) -> bool:
+        return any(queued is item for queued in self._items)
+
+    def remove(self, item: Inbound) -> bool:
+        """Take `item` out (a turn took it as guidance); whether it was still queued."""
+        for queued in self._items:
+            if queued is item:
+                self._items.remove(queued)
+                self.ids.discard(item.message.id)
+                return True
+        return False
+
     def withdraw(self, unit: Submitted) -> bool:
         """Take a submitted `unit` out if it is still waiting; whether it was."""
         for item in self._items:

@@ -22,6 +22,7 @@ stays `processing` for a later replay.
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 import trio
 
@@ -29,6 +30,7 @@ from .. import errors
 from ..contract import LastAbort, Turn, adapter_failure, turn_context
 from ..observe import hooks as observe
 from ._context import RoomContext
+from ._guidance_settle import claim_guidance, left_taken, settle_taken
 from ._inbound import MESSAGE
 from ._ledger import Ledger
 from ._port import PlatformPort
@@ -117,6 +119,8 @@ async def _unit(
             keep_alive = _KeepAlive(ctx, turn)
             if claimed is None and not turn.scope.cancel_called and turn.settles:
                 beside.start_soon(keep_alive.run)
+                if turn.guidance is not None:  # what the turn takes is claimed beside it
+                    turn.guidance.start(beside, partial(claim_guidance, ctx, ledger))
             try:
                 with turn.scope:  # cancelled already if a signal came during the claim
                     outcome = (
@@ -126,6 +130,8 @@ async def _unit(
                     )
             finally:
                 observe.scope_exited()  # an abort's latency ends here
+                if turn.desk is not None:  # its questions take no more answers
+                    turn.desk.turn_ended()
                 await keep_alive.end()
         finally:
             ctx.stops.add(turn.control.stops)  # each one settled inside the scope
@@ -145,6 +151,7 @@ async def _unit(
         else:
             if turn.event == MESSAGE:
                 ledger.refund(message.id)
+            left_taken(ledger, turn)
             if turn.working:
                 with turn.control.cutoff.shield(ctx.policy.cleanup_grace):
                     await report_idle(ctx.rest, message.room_id)
@@ -153,7 +160,10 @@ async def _unit(
     if turn.abort_kind is not None and outcome is not Outcome.CONSUMED:
         outcome = Outcome.ABORTED  # even if the adapter swallowed the cancellation
     turn.outcome = outcome
-    return await settle(ctx.rest, ctx.policy, ledger, turn, outcome)
+    moved = await settle(ctx.rest, ctx.policy, ledger, turn, outcome)
+    if turn.guidance is not None and turn.guidance.taken:
+        await settle_taken(ctx, ledger, turn, outcome)
+    return moved
 
 
 async def _claim(ctx: RoomContext, turn: ActiveTurn) -> Outcome | None:
@@ -196,7 +206,8 @@ async def _run(
     turn.scope.deadline = turn.control.deadline = deadline
     port = PlatformPort(
         ctx.rest, turn, ctx.agent_id, policy=ctx.policy, since=message.inserted_at,
-        known=ledger.own_posts,
+        known=ledger.own_posts, desk=turn.desk, guidance=turn.guidance,
+        sender_id=message.sender_id,
     )  # fmt: skip
     view = Turn(message, port, control=turn.control, last_abort=last_abort)
     try:

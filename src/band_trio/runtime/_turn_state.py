@@ -20,6 +20,8 @@ from ..contract import Cutoff, LastAbort, Message, Threads, TurnControl
 from ..policy import Policy
 
 if TYPE_CHECKING:
+    from ._guidance import Guidance
+    from ._questions import Desk
     from ._settle import Outcome
 
 __all__ = ["AbortKind", "ActiveTurn", "wait_settled"]
@@ -64,6 +66,7 @@ class ActiveTurn:
         "claimed",
         "cleanup_grace",
         "control",
+        "desk",
         "done",
         "draining",
         "event",
@@ -71,6 +74,7 @@ class ActiveTurn:
         "failure",
         "finished",
         "grace",
+        "guidance",
         "message",
         "outcome",
         "scope",
@@ -107,6 +111,7 @@ class ActiveTurn:
             upstream=policy.upstream,
             cutoff=cutoff,
             threads=threads,
+            ask_timeout=policy.ask_timeout,
         )
         """The turn's remote work reads the abort from here (`contract.Turn.remote`)."""
         self.done = trio.Event()
@@ -136,6 +141,10 @@ class ActiveTurn:
         """Why the turn failed in words for the room (an `UpstreamError`'s message)."""
         self.finished = False
         """True once the adapter returned or raised: a signal after that aborts nothing."""
+        self.desk: Desk | None = None
+        """The room's questions (`Turn.ask`), set by the room that runs the turn."""
+        self.guidance: Guidance | None = None
+        """What is offered to the turn in a `STEER` room (None elsewhere)."""
         self.outcome: Outcome | None = None
         """What `run_turn` settled the turn as (None until it has): the host answers its
         caller with it, so a turn that never ran is never reported done."""
