@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import trio
 
-from band_trio import Turn
+from band_trio import Turn, WhileBusy
 from band_trio.platform import Platform
 from support import Recorder, replies, running_agent, seeded, status
+from test_while_busy import pushed
 
 DEADLINE = 10
 
@@ -34,7 +35,7 @@ class Asker:
 
 
 def questions(platform: Platform, room: str) -> list[str]:
-    return [r for r in replies(platform, room) if r.startswith("Question q-")]
+    return [r for r in replies(platform, room) if "reply with one of" in r]
 
 
 def handle_of(platform: Platform, agent: str) -> str:
@@ -175,3 +176,48 @@ async def test_no_answer_in_time_takes_the_default_and_says_so(platform: Platfor
     said = replies(platform, room)
     assert 'withdrawn: no answer within 0.2s; went ahead with "deny"' in said[1]
     assert said[-1] == "told deny"
+
+
+async def test_an_answer_while_the_room_steers_is_the_answer_and_the_rest_is_guidance(
+    platform: Platform,
+) -> None:
+    agent, room, user = seeded(platform)
+    taken: list[str] = []
+
+    async def ask_and_listen(turn: Turn) -> None:
+        if turn.message.content != "deploy":
+            await turn.reply(f"echo: {turn.message.content}")
+            return
+        told = await turn.ask("Deploy?")
+        taken.extend(m.content for m in turn.take_guidance())
+        await turn.reply(f"told {told}")
+
+    adapter = Recorder(ask_and_listen)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, while_busy=WhileBusy.STEER):
+            deploy = platform.post_message(room, user, "deploy", mentions=[agent])
+            await asked(platform, room)
+            note = platform.post_message(room, user, "use the blue build", mentions=[agent])
+            await platform.wait_until(lambda: pushed(platform, [note]))
+            reply = answer(platform, room, user, agent, "approve")
+            await platform.wait_until(lambda: status(platform, deploy) == "processed")
+            await platform.wait_until(lambda: status(platform, note) == "processed")
+    assert status(platform, reply) == "processed"
+    assert taken == ["use the blue build"]
+    assert adapter.calls == ["deploy"]  # neither the answer nor the guidance ran alone
+    assert replies(platform, room)[-1] == "told approve"
+
+
+async def test_a_graceful_stop_does_not_wait_for_a_person(platform: Platform) -> None:
+    agent, room, user = seeded(platform)
+    adapter = Recorder(Asker())
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as handle:
+            deploy = platform.post_message(room, user, "deploy", mentions=[agent])
+            await asked(platform, room)
+            with trio.fail_after(2):  # the shutdown grace is 30 s
+                result = await handle.agent.stop()
+            handle.stop_result = result
+    assert status(platform, deploy) == "processing"  # left for the replay, which asks again
+    assert adapter.cancelled == ["deploy"]
+    assert "withdrawn: the agent is stopping" in replies(platform, room)[-1]

@@ -55,8 +55,8 @@ async def ask_room(
         asked = desk.open(question, mentions)
         posted = False
         try:
+            posted = True  # from here on it may have landed (an answer lost on the way)
             await post(question_post(asked.qid, question), mentions)
-            posted = True
             with trio.move_on_after(question.timeout):
                 await asked.answered.wait()
             if asked.answer is not None:
@@ -77,7 +77,7 @@ def withdrawal_reason(control: TurnControl) -> str:
     if kind in ("stop", "platform_stop"):
         return "the work was stopped"
     if kind == "shutdown":
-        return "the agent is restarting"
+        return "the agent is stopping"
     if kind == "left":
         return "the agent left the room"
     return "the work ended without an answer"

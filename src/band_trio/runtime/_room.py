@@ -324,7 +324,9 @@ class Room:
         self._ctx.changes.notify()
 
     def drain(self) -> None:
-        """The agent is stopping: finish the unit in hand, then end the room loop.
+        """The agent is stopping: finish the unit in hand, then end the room loop. A
+        turn waiting for an answer (`Turn.ask`) is aborted instead: its message is
+        left for the replay, which asks again.
 
         A room parked for work is woken, not cancelled: at 10,000 idle rooms a cancel
         each was a `Cancelled` raised, caught and unwound per room, its traceback left
@@ -333,6 +335,8 @@ class Room:
         self._draining = True
         if self.turn is not None:
             self.turn.draining.set()
+            if self.desk.open_now is not None:  # waiting for a person: would hold the stop
+                self.turn.abort(AbortKind.SHUTDOWN, "the agent is stopping")
         if self._parked:
             self._wake.set()
         else:
@@ -382,7 +386,13 @@ class Room:
                         return
             finally:
                 self._nursery = None
-                if nursery.child_tasks:  # an idle room's is empty: nothing to cancel
+                if not nursery.child_tasks:  # an idle room's is empty: nothing to cancel
+                    pass
+                elif self._draining:  # its notes and answers get the cleanup grace
+                    nursery.cancel_scope.deadline = (
+                        trio.current_time() + self._ctx.policy.cleanup_grace
+                    )
+                else:
                     nursery.cancel_scope.cancel()
 
     def _after_unit(self, message_id: str, moved: bool) -> None:

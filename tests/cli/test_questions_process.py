@@ -1,0 +1,90 @@
+"""`band-trio agent` asking the room, as a real process: kill -9 and SIGTERM during the
+wait, then a restart. The replay asks again; the old question's answer starts no turn.
+
+The demo adapter asks when a message starts with `ask` (docs/how-to/ask-the-room.md).
+"""
+
+from __future__ import annotations
+
+import signal
+
+import trio
+from test_commands import process, read_until
+
+from band_trio.platform import Platform
+from support import agent_env, claims, status
+
+DEADLINE = 30
+
+
+def said(platform: Platform, room_id: str) -> list[str]:
+    agent_id = platform.info.agent_id
+    return [m.content for m in platform.messages(room_id) if m.sender_id == agent_id]
+
+
+def questions(platform: Platform, room_id: str) -> list[str]:
+    return [m for m in said(platform, room_id) if "reply with one of" in m]
+
+
+def reply(platform: Platform, text: str) -> str:
+    info = platform.info
+    assert info.room_id and info.user_id and info.agent_id
+    return platform.post_message(
+        info.room_id, info.user_id, f"@demo-agent {text}", mentions=[info.agent_id]
+    )
+
+
+async def test_kill_9_during_the_wait_then_the_replay_asks_again_and_the_late_answer_is_noted(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id and info.agent_id
+    room = info.room_id
+    with trio.fail_after(DEADLINE):
+        async with process("agent", env=agent_env(platform)) as proc:
+            ask = platform.post_message(room, info.user_id, "ask ship it?", [info.agent_id])
+            await platform.wait_until(lambda: len(questions(platform, room)) == 1)
+            proc.kill()
+            assert await proc.wait() == -signal.SIGKILL
+        late = reply(platform, "approve")  # to the question of the run that died
+        async with process("agent", env=agent_env(platform)) as again:
+            await platform.wait_until(lambda: len(questions(platform, room)) == 2)
+            assert status(platform, late) == "delivered"  # behind the replay, not yet seen
+            answer = reply(platform, "deny")
+            await platform.wait_until(lambda: status(platform, ask) == "processed")
+            await platform.wait_until(lambda: status(platform, late) == "processed")
+            again.send_signal(signal.SIGTERM)
+            assert again.stderr is not None
+            err = await read_until(again.stderr, b"stopping")
+            assert await again.wait() == 0
+    assert status(platform, answer) == "processed"
+    assert claims(platform, late) == 1 and claims(platform, answer) == 1
+    first, second = questions(platform, room)
+    words = said(platform, room)
+    assert words.count("deny: ask ship it?") == 1  # answered once, by the replay
+    assert not any(w.startswith("echo:") or w.startswith("approve:") for w in words)
+    qid = first.split()[1]
+    assert f'Question {qid} is withdrawn: your "approve" was not used.' in words
+    assert b"Traceback" not in err
+
+
+async def test_sigterm_during_the_wait_stops_at_once_and_the_restart_asks_again(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id and info.agent_id
+    room = info.room_id
+    with trio.fail_after(DEADLINE):
+        async with process("agent", env=agent_env(platform)) as proc:
+            ask = platform.post_message(room, info.user_id, "ask ship it?", [info.agent_id])
+            await platform.wait_until(lambda: len(questions(platform, room)) == 1)
+            proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(5):  # not the 30 s shutdown grace: nobody is working
+                assert await proc.wait() == 0
+        assert status(platform, ask) == "processing"
+        assert any("withdrawn: the agent is stopping" in w for w in said(platform, room))
+        async with process("agent", env=agent_env(platform)):
+            await platform.wait_until(lambda: len(questions(platform, room)) == 2)
+            reply(platform, "approve")
+            await platform.wait_until(lambda: status(platform, ask) == "processed")
+    assert said(platform, room).count("approve: ask ship it?") == 1
