@@ -221,3 +221,21 @@ async def test_a_graceful_stop_does_not_wait_for_a_person(platform: Platform) ->
     assert status(platform, deploy) == "processing"  # left for the replay, which asks again
     assert adapter.cancelled == ["deploy"]
     assert "withdrawn: the agent is stopping" in replies(platform, room)[-1]
+
+
+async def test_an_answer_posted_while_the_agent_was_disconnected_is_found(
+    platform: Platform,
+) -> None:
+    agent, room, user = seeded(platform)
+    asker = Asker()
+    adapter = Recorder(asker)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter):
+            deploy = platform.post_message(room, user, "deploy", mentions=[agent])
+            await asked(platform, room)
+            assert platform.faults.drop_socket(agent)
+            reply = answer(platform, room, user, agent, "approve")  # pushed to nobody
+            await platform.wait_until(lambda: status(platform, deploy) == "processed")
+    assert status(platform, reply) == "processed"
+    assert asker.answers == ["approve"]
+    assert adapter.calls == ["deploy"]

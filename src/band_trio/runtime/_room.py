@@ -35,16 +35,15 @@ from ..contract import LastAbort, Message
 from ..link import Socket
 from ..policy import WhileBusy
 from ..wire import MentionRef
+from ._answers import Answers
 from ._context import RoomContext
 from ._guidance import Guidance
 from ._inbound import MESSAGE, Inbound, Submitted, event_unit
 from ._leaving import defines_room_left, leave_topics, tell_left
 from ._ledger import Ledger, Standing
 from ._pass import Pass, is_own
-from ._questions import Asked, Desk, Verdict
 from ._queue import RoomQueue
 from ._results import Overrun
-from ._room_controls import consume_control, note_for, post_withdrawals
 from ._settle import Outcome, settle
 from ._turn import run_turn as run_one_turn
 from ._turn_state import AbortKind, ActiveTurn
@@ -58,7 +57,6 @@ class Room:
     """A joined room; its owner (the rooms host) runs `run` and cancels it to leave."""
 
     __slots__ = (  # no instance dict: an idle agent holds one of these per room
-        "_consuming",
         "_ctx",
         "_draining",
         "_interval",
@@ -73,7 +71,7 @@ class Room:
         "_stopped",
         "_told_stopped",
         "_wake",
-        "desk",
+        "answers",
         "id",
         "last_abort",
         "last_pass_found_work",
@@ -118,11 +116,8 @@ class Room:
         ends the wait."""
         self._search = trio.CancelScope()
         self._nursery: trio.Nursery | None = None
-        self.desk = Desk()
-        """The room's questions (`Turn.ask`): the open one, the recent ones."""
-        self._consuming: dict[str, tuple[Message, str | None]] = {}
-        """Messages being consumed as controls (answers), with the note for their
-        sender; waiting here for the loop's nursery if it is not running."""
+        self.answers = Answers(room_id, context, ledger)
+        """The room's questions (`Turn.ask`) and the replies consumed for them."""
         policy = context.policy
         self._interval = policy.reconcile_interval
         self._reconcile_at = trio.current_time() + self._interval * random.uniform(0.5, 1.0)
@@ -175,6 +170,7 @@ class Room:
         self.socket = socket
         self._queue.drop_messages()
         self.request_resync()
+        self.answers.rejoined()
         self._ctx.changes.notify()
 
     def push(self, item: Inbound) -> None:
@@ -184,13 +180,10 @@ class Room:
             self.ledger.spent_on_platform(message.id, item.failed_attempts)
         if self._stopped or item.processed or message.id in self._queue.ids:
             return
-        if self._is_own(message) or message.id in self._consuming:
+        if self._is_own(message) or self.answers.consuming(message.id):
             return
-        if self.desk.asked and self.ledger.standing(message.id) is Standing.RUNNABLE:
-            found = self.desk.classify(message)  # an answer: consumed, never queued
-            if found is not None:
-                self._consume_soon(message, *found)
-                return
+        if self.answers.route(message):  # a reply to a question: consumed, never queued
+            return
         if len(self._queue) >= self._ctx.policy.room_inbox:
             self._overflow()
         self._queue.add(item)
@@ -239,22 +232,6 @@ class Room:
             turn.guidance.offer(item)  # it stays queued until the turn takes it
         elif strategy is WhileBusy.BUSY and self._nursery is not None:
             self._nursery.start_soon(self._busy_notice, item.message)
-
-    def _consume_soon(self, message: Message, verdict: Verdict, asked: Asked, choice: str) -> None:
-        """Consume a reply to a question beside the room's work (the turn waiting for
-        it may be the one in hand)."""
-        self._consuming[message.id] = (message, note_for(verdict, asked, choice))
-        self.ledger.ack_pending(message.id, claimed=False)  # never a turn, from now on
-        if self._nursery is not None:
-            self._nursery.start_soon(self._consume, message.id)
-
-    async def _consume(self, message_id: str) -> None:
-        message, note = self._consuming[message_id]
-        try:
-            await consume_control(self._ctx, self.ledger, message, note)
-        finally:
-            del self._consuming[message_id]
-            self._ctx.changes.notify()
 
     async def _busy_notice(self, message: Message) -> None:
         """Tell the sender the agent is busy (best effort: the message stays queued)."""
@@ -335,7 +312,7 @@ class Room:
         self._draining = True
         if self.turn is not None:
             self.turn.draining.set()
-            if self.desk.open_now is not None:  # waiting for a person: would hold the stop
+            if self.answers.desk.open_now is not None:  # waiting for a person: would hold the stop
                 self.turn.abort(AbortKind.SHUTDOWN, "the agent is stopping")
         if self._parked:
             self._wake.set()
@@ -373,8 +350,7 @@ class Room:
         self._pass = None
         async with trio.open_nursery() as nursery:  # abort watchdogs, notices, answers
             self._nursery = nursery
-            for waiting in self._consuming:  # answers that came before the loop ran
-                nursery.start_soon(self._consume, waiting)
+            self.answers.start(nursery)
             try:
                 while True:
                     work: Inbound | None = None
@@ -386,6 +362,7 @@ class Room:
                         return
             finally:
                 self._nursery = None
+                self.answers.stop()
                 if not nursery.child_tasks:  # an idle room's is empty: nothing to cancel
                     pass
                 elif self._draining:  # its notes and answers get the cleanup grace
@@ -485,17 +462,16 @@ class Room:
             return await item.submitted.run(self)
         if item.event != MESSAGE:
             return await self.run_turn(item, settles=False)
-        if self._is_own(message) or message.id in self._consuming:
+        if self._is_own(message) or self.answers.consuming(message.id):
             return False
         standing = self.ledger.standing(message.id)
         if standing is Standing.ACK_PENDING:
             return await self.settle_pending(message)
         if standing is not Standing.RUNNABLE:
             return False
-        found = self.desk.classify(message) if self.desk.asked else None
-        if found is not None:  # a late reply to a question: consumed, in order
-            note = note_for(*found)
-            return await consume_control(self._ctx, self.ledger, message, note)
+        consumed = await self.answers.in_order(message)  # a late reply to a question
+        if consumed is not None:
+            return consumed
         return await self.run_turn(item, settles=self._ctx.rules.claims)
 
     async def settle_pending(self, message: Message) -> bool:
@@ -525,7 +501,7 @@ class Room:
             message, ctx.policy, cutoff=ctx.cutoff, threads=ctx.threads, settles=settles,
             event=item.event, wire=item.wire,
         )  # fmt: skip
-        turn.desk = self.desk
+        turn.desk = self.answers.desk
         if item.event == MESSAGE and ctx.busy.for_room(self.id) is WhileBusy.STEER:
             turn.guidance = Guidance(self._queue)
         if made is not None:
@@ -545,21 +521,9 @@ class Room:
                 self.last_abort = turn.abort_kind.note(turn.abort_reason, message.id) or (
                     self.last_abort
                 )
-            self._questions_after(turn)
+            self.answers.after_turn(stopped=self._stopped or turn.abort_kind is AbortKind.STOP)
             self.turn = None
             self._ctx.changes.notify()
-
-    def _questions_after(self, turn: ActiveTurn) -> None:
-        """The turn's questions take no more answers; the room is told of those it
-        withdrew, unless the room is stopped (the platform refuses its posts: the
-        replay asks again)."""
-        desk = self.desk
-        desk.turn_ended()
-        if not desk.unposted:
-            return
-        withdrawn, desk.unposted = desk.unposted, []
-        if self._nursery is not None and not (self._stopped or turn.abort_kind is AbortKind.STOP):
-            self._nursery.start_soon(post_withdrawals, self._ctx, self.id, withdrawn)
 
     def _claim_stopped(self, message_id: str) -> None:
         """A claim answered 204: the platform's gate is closed for this room. No stop
