@@ -59,10 +59,10 @@ async def test_kill_9_during_the_wait_then_the_replay_asks_again_and_the_late_an
             assert await again.wait() == 0
     assert status(platform, answer) == "processed"
     assert claims(platform, late) == 1 and claims(platform, answer) == 1
-    first, second = questions(platform, room)
+    first, _ = questions(platform, room)
     words = said(platform, room)
     assert words.count("deny: ask ship it?") == 1  # answered once, by the replay
-    assert not any(w.startswith("echo:") or w.startswith("approve:") for w in words)
+    assert not any(w.startswith(("echo:", "approve:")) for w in words)
     qid = first.split()[1]
     assert f'Question {qid} is withdrawn: your "approve" was not used.' in words
     assert b"Traceback" not in err
@@ -88,3 +88,26 @@ async def test_sigterm_during_the_wait_stops_at_once_and_the_restart_asks_again(
             reply(platform, "approve")
             await platform.wait_until(lambda: status(platform, ask) == "processed")
     assert said(platform, room).count("approve: ask ship it?") == 1
+
+
+async def test_while_busy_steer_offers_what_arrives_during_the_wait_as_guidance(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id and info.agent_id
+    room = info.room_id
+    env = {**agent_env(platform), "BAND_WHILE_BUSY": "steer"}
+    with trio.fail_after(DEADLINE):
+        async with process("agent", env=env):
+            ask = platform.post_message(room, info.user_id, "ask ship it?", [info.agent_id])
+            await platform.wait_until(lambda: len(questions(platform, room)) == 1)
+            hint = reply(platform, "ship the blue build")
+            await platform.wait_until(lambda: any(
+                e.kind == "ws_out" and hint in (e.frame or "") for e in platform.log()
+            ))  # fmt: skip
+            reply(platform, "approve")
+            await platform.wait_until(lambda: status(platform, ask) == "processed")
+            await platform.wait_until(lambda: status(platform, hint) == "processed")
+    assert said(platform, room)[-1] == (
+        "approve: ask ship it? (guidance: @demo-agent ship the blue build)"
+    )

@@ -9,11 +9,11 @@ it runs as its own turn afterwards, in order. Nothing lost, nothing twice.
 from __future__ import annotations
 
 import trio
+from test_while_busy import pushed
 
 from band_trio import Turn, WhileBusy
 from band_trio.platform import Platform
 from support import Recorder, claims, replies, running_agent, seeded, status
-from test_while_busy import pushed
 
 DEADLINE = 10
 

@@ -9,11 +9,11 @@ wrong person, a second one, a late one) is consumed with a note.
 from __future__ import annotations
 
 import trio
+from test_while_busy import pushed
 
 from band_trio import Turn, WhileBusy
 from band_trio.platform import Platform
 from support import Recorder, replies, running_agent, seeded, status
-from test_while_busy import pushed
 
 DEADLINE = 10
 
