@@ -32,6 +32,7 @@ PAGES = [
     "how-to/runs-api.md",
     "how-to/observe.md",
     "how-to/console.md",
+    "how-to/ask-the-room.md",
 ]
 PAGE_DEADLINE = 150
 TUTORIALS = sorted((DOCS / "tutorial").glob("*.md"))
