@@ -7,6 +7,7 @@ The demo adapter asks when a message starts with `ask` (docs/how-to/ask-the-room
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import trio
 from test_commands import process, read_until
@@ -111,3 +112,29 @@ async def test_while_busy_steer_offers_what_arrives_during_the_wait_as_guidance(
     assert said(platform, room)[-1] == (
         "approve: ask ship it? (guidance: @demo-agent ship the blue build)"
     )
+
+
+async def test_an_answer_to_a_dead_run_s_question_starts_no_turn_even_if_the_replay_does_not_ask(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id and info.agent_id
+    room = info.room_id
+    here = str(Path(__file__).parent)
+    env = {**agent_env(platform), "PYTHONPATH": here}
+    adapter = ["--adapter", "asking_adapter:asking"]
+    with trio.fail_after(DEADLINE):
+        async with process("agent", *adapter, env=env) as proc:
+            job = platform.post_message(room, info.user_id, "tidy up", [info.agent_id])
+            await platform.wait_until(lambda: len(questions(platform, room)) == 1)
+            proc.kill()
+            assert await proc.wait() == -signal.SIGKILL
+        late = reply(platform, "approve")
+        quiet = {**env, "ASKING_ADAPTER_QUIET": "1"}
+        async with process("agent", *adapter, env=quiet):
+            await platform.wait_until(lambda: status(platform, late) == "processed")
+    assert status(platform, job) == "processed"
+    words = said(platform, room)
+    assert words.count("went ahead: tidy up") == 1
+    assert not any("approve" in w and w.startswith("went ahead") for w in words)
+    assert any(w.endswith('is withdrawn: your "approve" was not used.') for w in words)

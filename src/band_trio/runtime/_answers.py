@@ -81,6 +81,24 @@ class Answers:
             self._waiting.append(message)
         return True
 
+    async def read_back(self) -> None:
+        """Before a replayed turn (an earlier run may have died asking): read the
+        room's earlier questions back from its history, once per process, so that an
+        answer to one starts no turn even if the replay does not ask again."""
+        if self.desk.scanned:
+            return
+        ctx = self._ctx
+        listed = None
+        with trio.move_on_after(ctx.policy.settle_grace):  # the replay waits for it
+            try:
+                listed = await ctx.rest.history(self.room_id)
+            except errors.PlatformError as exc:
+                log.info("room %s: earlier questions not read back: %s", self.room_id, exc)
+        if listed is None:
+            return
+        history = [inbound(self.room_id, ctx.agent_id, wire).message for wire in listed]
+        self.desk.learn(history, ctx.agent_id)
+
     async def in_order(self, message: Message) -> bool | None:
         """A message about to run: None if it is no reply to a question, else consumed
         here (a late answer, in the room's order); whether its state moved on."""

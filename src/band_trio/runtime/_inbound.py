@@ -34,7 +34,9 @@ class Inbound:
     in a room whose rules pass events (a bridged identity's), a room or participant
     event (`event` names it, `message` is a stand-in)."""
 
-    __slots__ = ("event", "failed_attempts", "message", "processed", "submitted", "wire")
+    __slots__ = (
+        "event", "failed_attempts", "message", "processed", "replayed", "submitted", "wire",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -45,8 +47,12 @@ class Inbound:
         wire: object = None,
         event: str = MESSAGE,
         submitted: Submitted | None = None,
+        replayed: bool = False,
     ) -> None:
         self.message = message
+        self.replayed = replayed
+        """The platform shows it `processing` for this agent: an earlier attempt of ours
+        did not settle it (a run that died, a stop) and this is its replay."""
         self.submitted = submitted
         """A unit its room's owner submitted (`Room.submit`): it runs itself, in order."""
         self.wire = wire
@@ -64,6 +70,7 @@ def inbound(room_id: str, agent_id: str, wire: MessageCreated | ChatMessage) -> 
     metadata = wire.metadata
     mentions: tuple[str, ...] = ()
     processed = False
+    replayed = False
     failed_attempts = 0
     if metadata is not None:
         if metadata.mentions:
@@ -72,6 +79,7 @@ def inbound(room_id: str, agent_id: str, wire: MessageCreated | ChatMessage) -> 
             mine = metadata.delivery_status.get(agent_id)
             if isinstance(mine, dict):
                 processed = mine.get("status") == "processed"
+                replayed = mine.get("status") == "processing"
                 if mine.get("status") == "failed":
                     failed_attempts = _attempts(mine)
     message = Message(
@@ -85,7 +93,7 @@ def inbound(room_id: str, agent_id: str, wire: MessageCreated | ChatMessage) -> 
         mentions=mentions,
         inserted_at=wire.inserted_at,
     )
-    return Inbound(message, processed, failed_attempts, wire=wire)
+    return Inbound(message, processed, failed_attempts, wire=wire, replayed=replayed)
 
 
 def event_unit(room_id: str, event: str, payload: object) -> Inbound:

@@ -472,6 +472,8 @@ class Room:
         consumed = await self.answers.in_order(message)  # a late reply to a question
         if consumed is not None:
             return consumed
+        if item.replayed:  # the run before may have died asking
+            await self.answers.read_back()
         return await self.run_turn(item, settles=self._ctx.rules.claims)
 
     async def settle_pending(self, message: Message) -> bool:

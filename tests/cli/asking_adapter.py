@@ -1,0 +1,21 @@
+"""An adapter for the process tests: asks unless `ASKING_ADAPTER_QUIET` is set (a
+replay that does not ask again), then says what it was told."""
+
+from __future__ import annotations
+
+import os
+
+from band_trio import Adapter, Turn
+
+
+class Asking(Adapter):
+    async def on_turn(self, turn: Turn) -> None:
+        if os.environ.get("ASKING_ADAPTER_QUIET"):
+            await turn.reply(f"went ahead: {turn.message.content}")
+            return
+        told = await turn.ask("Go ahead?")
+        await turn.reply(f"{told}: {turn.message.content}")
+
+
+def asking() -> Asking:
+    return Asking()
