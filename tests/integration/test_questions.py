@@ -13,7 +13,15 @@ from test_while_busy import pushed
 
 from band_trio import Turn, WhileBusy
 from band_trio.platform import Platform
-from support import Recorder, replies, running_agent, seeded, status
+from support import (
+    Recorder,
+    each_done,
+    replies,
+    rooms_with_the_agent,
+    running_agent,
+    seeded,
+    status,
+)
 
 DEADLINE = 10
 
@@ -151,16 +159,15 @@ async def test_replies_from_someone_else_and_in_a_burst_are_consumed_with_a_note
             )
             gate.set()
             await adapter.wait_for(lambda: adapter.finished == ["deploy"])
-            after = answer(platform, room, user, agent, "approve the next one too")
+            again = answer(platform, room, user, agent, "approve")  # a double press, late
+            after = answer(platform, room, user, agent, "what next?")
             await platform.wait_until(lambda: status(platform, after) == "processed")
+            assert status(platform, again) == "processed"
     assert status(platform, deploy) == "processed"
-    assert adapter.calls == [
-        "deploy",
-        "@" + handle_of(platform, agent) + " approve the next one too",
-    ]
+    assert adapter.calls == ["deploy", f"@{handle_of(platform, agent)} what next?"]
     said = replies(platform, room)
     assert "is for the people it mentions" in said[1]
-    assert sum('answered already ("deny")' in r for r in said) == 2
+    assert sum('answered already ("deny")' in r for r in said) == 3
     assert "told deny" in said
 
 
@@ -239,3 +246,23 @@ async def test_an_answer_posted_while_the_agent_was_disconnected_is_found(
     assert status(platform, reply) == "processed"
     assert asker.answers == ["approve"]
     assert adapter.calls == ["deploy"]
+
+
+async def test_forty_rooms_asking_at_once_answered_in_one_burst(platform: Platform) -> None:
+    agent, _, user = seeded(platform)
+    rooms = rooms_with_the_agent(platform, 40)
+    asker = Asker()
+    adapter = Recorder(asker)
+    with trio.fail_after(DEADLINE * 3):
+        async with running_agent(platform, adapter) as handle:
+            asks = [platform.post_message(r, user, "deploy", mentions=[agent]) for r in rooms]
+            await platform.wait_until(each_done(rooms, lambda r: bool(questions(platform, r))))
+            answers = [answer(platform, r, user, agent, "approve") for r in rooms]
+            answers += [answer(platform, r, user, agent, "deny") for r in rooms]  # surplus
+            await platform.wait_until(
+                each_done(asks + answers, lambda m: status(platform, m) == "processed")
+            )
+    assert asker.answers == ["approve"] * 40
+    assert sorted(adapter.calls) == ["deploy"] * 40
+    assert all(replies(platform, r).count("told approve") == 1 for r in rooms)
+    assert handle.stop_result is not None and not handle.stop_result.overran

@@ -6,7 +6,7 @@ import pytest
 
 from band_trio.contract import ANYONE, Message, Question, chosen
 from band_trio.runtime._question_text import parse_question, question_post
-from band_trio.runtime._questions import Desk, State, Verdict
+from band_trio.runtime._questions import SURPLUS_WINDOW, Desk, State, Verdict
 
 ALICE, BOB, AGENT = "alice", "bob", "agent"
 
@@ -95,7 +95,9 @@ def test_the_open_question_takes_one_answer_from_who_may_answer() -> None:
     assert asked.answer == "deny" and asked.answered.is_set()
     assert desk.classify(msg("approve")) == (Verdict.SURPLUS, asked, "approve")
     desk.turn_ended()
-    assert desk.classify(msg("approve the next release")) is None  # its turn is over
+    assert desk.classify(msg("deny")) == (Verdict.SURPLUS, asked, "deny")  # a double press
+    asked.answered_at -= SURPLUS_WINDOW  # its turn is over, and the window passed
+    assert desk.classify(msg("approve the next release")) is None
 
 
 def test_a_withdrawn_question_takes_one_late_answer_then_none() -> None:

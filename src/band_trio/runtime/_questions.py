@@ -8,17 +8,20 @@ A reply is tied to a question by the room's order, which the room itself keeps
 | someone who may answer                | the question is open        | its answer               |
 | anyone else (not an agent)            | the question is open        | refused, with a note     |
 | someone who may answer                | answered, its turn runs on  | surplus, with a note     |
+|                                       | or in the 30 s after        |                          |
 | someone who may answer                | withdrawn, unanswered       | its late answer, a note  |
 | anyone (or any other message)         |                             | an ordinary message      |
 
 Each of the first four is consumed as a control (claimed, marked processed,
 never a turn, never answered), and each question takes one late answer: a later
-`approve` is a message like any other. See docs/discussion/questions.md.
+`approve` is a message like any other. See docs/discussion/questions-and-guidance.md.
 """
 
 from __future__ import annotations
 
 import enum
+import math
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -32,6 +35,10 @@ __all__ = ["Asked", "Desk", "State", "Verdict"]
 _MEMORY = 32
 """Questions a room remembers (a thousand asked keep the last 32)."""
 _LATE_MEMORY = 256
+SURPLUS_WINDOW = 30.0
+"""Seconds after an answer during which another answer to the same question (a
+double press, a burst) is consumed with a note, even once the asking turn ended:
+without it, whether the second one ran as a turn would depend on a race."""
 
 
 class State(enum.Enum):
@@ -46,7 +53,8 @@ class Asked:
     """One question put to the room (this process's, or one read back from history)."""
 
     __slots__ = (
-        "answer", "answered", "choices", "live", "mentions", "qid", "question", "reason", "state",
+        "answer", "answered", "answered_at", "choices", "live", "mentions", "qid", "question",
+        "reason", "state",
     )  # fmt: skip
 
     def __init__(
@@ -67,6 +75,9 @@ class Asked:
         self.answered = trio.Event()
         self.live = question is not None
         """Its turn still runs: surplus answers are consumed, not run."""
+        self.answered_at = -math.inf
+        """When it was answered (monotonic clock): surplus answers are consumed for
+        `SURPLUS_WINDOW` after it too, however soon the turn ends."""
         self.reason: str | None = None
         """Why it was withdrawn (a note the room is still to post, if any)."""
 
@@ -110,6 +121,7 @@ class Desk:
 
     def answer(self, asked: Asked, choice: str) -> None:
         asked.state = State.ANSWERED
+        asked.answered_at = time.monotonic()
         asked.answer = choice
         asked.answered.set()
         if self.open_now is asked:
@@ -127,12 +139,10 @@ class Desk:
             self.unposted.append(asked)
 
     def turn_ended(self) -> None:
-        """The asking turn settled: its answered questions take no more answers."""
+        """The asking turn ended: its answered questions take surplus answers only
+        within `SURPLUS_WINDOW` of their answer from now on."""
         for asked in self._records.values():
-            if asked.live:
-                asked.live = False
-                if asked.state is State.ANSWERED:
-                    asked.state = State.CLOSED
+            asked.live = False
 
     def classify(self, message: Message) -> tuple[Verdict, Asked, str] | None:
         """What `message` is to the room's questions (and the choice it picks), or
@@ -157,8 +167,11 @@ class Desk:
             choice = chosen(message.content, earlier.choices)
             if choice is None or not self._may_answer(earlier, message):
                 continue
-            if earlier.state is State.ANSWERED and earlier.live:
-                return Verdict.SURPLUS, earlier, choice
+            if earlier.state is State.ANSWERED:
+                if earlier.live or time.monotonic() - earlier.answered_at < SURPLUS_WINDOW:
+                    return Verdict.SURPLUS, earlier, choice
+                earlier.state = State.CLOSED
+                continue
             if earlier.state is State.WITHDRAWN:
                 earlier.state = State.CLOSED  # one late answer each
                 return Verdict.LATE, earlier, choice
