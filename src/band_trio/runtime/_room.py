@@ -43,10 +43,10 @@ from ._leaving import defines_room_left, leave_topics, tell_left
 from ._ledger import Ledger, Standing
 from ._pass import Pass, is_own
 from ._queue import RoomQueue
-from ._results import Overrun
 from ._settle import Outcome, settle
 from ._turn import run_turn as run_one_turn
 from ._turn_state import AbortKind, ActiveTurn
+from ._watchdog import watch_abort
 
 __all__ = ["Room"]
 
@@ -511,7 +511,7 @@ class Room:
         self._ctx.changes.notify()
         watch = trio.CancelScope()
         if self._nursery is not None:
-            self._nursery.start_soon(self._watch_abort, turn, watch)
+            self._nursery.start_soon(watch_abort, self._ctx, turn, watch)
         try:
             return await run_one_turn(self._ctx, self.ledger, turn, self.last_abort)
         finally:
@@ -542,34 +542,6 @@ class Room:
             self.id,
             message_id,
         )
-
-    async def _watch_abort(self, turn: ActiveTurn, watch: trio.CancelScope) -> None:
-        """Report a turn that outlives its cleanup grace after being aborted.
-
-        Started with the turn, parked until the turn's scope exits (`watch` is
-        cancelled if the turn ends without an abort). The abort does not wake it: it
-        only sets the park's deadline (`ActiveTurn.grace`), so the cancel reaches the
-        adapter with no other task woken beside it. A claim still in flight when the
-        grace runs out, or remote starts and stops still under way (each bounded by
-        its own grace), are waited for, and then the turn gets one more grace."""
-        with watch, turn.grace:
-            await turn.done.wait()
-        if not turn.grace.cancelled_caught or watch.cancelled_caught:
-            return
-        grace = self._ctx.policy.cleanup_grace
-        if not turn.claim_settled.is_set() or turn.control.busy:
-            await turn.claim_settled.wait()  # a claim in flight runs to its answer first
-            if await turn.wait_settled(grace):
-                return
-        kind = turn.abort_kind.value if turn.abort_kind is not None else "cancel"
-        log.error(
-            "room %s: the turn for %s ignored its %s for more than %.1fs",
-            self.id,
-            turn.message.id,
-            kind,
-            grace,
-        )
-        self._ctx.journal.overran.append(Overrun(self.id, turn.message.id, f"ignored the {kind}"))
 
     # -- leaving ---------------------------------------------------------------
 
