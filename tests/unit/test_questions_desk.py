@@ -147,3 +147,8 @@ def test_the_history_of_an_earlier_run_is_read_back() -> None:
     late = desk.classify(msg("@agent approve", mid="m3"))
     assert late is not None and late[0] is Verdict.LATE and late[1].qid == "q-00000001"
     assert desk.classify(msg("@agent approve", mid="m3")) is None  # consumed once
+
+
+def test_only_a_reply_s_head_is_read() -> None:
+    assert chosen("@a " * 3_000_000 + "approve", ("approve", "deny")) is None
+    assert chosen("@a " * 1000 + "approve", ("approve", "deny")) == "approve"

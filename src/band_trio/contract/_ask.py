@@ -28,6 +28,11 @@ _CHOICE = re.compile(r"[^\s,@][^\s,]{0,31}")
 not starting with `@` (a reply's leading mentions are skipped before the choice)."""
 
 _TRAILING = ".,;:!?)\"'"
+_FIRST_WORD = re.compile(r"\s*(?:@\S*\s+)*([^@\s]\S{0,63})(?:\s|$)")
+"""The first word after any leading mentions (a longer word is no choice)."""
+_LOOK_AT = 4096
+"""Only a reply's head is read: this runs on the websocket reader's path for every
+message of a room with questions, and an 8 MiB message took it a second whole."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +100,10 @@ def chosen(content: str, choices: Sequence[str]) -> str | None:
 
     The first word after any leading mentions (`@handle`), case-insensitive, with
     trailing punctuation ignored: `@agent Approve.` picks `approve`."""
-    for word in content.split():
-        if word.startswith("@"):
-            continue
-        return chosen_word(word.rstrip(_TRAILING), choices)
-    return None
+    first = _FIRST_WORD.match(content[:_LOOK_AT])
+    if first is None:
+        return None
+    return chosen_word(first[1].rstrip(_TRAILING), choices)
 
 
 def chosen_word(word: str, choices: Sequence[str]) -> str | None:

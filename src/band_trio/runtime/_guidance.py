@@ -65,6 +65,8 @@ class Guidance:
         self._claim = claim
 
     def offer(self, item: Inbound) -> None:
+        if len(self._offered) >= len(self._queue):  # a queue drop left stale offers
+            self._offered = [offered for offered in self._offered if self._queue.holds(offered)]
         self._offered.append(item)
         self._changed.set()
 

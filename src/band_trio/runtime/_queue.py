@@ -59,7 +59,8 @@ class RoomQueue:
         return before - len(self._items)
 
     def holds(self, item: Inbound) -> bool:
-        return any(queued is item for queued in self._items)
+        """Whether a pushed message is still queued (a drop takes it and its id)."""
+        return item.message.id in self.ids
 
     def remove(self, item: Inbound) -> bool:
         """Take `item` out (a turn took it as guidance); whether it was still queued."""
