@@ -11,7 +11,7 @@ from __future__ import annotations
 import trio
 from test_while_busy import pushed
 
-from band_trio import Turn, WhileBusy
+from band_trio import Policy, Turn, WhileBusy
 from band_trio.platform import Platform
 from support import Recorder, claims, replies, running_agent, seeded, status
 
@@ -124,3 +124,37 @@ async def test_a_stop_leaves_taken_guidance_for_the_replay_in_order(platform: Pl
     assert status(platform, long) == "processed"
     assert adapter.calls == ["long", "long", "hint"]  # replayed in order, each once more
     assert replies(platform, room) == ["done: long ", "done: hint "]
+
+
+async def test_guidance_across_a_reconnect_is_taken_or_run_once_each(platform: Platform) -> None:
+    agent, room, user = seeded(platform)
+    release = trio.Event()
+    taken: list[str] = []
+
+    async def takes_at_the_end(turn: Turn) -> None:
+        if turn.message.content == "long":
+            taken.extend(m.content for m in turn.take_guidance())  # before the drop
+            await release.wait()
+            taken.extend(m.content for m in turn.take_guidance())  # after it
+        await turn.reply(f"done: {turn.message.content}")
+
+    adapter = Recorder(takes_at_the_end)
+    fast = Policy(reconnect_base=0.02, reconnect_cap=0.1)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(
+            platform, adapter, policy=fast, while_busy=WhileBusy.STEER
+        ) as running:
+            platform.post_message(room, user, "long", mentions=[agent])
+            await adapter.wait_for(lambda: adapter.calls == ["long"])
+            before = platform.post_message(room, user, "before", mentions=[agent])
+            await platform.wait_until(lambda: pushed(platform, [before]))
+            assert platform.faults.drop_socket(agent)
+            await running.agent.wait_until(lambda: running.agent.connects == 2)
+            after = platform.post_message(room, user, "after", mentions=[agent])
+            await platform.wait_until(lambda: pushed(platform, [after]))
+            release.set()
+            await platform.wait_until(lambda: status(platform, before) == "processed")
+            await platform.wait_until(lambda: status(platform, after) == "processed")
+    assert taken == ["after"]  # "before" was dropped with the queue on the rejoin...
+    assert adapter.calls == ["long", "before"]  # ...and ran as its own turn, once
+    assert claims(platform, before) == 1 and claims(platform, after) == 1
