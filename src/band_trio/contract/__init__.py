@@ -6,6 +6,11 @@ how remote work is owned by the turn.
 * `Turn` — the `Message`, the room's `history()` and `participants()`, `reply`
   and `send_event`, `last_abort` (the kind and reason of the last interrupt or
   stop in the room), `deadline`, and `remote(stop=...)` for work elsewhere.
+* The people in the room — `Turn.ask(question, choices)` waits, in the turn's
+  scope and under a deadline, for a person to pick a choice (`Question`, what a
+  `TurnPort` receives; `chosen`, how a reply picks one; `ANYONE`); and
+  `Turn.take_guidance()` takes the messages offered to the running turn in a
+  room that steers (`WhileBusy.STEER`).
 * Remote work (`RemoteWork`, `StopOutcome`, `RemoteStop`) — the stop is sent
   at most once, shielded under `Policy.backend_stop_grace`, only for work that
   started and did not finish, even when the abort landed while the start call
