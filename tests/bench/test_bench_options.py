@@ -32,4 +32,10 @@ def test_scale_takes_the_size_flags() -> None:
 
 def test_without_a_preset_every_scenario_runs() -> None:
     names = [name for name, *_ in _chosen(_options(parse()))]
-    assert names == ["interrupt", "agent interrupt", "stop, play", "remote stop: command"]
+    assert names == [
+        "interrupt",
+        "agent interrupt",
+        "stop, play",
+        "interrupt: approval wait",
+        "remote stop: command",
+    ]

@@ -625,3 +625,57 @@ class LeavesSystemTask(Adapter):
 
     def release(self) -> None:
         self._release.set()
+
+
+# -- questions and guidance -------------------------------------------------------------
+
+ASK = re.compile(r"ask\b", re.IGNORECASE)
+
+
+class ShieldsAsk(Adapter):
+    """Asks the room (for a text starting `ask`) inside a shielded scope, "so that an
+    answer is never lost": an interrupt or a stop cannot end the wait, which lasts
+    until the answer, or `answer_within` (then it takes "deny" and lets the cancel
+    through at its next await). Otherwise the demo adapter.
+
+    Breaks *an interrupt ends the wait for an answer* and *a stop ends the wait for an
+    answer* ("did not end ... a shielded scope?")."""
+
+    def __init__(self, answer_within: float) -> None:
+        self.answer_within = answer_within
+
+    async def on_turn(self, turn: Turn) -> None:
+        await trio.sleep(work_time(turn.message.content))
+        head = "echo"
+        if ASK.match(turn.message.content):
+            with trio.CancelScope(shield=True):
+                head = await turn.ask("May I?", answer_within=self.answer_within)
+        await turn.reply(f"{head}: {turn.message.content}")
+
+
+class SwallowsAskCancel(Adapter):
+    """Takes an interrupted question for a "deny" and returns, as if the turn were done.
+
+    Breaks *an interrupt ends the wait for an answer* and *a stop ends the wait for an
+    answer* ("the turn returned instead of letting the ... cancel through")."""
+
+    async def on_turn(self, turn: Turn) -> None:
+        if ASK.match(turn.message.content):
+            try:
+                await turn.ask("May I?")
+            except trio.Cancelled:
+                return  # "denied": nothing to do
+        await turn.reply(echo(turn))
+
+
+class DropsGuidance(Adapter):
+    """Works (`sleep=N`), replies, then takes the guidance offered meanwhile "to clear
+    the queue": each message it takes is claimed and settled with the turn, and nothing
+    ever comes of it.
+
+    Breaks *guidance is never lost* ("took 2 message(s) after its last post")."""
+
+    async def on_turn(self, turn: Turn) -> None:
+        await trio.sleep(work_time(turn.message.content))
+        await turn.reply(echo(turn))
+        turn.take_guidance()

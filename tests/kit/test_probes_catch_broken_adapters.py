@@ -27,6 +27,7 @@ from broken import (
     CorrectRemoteAdapter,
     DanglingToolCall,
     DetachedStop,
+    DropsGuidance,
     KeepsWorking,
     LeavesChild,
     LeavesSocket,
@@ -35,9 +36,11 @@ from broken import (
     PostsAfterCancel,
     Remote,
     RemoteLeftOpen,
+    ShieldsAsk,
     ShortRemoteBlock,
     SlowCleanup,
     StaleOutbox,
+    SwallowsAskCancel,
     SwallowsCancel,
     SwallowsLeave,
     ToolCaller,
@@ -57,6 +60,9 @@ from band_trio.testing import (
     Probe,
     ProbeResult,
     Subject,
+    ask_interrupted,
+    ask_stopped,
+    guidance_not_lost,
     history_after_tool_abort,
     interrupt_mid_work,
     leave_waits,
@@ -72,6 +78,7 @@ from band_trio.testing import (
 
 DEADLINE = 15
 TOOL_PROMPT = "use the tool sleep=30"
+ASK_PROMPT = "ask may the kit go ahead?"
 
 QUICK_STOP = Policy(cleanup_grace=0.3, backend_stop_grace=1.0, shutdown_grace=0.5)
 """A short cleanup grace, so a cleanup past it costs the test little time."""
@@ -109,6 +116,8 @@ async def until(remote: Remote, predicate: Callable[[], bool]) -> None:
 def correct_subject(probe: Probe, stand_in: Remote) -> Subject:
     if probe is history_after_tool_abort:
         return Subject(ToolCaller, tool_prompt=TOOL_PROMPT, transcript=transcript_of)
+    if probe in (ask_interrupted, ask_stopped):  # the stand-in's adapter never asks
+        return Subject(DemoAdapter, ask_prompt=ASK_PROMPT)
     return Subject(lambda: CorrectRemoteAdapter(stand_in))
 
 
@@ -130,6 +139,8 @@ async def test_a_correct_adapter_passes_the_probe(probe: Probe) -> None:
             (stop_before_handle, "registered no remote work"),
             (nothing_after_finish, "registered no remote work"),
             (history_after_tool_abort, "not a tool-calling adapter"),
+            (ask_interrupted, "no `ask_prompt` given"),
+            (ask_stopped, "no `ask_prompt` given"),
         ]
     ],
 )
@@ -473,6 +484,65 @@ async def test_reason_reaches_next_turn_fails_a_runtime_that_drops_the_reason(
     failed(result, "the next turn was told LastAbort(kind='interrupt', reason=None")
 
 
+# -- questions: an interrupt or a stop ends the wait for an answer ---------------------
+
+
+@pytest.mark.parametrize(("probe", "mode"), [(ask_interrupted, "interrupt"), (ask_stopped, "stop")])
+async def test_the_question_probes_fail_a_shielded_wait_in_bounded_time(
+    probe: Probe, mode: str
+) -> None:
+    """The shielded wait lasts until its `answer_within` (2 s), past the probe's patience
+    (2 x 0.3 s + 1 s): the probe fails at its patience, and the kit's agent then stops
+    once the question has timed out."""
+    started = time.perf_counter()
+    result = await run(
+        probe, Subject(lambda: ShieldsAsk(2.0), ask_prompt=ASK_PROMPT, policy=QUICK_STOP)
+    )
+    failed(result, f"did not end within 1.6s of the {mode}", "shielded")
+    assert time.perf_counter() - started < DEADLINE
+
+
+@pytest.mark.parametrize(("probe", "mode"), [(ask_interrupted, "interrupt"), (ask_stopped, "stop")])
+async def test_the_question_probes_fail_an_adapter_that_swallows_the_cancel_of_its_ask(
+    probe: Probe, mode: str
+) -> None:
+    result = await run(probe, Subject(SwallowsAskCancel, ask_prompt=ASK_PROMPT))
+    failed(result, f"the turn returned instead of letting the {mode}'s cancel through")
+
+
+async def test_the_question_probes_do_not_apply_to_an_adapter_that_answers_without_asking() -> None:
+    result = await run(ask_interrupted, Subject(DemoAdapter, ask_prompt="hello"))
+    assert result.outcome == "not applicable", result
+    assert "answered the ask prompt without asking" in result.observed
+
+
+# -- guidance is never lost -----------------------------------------------------------
+
+
+async def test_guidance_not_lost_fails_an_adapter_that_drops_what_it_takes() -> None:
+    result = await run(guidance_not_lost, Subject(DropsGuidance))
+    failed(result, "took 2 message(s) after its last post", "dropped")
+
+
+async def test_guidance_not_lost_fails_a_runtime_that_loses_untaken_guidance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Broken runtime: a message offered to the running turn leaves the room's queue at
+    once, taken or not. (An adapter cannot lose untaken guidance: it stays queued until
+    taken.) The demo adapter takes it at the end; one that never takes it loses it."""
+    from band_trio.runtime._guidance import Guidance
+
+    real_offer = Guidance.offer
+
+    def offer_and_drop(guidance: Guidance, item: object) -> None:
+        real_offer(guidance, item)  # type: ignore[arg-type]
+        guidance._queue.remove(item)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Guidance, "offer", offer_and_drop)
+    result = await run(guidance_not_lost, Subject(lambda: SlowCleanup(0.0), deadline=2))
+    failed(result, "did not all settle")
+
+
 # -- every probe is covered here ------------------------------------------------------
 
 COVERED = {
@@ -487,6 +557,9 @@ COVERED = {
     nothing_left,
     history_after_tool_abort,
     reason_reaches_next_turn,
+    ask_interrupted,
+    ask_stopped,
+    guidance_not_lost,
 }
 
 

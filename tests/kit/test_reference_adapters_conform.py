@@ -52,6 +52,11 @@ NO_REMOTE = {
     "a stop after the remote work finished sends nothing",
 }
 NO_TOOLS = {"history valid after an abort mid tool-calls"}
+NO_ASK = {
+    "an interrupt ends the wait for an answer",
+    "a stop ends the wait for an answer, play asks again",
+}
+"""Not applicable to an adapter not given an `ask_prompt` (one that does not ask here)."""
 RACE = {"stop before the remote handle exists"}
 """Not applicable when the start call always answered before the signal landed."""
 FRAMEWORK = RACE
@@ -76,7 +81,8 @@ async def conforms(label: str, subject: Subject, may_not_apply: set[str]) -> lis
 
 
 async def test_the_demo_adapter_conforms() -> None:
-    await conforms("DemoAdapter", Subject(DemoAdapter), NO_REMOTE | NO_TOOLS)
+    subject = Subject(DemoAdapter, ask_prompt="ask may the kit go ahead?")
+    await conforms("DemoAdapter", subject, NO_REMOTE | NO_TOOLS)
 
 
 async def lookup_until_cancelled(arguments: dict[str, Any], turn: Turn) -> str:
@@ -108,7 +114,7 @@ async def test_the_openai_chat_adapter_conforms_against_stubllm() -> None:
             tool_prompt="[tool] what is the weather?",
             transcript=openai_history,
         )
-        await conforms("OpenAIChatAdapter + stubllm", subject, RACE)
+        await conforms("OpenAIChatAdapter + stubllm", subject, RACE | NO_ASK)
         assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
 
 
@@ -133,7 +139,7 @@ async def test_the_anthropic_adapter_conforms_against_stubllm() -> None:
             tool_prompt="[tool] what is the weather?",
             transcript=anthropic_history,
         )
-        await conforms("AnthropicAdapter + stubllm", subject, RACE)
+        await conforms("AnthropicAdapter + stubllm", subject, RACE | NO_ASK)
         assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
 
 
@@ -174,7 +180,7 @@ async def test_a_framework_adapter_conforms_against_stubllm(
             tool_prompt="[tool] what is the weather?",
             transcript=last_conversation(peer),
         )
-        await conforms(label, subject, FRAMEWORK)
+        await conforms(label, subject, FRAMEWORK | NO_ASK)
         assert peer.events("stream_cancelled"), "the aborted streams were cancelled on the peer"
 
 
@@ -185,7 +191,7 @@ async def test_the_a2a_adapter_conforms_against_the_a2a_sdk_server() -> None:
             long_prompt="mode=normal chunks=400 delay=0.05",
             quick_prompt="mode=quick",
         )
-        await conforms("A2AAdapter + a2a-sdk", subject, RACE | NO_TOOLS)
+        await conforms("A2AAdapter + a2a-sdk", subject, RACE | NO_TOOLS | NO_ASK)
         assert peer.events("cancel_request"), "the aborted tasks were cancelled on the peer"
 
 
@@ -193,7 +199,7 @@ async def test_the_command_adapter_conforms_with_a_process_tree() -> None:
     subject = Subject(
         lambda: CommandAdapter(["sh", "-c", SHELL]), long_prompt="long", quick_prompt="quick"
     )
-    await conforms("CommandAdapter + sh", subject, RACE | NO_TOOLS)
+    await conforms("CommandAdapter + sh", subject, RACE | NO_TOOLS | NO_ASK)
 
 
 @pytest.mark.long(10)
@@ -212,7 +218,8 @@ async def test_the_copilot_adapter_conforms_against_the_real_cli() -> None:
                 quick_prompt="[quick] say hi",
                 isolated=False,  # the CLI is served by this run: probes cannot run elsewhere
             )
-            await conforms("CopilotAdapter + the Copilot CLI + stubllm", subject, RACE | NO_TOOLS)
+            label = "CopilotAdapter + the Copilot CLI + stubllm"
+            await conforms(label, subject, RACE | NO_TOOLS | NO_ASK)
 
 
 # One case a run, rotated daily (every case with --all-seeds): OpenCode's takes some 10 s
@@ -242,4 +249,4 @@ async def test_the_acp_adapter_conforms_against_an_acp_agent(tmp_path: Path, pee
                     settle=5.0,  # a room's first turn waits for session/new (1.4 s, OpenCode)
                     isolated=False,  # the agent is served by this run
                 )
-                await conforms(f"AcpAdapter + {peer}", subject, RACE | NO_TOOLS)
+                await conforms(f"AcpAdapter + {peer}", subject, RACE | NO_TOOLS | NO_ASK)

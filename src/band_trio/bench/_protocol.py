@@ -23,6 +23,7 @@ __all__ = [
     "A2A",
     "ACP",
     "ANTHROPIC",
+    "ASK",
     "BUSY",
     "CMD",
     "COPILOT",
@@ -40,6 +41,10 @@ __all__ = [
 
 HOLD = "bench hold"
 """Park until cancelled: the turn every signal trial aborts."""
+ASK = "bench ask"
+"""Ask the room (`Turn.ask`, approve or deny) and wait for the answer, which never comes:
+the turn the approval-wait trial interrupts (the band-trio subject only: band-sdk has no
+`ask`)."""
 BUSY = "bench busy"
 """`bench busy UNTIL`: work until `perf_counter() >= UNTIL`, then reply `ok`."""
 TASKS = "bench tasks"
@@ -78,7 +83,7 @@ class Command:
 
 def parse_command(text: str) -> Command | None:
     """The benchmark command in a message's text, or None for anything else."""
-    for kind in (HOLD, BUSY, TASKS, CMD, LLM, A2A, COPILOT, ANTHROPIC, ACP):
+    for kind in (HOLD, ASK, BUSY, TASKS, CMD, LLM, A2A, COPILOT, ANTHROPIC, ACP):
         if text == kind or text.startswith(kind + " "):
             return Command(kind, text[len(kind) :].strip())
     return None

@@ -29,7 +29,7 @@ from ._progress import Progress
 from ._remote import command_trial
 from ._remote_peers import a2a_trial, acp_trial, anthropic_trial, copilot_trial, llm_trial
 from ._results import Row
-from ._signals import interrupt_trial, stop_play_trial
+from ._signals import ask_trial, interrupt_trial, stop_play_trial
 from ._subject import Runtime
 from ._tier import TEARDOWN_TAIL, Tier, create_identity, load, open_tier, settle, teardown
 
@@ -56,6 +56,7 @@ SCENARIOS: tuple[tuple[str, tuple[str, ...], Trial, bool], ...] = (
     ("interrupt", ("interrupt",), _room_interrupt, True),
     ("agent interrupt", ("agent interrupt",), _agent_interrupt, True),
     ("stop, play", ("stop", "play"), stop_play_trial, True),
+    ("interrupt: approval wait", ("interrupt: approval wait",), ask_trial, True),
     ("remote stop: command", ("remote stop: command",), command_trial, False),
 )
 """(name, the scenarios its series are filed under, one trial, whether at every tier size);

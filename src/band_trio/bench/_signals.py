@@ -1,4 +1,5 @@
-"""The signal trials: room interrupt, agent-wide interrupt, stop then play.
+"""The signal trials: room interrupt, agent-wide interrupt, stop then play, and an
+interrupt during an approval wait (`Turn.ask`, band-trio only).
 
 Every trial holds one turn in the tier's target room (`bench hold`), lets it
 run for `Options.settle`, then sends the signal through the platform, which
@@ -13,10 +14,13 @@ from __future__ import annotations
 import trio
 
 from ._bench import since, timed
-from ._protocol import HOLD
+from ._protocol import ASK, HOLD
 from ._tier import Tier
 
-__all__ = ["interrupt_trial", "stop_play_trial"]
+__all__ = ["ask_trial", "interrupt_trial", "stop_play_trial"]
+
+QUESTION = "Question q-"
+"""How the agent's question post starts (docs/reference/questions.md)."""
 
 
 async def _held(tier: Tier) -> str | None:
@@ -94,3 +98,41 @@ async def stop_play_trial(tier: Tier) -> None:
     entered.add(since(again, sent), "not re-entered after play")
     position, _ = await _signal(tier, "interrupt")  # end the replayed turn, unmeasured
     await timed(deadline, lambda: watch.wait(("processed", message), position))
+
+
+async def ask_trial(tier: Tier) -> None:
+    """Interrupt a turn waiting in `Turn.ask` for an answer: frame stamp → the adapter's
+    `except Cancelled` around the wait. band-sdk has no `ask`: its tier runs nothing here,
+    and the plain interrupt rows of the same run are the comparison."""
+    if tier.runtime != "band-trio":
+        return
+    bench, subject = tier.bench, tier.subject
+    ended = bench.metric(
+        tier.runtime, "interrupt: approval wait", tier.rooms,
+        "signal → approval wait ended", "push",
+    )  # fmt: skip
+    agent, deadline = tier.identity.agent_id, bench.options.deadline
+    asked_before = _questions(tier)
+    message = bench.post(tier.target, ASK)
+    if await timed(deadline, lambda: subject.wait("enter", message)) is None:
+        ended.add(None, "the asking turn never started")
+        return
+
+    async def question_posted() -> float:
+        await bench.platform.wait_until(lambda: _questions(tier) > asked_before)
+        return 0.0
+
+    if await timed(deadline, question_posted) is None:
+        ended.add(None, f"{agent} never posted its question")
+        return
+    await trio.sleep(bench.options.settle)  # the wait under way, as a held turn's
+    position, sent = await _signal(tier, "interrupt")
+    cancel = await timed(deadline, lambda: subject.wait("cancel", message))
+    ended.add(since(cancel, sent), "no cancel seen by the asking adapter")
+    await timed(deadline, lambda: bench.watch.wait(("processed", message), position))
+
+
+def _questions(tier: Tier) -> int:
+    agent = tier.identity.agent_id
+    messages = tier.bench.platform.messages(tier.target)
+    return sum(1 for m in messages if m.sender_id == agent and m.content.startswith(QUESTION))

@@ -37,6 +37,7 @@ from ._protocol import (
     A2A,
     ACP,
     ANTHROPIC,
+    ASK,
     BUSY,
     CMD,
     COPILOT,
@@ -129,6 +130,8 @@ class BenchAdapter(Adapter):
         try:
             if command.kind == HOLD:
                 await trio.sleep_forever()
+            elif command.kind == ASK:  # its `except Cancelled` below: the wait ended
+                await turn.ask("bench: may I go ahead?")
             elif command.kind == BUSY:
                 await trio.sleep_until(_until(command.argument))
             elif command.kind == TASKS:  # the CLI's and OpenCode's, owned for the run: out

@@ -51,6 +51,18 @@ def add_parser(commands: Any) -> None:
         help="a message the adapter answers quickly (default: the kit's)",
     )
     parser.add_argument(
+        "--ask",
+        metavar="TEXT",
+        help="for an adapter that asks the room (turn.ask): a message that makes it ask "
+        "(without it the question probes do not apply)",
+    )
+    parser.add_argument(
+        "--steer",
+        metavar="TEXT",
+        help="a message the adapter works on for a second or so, then answers: the guidance "
+        "probe offers messages to that turn (default: the kit's, sleep=1)",
+    )
+    parser.add_argument(
         "--tool",
         metavar="TEXT",
         help="for a tool-calling adapter: a message that makes the model call tools",
@@ -115,6 +127,8 @@ def _run(args: argparse.Namespace) -> int:
     prompts: dict[str, Any] = {
         "long_prompt": args.long,
         "quick_prompt": args.quick,
+        "ask_prompt": args.ask,
+        "steer_prompt": args.steer,
         "settle": args.settle,
         "deadline": args.deadline,
         "probe_deadline": args.probe_deadline,

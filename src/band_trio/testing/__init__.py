@@ -39,6 +39,9 @@ from ._probes import select_probes as select_probes
 from ._probes import stop_before_handle as stop_before_handle
 from ._probes import stop_then_play as stop_then_play
 from ._probes import swallowed_cancel as swallowed_cancel
+from ._probes_people import ask_interrupted as ask_interrupted
+from ._probes_people import ask_stopped as ask_stopped
+from ._probes_people import guidance_not_lost as guidance_not_lost
 from ._recorder import Behaviour as Behaviour
 from ._recorder import RecordingAdapter as RecordingAdapter
 from ._report import table as table
@@ -65,7 +68,10 @@ __all__ = [
     "Subject",
     "TaskTracker",
     "TurnRecord",
+    "ask_interrupted",
+    "ask_stopped",
     "client_sockets",
+    "guidance_not_lost",
     "history_after_tool_abort",
     "interrupt_mid_work",
     "leave_waits",

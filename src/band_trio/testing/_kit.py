@@ -24,7 +24,7 @@ import trio
 
 from ..contract import Adapter
 from ..platform import Platform, open_platform
-from ..policy import Policy
+from ..policy import Policy, WhileBusy
 from ..runtime import Agent, StopResult
 from ._leaks import Leaks
 from ._observed import Observed, TurnRecord
@@ -57,6 +57,12 @@ class Subject:
     """For a tool-calling adapter: the conversation it keeps for a room, as OpenAI's or
     Anthropic's messages (`transcript(adapter, room_id)`), checked after an abort mid
     tool-calls."""
+    ask_prompt: str | None = None
+    """For an adapter that asks the room before acting (`Turn.ask`): a message that makes
+    it ask, then wait for the answer. Without one the question probes do not apply."""
+    steer_prompt: str = "sleep=1"
+    """A message the adapter works on for a second or so, then answers by itself: the
+    guidance probe offers the room's messages to that turn (`WhileBusy.STEER`)."""
     policy: Policy = KIT_POLICY
     settle: float = 0.3
     """How long a turn that registers no remote work is left to work before a probe
@@ -145,6 +151,12 @@ class Kit:
             and (entry.path or "").endswith(("/messages", "/events"))
         ]
 
+    def said(self) -> list[str]:
+        """The contents of the agent's messages in the room, oldest first."""
+        return [
+            m.content for m in self.platform.messages(self.room_id) if m.sender_id == self.agent_id
+        ]
+
     def event_bodies(self) -> list[str]:
         """The bodies of the agent's accepted event posts (`POST .../events`), as logged."""
         return [
@@ -210,8 +222,9 @@ async def _first(
 
 
 @asynccontextmanager
-async def open_kit(subject: Subject) -> AsyncIterator[Kit]:
-    """The embedded platform and an agent running `subject`'s adapter, for one probe.
+async def open_kit(subject: Subject, *, while_busy: WhileBusy | None = None) -> AsyncIterator[Kit]:
+    """The embedded platform and an agent running `subject`'s adapter, for one probe
+    (its rooms' `while_busy` strategy as given, the agent's default otherwise).
 
     On exit the agent is stopped (its result kept on the kit) and checked for
     leftovers: tasks, sockets and child processes it started (`Kit.leaks`)."""
@@ -227,6 +240,7 @@ async def open_kit(subject: Subject) -> AsyncIterator[Kit]:
             rest_url=info.rest_url,
             ws_url=info.ws_url,
             policy=subject.policy,
+            while_busy=while_busy,
         )
         kit = Kit(subject, platform, agent, adapter, info.room_id, info.user_id, info.agent_id)
         tasks = TaskTracker()

@@ -3,8 +3,8 @@
 The conformance kit wraps the author's adapter in `Observed`, which passes
 every call through unchanged and records, per turn, when it was entered, how
 it ended, the `Turn` it was given (its remote works and stops, its last
-abort), and when `on_room_left` ran. Nothing here changes what the adapter
-does.
+abort), its questions and the guidance it took (`_watched`), and when
+`on_room_left` ran. Nothing here changes what the adapter does.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import trio
 
 from ..contract import Adapter, AgentInfo, Turn
+from ._watched import Watch, watched_turn
 
 __all__ = ["Observed", "TurnRecord"]
 
@@ -36,6 +37,8 @@ class TurnRecord:
     ended: float | None = None
     ending: Ending | None = None
     error: str | None = None
+    watch: Watch = field(default_factory=Watch)
+    """Its `Turn.ask` waits and the guidance it took, as its port saw them."""
 
     @property
     def running(self) -> bool:
@@ -74,9 +77,10 @@ class Observed(Adapter):
     async def on_turn(self, turn: Turn) -> None:
         record = TurnRecord(turn.message.id, turn.message.content, turn, time.perf_counter())
         self.turns.append(record)
+        record.turn = watched = watched_turn(turn, record.watch, self._notify)
         self._notify()
         try:
-            await self.inner.on_turn(turn)
+            await self.inner.on_turn(watched)
         except BaseException as exc:
             if cancelled_only(exc):  # a cancel, maybe through the adapter's nurseries
                 self._end(record, "cancelled")

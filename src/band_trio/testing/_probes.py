@@ -16,6 +16,7 @@ from functools import partial, wraps
 import trio
 
 from ..contract import ASYNCIO_WORK, StopOutcome, Turn
+from ..policy import WhileBusy
 from ._bounded import run_bounded, run_here
 from ._kit import Kit, ProbeFailed, ProbeResult, Subject, open_kit
 from ._progress import progress as probe_progress
@@ -30,7 +31,9 @@ PROBES: list[Probe] = []
 """Every probe, in the order `run_probes` runs them."""
 
 
-def _probe(name: str, *, leaks: bool = False) -> Callable[[Body], Probe]:
+def _probe(
+    name: str, *, leaks: bool = False, while_busy: WhileBusy | None = None
+) -> Callable[[Body], Probe]:
     """Make `body(kit)` a probe: a kit of its own, failures reported, not raised.
 
     The verdict is told to the probe's progress (`_progress`) as soon as the script
@@ -42,7 +45,7 @@ def _probe(name: str, *, leaks: bool = False) -> Callable[[Body], Probe]:
         async def probe(subject: Subject) -> ProbeResult:
             state = probe_progress()
             try:
-                async with open_kit(subject) as kit:
+                async with open_kit(subject, while_busy=while_busy) as kit:
                     try:
                         result = await body(kit)
                     except BaseException as exc:
