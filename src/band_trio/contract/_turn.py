@@ -9,7 +9,7 @@ flags of its own to stop — it lets `trio.Cancelled` through (cleanup in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..policy import Policy, UpstreamPolicy
@@ -133,6 +133,13 @@ class Turn:
         """The remote stops this turn sent so far, with their outcomes."""
         return tuple(self._control.stops)
 
+    def over(self, wrap: Callable[[TurnPort], TurnPort]) -> Turn:
+        """This turn — its message, control and last abort — over `wrap(port)`, a port
+        that passes calls on to this turn's (one that watches them: the conformance
+        kit's). Its remote works, stops, posts and deadline are this turn's."""
+        port = wrap(self._port)
+        return Turn(self.message, port, control=self._control, last_abort=self.last_abort)
+
     # -- the room -------------------------------------------------------------
 
     async def history(self) -> Sequence[Message]:
@@ -226,6 +233,11 @@ class Turn:
         message not taken runs as its own turn afterwards, in order. Synchronous and
         without I/O: call it between steps (before the next model call)."""
         return self._port.take_guidance()
+
+    async def wait_guidance(self) -> None:
+        """Return once guidance is offered, without taking it (in a room that does not
+        steer, never: bound the wait)."""
+        await self._port.wait_guidance()
 
     async def next_guidance(self) -> tuple[Message, ...]:
         """Wait until guidance is offered, then take it (`take_guidance`); the turn's

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import trio
 
-from ..contract import Message, Participant, Question, Turn, TurnControl, TurnPort
+from ..contract import Message, Participant, Question, Turn, TurnPort
 
 __all__ = ["AskRecord", "TakeRecord", "Watch", "watched_turn"]
 
@@ -63,13 +63,13 @@ class Watch:
 class _WatchedPort:
     """A `TurnPort` that passes every call to `inner` and records asks and takes."""
 
-    __slots__ = ("_changed", "_control", "_inner", "_watch")
+    __slots__ = ("_changed", "_inner", "_turn", "_watch")
 
     def __init__(
-        self, inner: TurnPort, control: TurnControl, watch: Watch, changed: Callable[[], None]
+        self, inner: TurnPort, turn: Turn, watch: Watch, changed: Callable[[], None]
     ) -> None:
         self._inner = inner
-        self._control = control
+        self._turn = turn
         self._watch = watch
         self._changed = changed
 
@@ -106,7 +106,7 @@ class _WatchedPort:
     def take_guidance(self) -> tuple[Message, ...]:
         taken = self._inner.take_guidance()
         if taken:
-            take = TakeRecord(taken, time.perf_counter(), self._control.posted)
+            take = TakeRecord(taken, time.perf_counter(), self._turn.posted)
             self._watch.takes.append(take)
             self._changed()
         return taken
@@ -119,6 +119,4 @@ def watched_turn(turn: Turn, watch: Watch, changed: Callable[[], None]) -> Turn:
     """A `Turn` like `turn` whose port is watched into `watch` (`changed` is called at
     each record). It shares `turn`'s control: its remote works, stops, posts and
     deadline are the same."""
-    control = turn._control  # the runtime's: the two turns are one to the room
-    port = _WatchedPort(turn._port, control, watch, changed)
-    return Turn(turn.message, port, control=control, last_abort=turn.last_abort)
+    return turn.over(lambda port: _WatchedPort(port, turn, watch, changed))
