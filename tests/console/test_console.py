@@ -32,20 +32,6 @@ def live_tasks() -> int:
     return trio.lowlevel.current_statistics().tasks_living
 
 
-@pytest.fixture
-async def console() -> AsyncIterator[Platform]:
-    async with open_platform(seed=True, console=True) as running:
-        yield running
-
-
-@pytest.fixture
-async def http(console: Platform) -> AsyncIterator[httpx2.AsyncClient]:
-    # a body the console takes says it is JSON (the page's fetch does)
-    json_body = {"content-type": "application/json"}
-    async with httpx2.AsyncClient(base_url=console.info.rest_url, headers=json_body) as client:
-        yield client
-
-
 class _Chunked:
     """The body of one chunked HTTP/1.1 response, read off a raw socket, line by line.
 

@@ -7,12 +7,17 @@ wrong. It stays small because it is bounded: the newest
 `console_messages` messages of the selected room and as many of its events (a
 failed turn's error, a bridge's "Not forwarded", thoughts and tool calls), the
 first `console_rooms` rooms and agents, the last `console_presses` presses.
+
+An agent's question (`Turn.ask`) among those messages carries a `question`: its
+text, choices, who may answer (and whether the console's user may), and what
+became of it (`_console_questions`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ._console_questions import Asked, read_questions
 from ._platform import Platform
 from ._store import Agent
 
@@ -63,7 +68,28 @@ def _cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else f"{text[:chars]}… [{len(text):,} characters]"
 
 
-def _room(p: Platform, room_id: str) -> dict[str, Any]:
+def _question(p: Platform, asked: Asked, user_id: str, chars: int) -> dict[str, Any]:
+    agent = p.store.profile(asked.agent_id)
+    return {
+        "id": asked.qid,
+        "agent_handle": agent.handle if agent is not None else None,
+        "text": _cut(asked.text, chars),
+        "choices": list(asked.choices),
+        "anyone": asked.anyone,
+        "answerers": [{"id": pid, "name": _name(p, pid)} for pid in asked.answerers],
+        "may_answer": asked.may_answer(user_id, "User"),
+        "state": asked.state.value,
+        "choice": asked.choice,
+        "answered_by": None
+        if asked.answered_by is None
+        else {"id": asked.answered_by, "name": _name(p, asked.answered_by)},
+        "answer_id": asked.answer_id,
+        "reason": None if asked.reason is None else _cut(asked.reason, chars),
+        "superseded_by": asked.superseded_by,
+    }
+
+
+def _room(p: Platform, room_id: str, user_id: str) -> dict[str, Any]:
     room = p.store.room(room_id)
     if room is None:
         return {"id": room_id, "error": f"There is no room {room_id} (deleted, or never made)."}
@@ -71,6 +97,7 @@ def _room(p: Platform, room_id: str) -> dict[str, Any]:
     messages, total = p.store.recent_messages(room_id, limit)
     deliveries = p.store.deliveries_from(room_id, messages[0].seq) if messages else {}
     events, events_total = p.store.recent_events(room_id, limit)  # errors, thoughts, ...
+    questions = read_questions(messages, deliveries)
     return {
         "id": room.id,
         "title": room.title,
@@ -89,6 +116,9 @@ def _room(p: Platform, room_id: str) -> dict[str, Any]:
                     agent_id: {"status": d.status, "attempts": d.attempts}
                     for agent_id, d in deliveries.get(m.seq, {}).items()
                 },
+                "question": None
+                if m.id not in questions
+                else _question(p, questions[m.id], user_id, chars),
             }
             for m in messages
         ],
@@ -135,6 +165,6 @@ def snapshot(
         "rooms_total": rooms_total,
         "agents": [_agent(p, a) for a in agents[:limit]],
         "agents_total": len(agents),
-        "room": None if room_id is None else _room(p, room_id),
+        "room": None if room_id is None else _room(p, room_id, user_id),
         "presses": presses,
     }
