@@ -154,7 +154,9 @@ async def test_the_page_and_its_files_are_served_from_the_package(
     assert "default-src 'self'" in page.headers["content-security-policy"]
     assert '<script src="/_console/console.js"' in page.text
     assert "http://" not in page.text and "https://" not in page.text  # no CDN: works offline
-    for name, kind in [("console.js", "text/javascript"), ("console.css", "text/css")]:
+    assert '<script src="/_console/questions.js"' in page.text
+    files = [("console.js", "text/javascript"), ("questions.js", "text/javascript")]
+    for name, kind in [*files, ("console.css", "text/css")]:
         response = await http.get(f"/_console/{name}")
         assert response.status_code == 200
         assert response.headers["content-type"].startswith(kind)

@@ -1,7 +1,7 @@
 """The browser console under `/_console/`: a page, its live state stream and its actions.
 
 `band-trio platform --console` serves it from the platform's own hypercorn
-app, on loopback and without a key, like `/_admin`. The page is three static
+app, on loopback and without a key, like `/_admin`. The page is four static
 files shipped in the package (`console/`): no build step, no CDN.
 
 * `GET /_console/api/stream?room=ID` is a server-sent event stream: one
@@ -53,6 +53,7 @@ PREFIX = "/_console"
 _STATIC = {
     "": ("index.html", b"text/html; charset=utf-8"),
     "console.js": ("console.js", b"text/javascript; charset=utf-8"),
+    "questions.js": ("questions.js", b"text/javascript; charset=utf-8"),
     "console.css": ("console.css", b"text/css; charset=utf-8"),
     "favicon.svg": ("favicon.svg", b"image/svg+xml"),
 }
