@@ -18,7 +18,12 @@ from test_console import State, message, stream
 from band_trio.adapters import DemoAdapter
 from band_trio.contract import ANYONE, Question, chosen
 from band_trio.platform import Platform
-from band_trio.platform._console_questions import QuestionState, read_questions
+from band_trio.platform._console_questions import (
+    STOPPED,
+    QuestionState,
+    StopMemory,
+    read_questions,
+)
 from band_trio.platform._console_questions import chosen as console_chosen
 from band_trio.platform._records import Delivery, Message
 from band_trio.runtime._question_text import question_post, withdrawal_post
@@ -133,6 +138,37 @@ async def test_a_question_anyone_may_answer_is_open_to_the_console_user(
     assert card_is(state, -1, choice="deny", answered_by={"id": user_id, "name": "Alice"})
 
 
+async def test_a_stop_withdraws_a_question_and_play_asks_it_again(
+    console: Platform, http: httpx2.AsyncClient
+) -> None:
+    agent_id, room_id, _ = seeded(console)
+    control = {"agent_id": agent_id, "room_id": room_id}
+    with trio.fail_after(DEADLINE):
+        async with stream(http, room_id) as live, running_agent(console, DemoAdapter()):
+            console.post_message(room_id, console.info.user_id or "", "ask deploy?")
+            asked = card(await live.until(lambda s: card_is(s, -1, state="open")))
+            assert asked is not None
+            await http.post("/_console/api/control", json={"mode": "stop", **control})
+            state = await live.until(lambda s: card_is(s, -1, state="withdrawn"))
+            assert card_is(state, -1, reason="the work was stopped", id=asked["id"])
+            stopped = len(live.states) - 1
+            answer = {"room_id": room_id, "question": asked["id"], "choice": "approve"}
+            refused = await http.post("/_console/api/answers", json=answer)
+            assert refused.status_code == 409
+            await http.post("/_console/api/control", json={"mode": "play", **control})
+            state = await live.until(lambda s: card_is(s, 1, state="open"))
+            # from the stop to the new question, the old one never read open again
+            assert all(card_is(s, 0, state="withdrawn") for s in live.states[stopped:])
+            again = card(state, 1)
+            assert again is not None and again["id"] != asked["id"]
+            posted = await http.post(
+                "/_console/api/answers", json={**answer, "question": again["id"]}
+            )
+            assert posted.status_code == 201
+            await live.until(lambda s: message(s, "approve: ask deploy?") is not None)
+    assert card_is(live.states[-1], 0, state="withdrawn", reason="the work was stopped")
+
+
 # -- the reading, held to the runtime's wire format and the contract's rule ---------
 
 
@@ -212,20 +248,37 @@ def test_the_first_answer_from_an_allowed_person_that_reaches_the_agent_counts()
     )  # fmt: skip
 
 
-def test_a_newer_question_supersedes_an_open_one_and_a_late_answer_changes_nothing() -> None:
+def test_a_newer_question_supersedes_an_open_one_unless_the_agent_says_more() -> None:
     room = Room()
     old = room.ask("q-0000aaaa")
     other_agents = room.ask("q-0000cccc", agent="a2")
-    new = room.ask("q-0000bbbb")  # a1 restarted, its replayed turn asks again
-    room.post("a1", withdrawal_post("q-0000aaaa", "the agent is restarting"))  # too late
+    new = room.ask("q-0000bbbb")  # a1 was killed: its replayed turn asks again
     answer = room.post("u1", "@a1 approve", ["a1"], to=("a1",))
     read = room.read()
     assert read[old].state is QuestionState.SUPERSEDED
     assert read[old].superseded_by == "q-0000bbbb" and read[old].reason is None
     assert read[new].state is QuestionState.ANSWERED and read[new].answer_id == answer
     assert read[other_agents].state is QuestionState.OPEN  # each agent has its own
+    room.post("a1", withdrawal_post("q-0000aaaa", "the work was interrupted"))  # posts crossed
     room.post("a1", withdrawal_post("q-0000bbbb", "the work was interrupted"))
-    assert room.read()[new].state is QuestionState.ANSWERED  # an answer stands
+    read = room.read()
+    assert read[old].state is QuestionState.WITHDRAWN  # the agent's word is the better one
+    assert read[old].reason == "the work was interrupted" and read[old].superseded_by is None
+    assert read[new].state is QuestionState.ANSWERED  # an answer stands
+
+
+def test_a_stop_withdraws_the_open_question_for_good() -> None:
+    room = Room()
+    asked = room.ask("q-0000aaaa")
+    memory = StopMemory(keep=2)
+    read = read_questions(room.messages, room.reached, {"a1"}, memory)  # stopped now
+    assert (read[asked].state, read[asked].reason) == (QuestionState.WITHDRAWN, STOPPED)
+    read = read_questions(room.messages, room.reached, (), memory)  # played
+    assert read[asked].state is QuestionState.WITHDRAWN
+    assert read_questions(room.messages, room.reached)[asked].state is QuestionState.OPEN
+    memory.add("a1", "q-0000bbbb")
+    memory.add("a1", "q-0000cccc")
+    assert ("a1", "q-0000aaaa") not in memory  # bounded: the oldest goes
 
 
 @pytest.mark.parametrize(

@@ -37,8 +37,8 @@ import trio
 from ..server import BodyTooLarge, ClientGone, HttpError, answer, read_body
 from ._checks import REASON_CHARS, TITLE_CHARS
 from ._console_presses import PressBook
-from ._console_questions import Asked, QuestionState, read_questions
-from ._console_state import console_user, snapshot
+from ._console_questions import Asked, QuestionState, StopMemory
+from ._console_state import console_user, room_questions, snapshot
 from ._console_stream import Feeds, serve_stream
 from ._handles import handle_key
 from ._log import logger
@@ -113,6 +113,8 @@ class Console:
         self.user_id = ""
         """Who the page posts as, settled once by `run` (the seeded user, or one made
         for the console), so that reading the state never writes to the store."""
+        self.stops = StopMemory()
+        """Questions withdrawn by a stop, which the room does not record (`StopMemory`)."""
         self.feeds = Feeds(platform.changes, self.presses, policy, self._state)
         """The watched rooms' states, shared by their streams (`_console_stream`)."""
 
@@ -248,7 +250,8 @@ class Console:
         p = self.platform
         messages, _ = p.store.recent_messages(room_id, p.policy.console_messages)
         deliveries = p.store.deliveries_from(room_id, messages[0].seq) if messages else {}
-        found = [a for a in read_questions(messages, deliveries).values() if a.qid == qid]
+        asked = room_questions(p, room_id, messages, deliveries, self.stops).values()
+        found = [a for a in asked if a.qid == qid]
         if not found:
             raise HttpError(
                 404, "not_found", f"This room shows no question {qid[:40]}: nothing was sent."
@@ -306,7 +309,8 @@ class Console:
     # -- the live stream ------------------------------------------------------------
 
     def _state(self, room_id: str | None) -> bytes:
-        return _encode(snapshot(self.platform, self.user_id, room_id, self.presses.views()))
+        views = self.presses.views()
+        return _encode(snapshot(self.platform, self.user_id, room_id, views, self.stops))
 
 
 async def _json(send: Any, status: int, body: bytes) -> None:

@@ -26,20 +26,26 @@ the agent's question desk reads them (`runtime/_questions.py`):
 | the agent's `Question <same id> withdrawn: <reason>.`           | withdrawn              |
 | the agent's next question, while this one is still open        | superseded             |
 
+and a question still open when the agent is stopped in the room is withdrawn
+("the work was stopped"): a stop ends the wait, and a stopped room takes no
+post, so the agent cannot say so (`StopMemory` keeps it withdrawn after play).
 A question that is superseded was left open by a run of the agent that ended
-(a kill, a crash): the replayed turn asked again.
+without a word (a kill, a stop no page saw): the replayed turn asked again.
+The agent's own withdrawal is the better word, so one that comes after the
+newer question (the two posts can cross) still counts.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._records import Message
 
-__all__ = ["Asked", "QuestionState", "chosen", "read_questions"]
+__all__ = ["Asked", "QuestionState", "StopMemory", "chosen", "read_questions"]
 
 _MAX_CHOICES = 8
 _CHOICE = r"[^\s,@][^\s,]{0,31}"
@@ -49,6 +55,8 @@ _HEADER = re.compile(
 )
 _WITHDRAWN = re.compile(r"Question (q-[0-9a-f]{8}) withdrawn\b:?[ \t]*")
 _TRAILING = ".,;:!?)\"'"
+STOPPED = "the work was stopped"
+"""The reason the agent gives a question its stop withdrew (`runtime/_asking.py`)."""
 
 
 class QuestionState(enum.Enum):
@@ -56,6 +64,9 @@ class QuestionState(enum.Enum):
     ANSWERED = "answered"
     WITHDRAWN = "withdrawn"
     SUPERSEDED = "superseded"
+
+
+_UNANSWERED = (QuestionState.OPEN, QuestionState.SUPERSEDED)
 
 
 @dataclass(slots=True)
@@ -83,6 +94,29 @@ class Asked:
         if participant_type == "Agent":  # the desk never takes an agent's reply
             return False
         return self.anyone or participant_id in self.answerers
+
+
+class StopMemory:
+    """The questions seen open while their agent was stopped in the room.
+
+    The stop withdrew each (its turn was cancelled), but nothing in the room says
+    so, and after play it would read open again until the replayed turn asks anew.
+    Kept in memory, the newest `keep`: after a platform restart the newer question
+    supersedes it all the same."""
+
+    __slots__ = ("_keep", "_seen")
+
+    def __init__(self, keep: int = 1024) -> None:
+        self._keep = keep
+        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._seen
+
+    def add(self, agent_id: str, qid: str) -> None:
+        self._seen[agent_id, qid] = None
+        while len(self._seen) > self._keep:
+            self._seen.popitem(last=False)
 
 
 def chosen(content: str, choices: Sequence[str]) -> str | None:
@@ -124,13 +158,17 @@ def _withdrawal(content: str) -> tuple[str, str] | None:
 
 
 def read_questions(
-    messages: Sequence[Message], recipients: Mapping[int, Mapping[str, object]]
+    messages: Sequence[Message],
+    recipients: Mapping[int, Mapping[str, object]],
+    stopped: Collection[str] = (),
+    memory: StopMemory | None = None,
 ) -> dict[str, Asked]:
     """The questions among `messages` (oldest first), by the id of their post.
 
     `recipients`: each message's agents, by its seq (the deliveries): a reply
-    answers only an agent it reached. One pass, with at most one open question
-    per agent: linear in the messages, whatever they say."""
+    answers only an agent it reached. `stopped`: the agents stopped in the room
+    now; `memory`: the questions they were stopped in before. One pass, with at
+    most one open question per agent: linear in the messages, whatever they say."""
     found: dict[str, Asked] = {}
     by_qid: dict[tuple[str, str], Asked] = {}
     open_now: dict[str, Asked] = {}  # agent id → its open question
@@ -140,7 +178,9 @@ def read_questions(
             asked = _parse(message)
             if asked is not None:
                 earlier = open_now.pop(sender, None)
-                if earlier is not None:
+                if earlier is not None and memory is not None and (sender, earlier.qid) in memory:
+                    earlier.state, earlier.reason = QuestionState.WITHDRAWN, STOPPED
+                elif earlier is not None:
                     earlier.state = QuestionState.SUPERSEDED
                     earlier.superseded_by = asked.qid
                 found[asked.message_id] = asked
@@ -150,10 +190,12 @@ def read_questions(
             withdrawn = _withdrawal(message.content)
             if withdrawn is not None:
                 target = by_qid.get((sender, withdrawn[0]))
-                if target is not None and target.state is QuestionState.OPEN:
+                if target is not None and target.state in _UNANSWERED:
                     target.state = QuestionState.WITHDRAWN
                     target.reason = withdrawn[1]
-                    open_now.pop(sender, None)
+                    target.superseded_by = None
+                    if open_now.get(sender) is target:
+                        del open_now[sender]
                 continue
         if not open_now:
             continue
@@ -168,4 +210,9 @@ def read_questions(
                 asked.answered_by = sender
                 asked.answer_id = message.id
                 del open_now[agent_id]
+    for agent_id, asked in open_now.items():
+        if agent_id in stopped and memory is not None:
+            memory.add(agent_id, asked.qid)
+        if agent_id in stopped or (memory is not None and (agent_id, asked.qid) in memory):
+            asked.state, asked.reason = QuestionState.WITHDRAWN, STOPPED
     return found

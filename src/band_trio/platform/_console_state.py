@@ -15,13 +15,15 @@ became of it (`_console_questions`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._console_questions import Asked, read_questions
+from ._console_questions import Asked, StopMemory, read_questions
 from ._platform import Platform
+from ._records import Delivery, Message
 from ._store import Agent
 
-__all__ = ["console_user", "snapshot"]
+__all__ = ["console_user", "room_questions", "snapshot"]
 
 
 def console_user(p: Platform) -> str:
@@ -68,6 +70,18 @@ def _cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else f"{text[:chars]}… [{len(text):,} characters]"
 
 
+def room_questions(
+    p: Platform,
+    room_id: str,
+    messages: Sequence[Message],
+    deliveries: Mapping[int, Mapping[str, Delivery]],
+    memory: StopMemory,
+) -> dict[str, Asked]:
+    """The questions among the room's `messages`, as its cards show them."""
+    stopped = {pid for pid in p.store.participants(room_id) if p.store.is_stopped(pid, room_id)}
+    return read_questions(messages, deliveries, stopped, memory)
+
+
 def _question(p: Platform, asked: Asked, user_id: str, chars: int) -> dict[str, Any]:
     agent = p.store.profile(asked.agent_id)
     return {
@@ -89,7 +103,7 @@ def _question(p: Platform, asked: Asked, user_id: str, chars: int) -> dict[str, 
     }
 
 
-def _room(p: Platform, room_id: str, user_id: str) -> dict[str, Any]:
+def _room(p: Platform, room_id: str, user_id: str, memory: StopMemory) -> dict[str, Any]:
     room = p.store.room(room_id)
     if room is None:
         return {"id": room_id, "error": f"There is no room {room_id} (deleted, or never made)."}
@@ -97,7 +111,7 @@ def _room(p: Platform, room_id: str, user_id: str) -> dict[str, Any]:
     messages, total = p.store.recent_messages(room_id, limit)
     deliveries = p.store.deliveries_from(room_id, messages[0].seq) if messages else {}
     events, events_total = p.store.recent_events(room_id, limit)  # errors, thoughts, ...
-    questions = read_questions(messages, deliveries)
+    questions = room_questions(p, room_id, messages, deliveries, memory)
     return {
         "id": room.id,
         "title": room.title,
@@ -152,9 +166,14 @@ def _room_row(p: Platform, room_id: str, title: str | None) -> dict[str, Any]:
 
 
 def snapshot(
-    p: Platform, user_id: str, room_id: str | None, presses: list[dict[str, Any]]
+    p: Platform,
+    user_id: str,
+    room_id: str | None,
+    presses: list[dict[str, Any]],
+    memory: StopMemory,
 ) -> dict[str, Any]:
-    """The state a console shows to `user_id` with `room_id` selected (None: no room)."""
+    """The state a console shows to `user_id` with `room_id` selected (None: no room);
+    `memory`: the console's questions withdrawn by a stop."""
     limit = p.policy.console_rooms
     rooms, rooms_total = p.store.rooms(limit)
     agents = list(p.store.agents.values())
@@ -165,6 +184,6 @@ def snapshot(
         "rooms_total": rooms_total,
         "agents": [_agent(p, a) for a in agents[:limit]],
         "agents_total": len(agents),
-        "room": None if room_id is None else _room(p, room_id, user_id),
+        "room": None if room_id is None else _room(p, room_id, user_id, memory),
         "presses": presses,
     }
