@@ -306,7 +306,7 @@ def test_a_user_cannot_post_a_question_card() -> None:
     assert room.read() == {}
 
 
-_words = st.text(st.sampled_from("aAbB@.,!?' \n\tçÇ"), max_size=12)
+_words = st.text(st.sampled_from("aAbB@.,!?' \n\t\x1c\xa0\u2003çÇ"), max_size=12)
 
 
 @given(content=_words, choices=st.sampled_from([("a", "b"), ("Ab", "ç"), ("a.", "bb")]))

@@ -55,6 +55,7 @@ _HEADER = re.compile(
 )
 _WITHDRAWN = re.compile(r"Question (q-[0-9a-f]{8}) withdrawn\b:?[ \t]*")
 _TRAILING = ".,;:!?)\"'"
+_WORD = re.compile(r"\S+")
 STOPPED = "the work was stopped"
 """The reason the agent gives a question its stop withdrew (`runtime/_asking.py`)."""
 
@@ -122,7 +123,8 @@ class StopMemory:
 def chosen(content: str, choices: Sequence[str]) -> str | None:
     """The choice a reply picks, as `contract.chosen` reads it: the first word after
     any leading mentions, case-insensitive, trailing punctuation ignored."""
-    for word in content.split():
+    for found in _WORD.finditer(content):  # not `split`: a long reply is read no further
+        word = found[0]
         if word.startswith("@"):
             continue
         folded = word.rstrip(_TRAILING).casefold()
