@@ -32,20 +32,6 @@ def live_tasks() -> int:
     return trio.lowlevel.current_statistics().tasks_living
 
 
-@pytest.fixture
-async def console() -> AsyncIterator[Platform]:
-    async with open_platform(seed=True, console=True) as running:
-        yield running
-
-
-@pytest.fixture
-async def http(console: Platform) -> AsyncIterator[httpx2.AsyncClient]:
-    # a body the console takes says it is JSON (the page's fetch does)
-    json_body = {"content-type": "application/json"}
-    async with httpx2.AsyncClient(base_url=console.info.rest_url, headers=json_body) as client:
-        yield client
-
-
 class _Chunked:
     """The body of one chunked HTTP/1.1 response, read off a raw socket, line by line.
 
@@ -168,7 +154,9 @@ async def test_the_page_and_its_files_are_served_from_the_package(
     assert "default-src 'self'" in page.headers["content-security-policy"]
     assert '<script src="/_console/console.js"' in page.text
     assert "http://" not in page.text and "https://" not in page.text  # no CDN: works offline
-    for name, kind in [("console.js", "text/javascript"), ("console.css", "text/css")]:
+    assert '<script src="/_console/questions.js"' in page.text
+    files = [("console.js", "text/javascript"), ("questions.js", "text/javascript")]
+    for name, kind in [*files, ("console.css", "text/css")]:
         response = await http.get(f"/_console/{name}")
         assert response.status_code == 200
         assert response.headers["content-type"].startswith(kind)

@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from browser_support import CHROMIUM_FLAGS, WAIT_MS, Processes, chromium
 from playwright.sync_api import Browser, expect, sync_playwright
@@ -124,6 +125,11 @@ def test_a_page_of_another_origin_cannot_create_post_or_press(
     origin, pages = evil
     agent, room = console.info["agent_id"], console.info["room_id"]
     target = console.url
+    # the agent asks the room a question, which a stranger's page then tries to answer
+    asked = "Question q-0000aaaa (anyone may answer) — reply with one of: approve, deny\n\nGo?"
+    said = {"sender_id": agent, "content": asked, "mentions": [console.info["user_id"]]}
+    posted = httpx2.post(f"{target}/_admin/rooms/{room}/messages", json=said)
+    assert posted.is_success, posted.text
     # The issue's form: `enctype="text/plain"` turns `name=value` into a JSON body.
     pages["/csrf.html"] = f"""<!doctype html>
 <iframe name="sink" onload="document.body.dataset.loads = (+document.body.dataset.loads || 0) + 1">
@@ -140,6 +146,7 @@ document.getElementById("f").submit();
 Promise.all([
   simple("/_console/api/messages", {{room_id: "{room}", content: "posted by a stranger"}}),
   simple("/_console/api/control", {{mode: "stop", agent_id: "{agent}"}}),
+  simple("/_console/api/answers", {{room_id: "{room}", question: "q-0000aaaa", choice: "approve"}}),
   simple("/_admin/control", {{mode: "stop", agent_id: "{agent}"}}),
   simple("/_admin/rooms", {{title: "pwned too"}}),
 ]).then((r) => {{ document.body.dataset.done = r.join(","); }});
@@ -153,7 +160,8 @@ Promise.all([
     state = console.state()
     assert [r["title"] for r in state["rooms"]] == ["demo"]
     assert state["presses"] == []
-    assert [m["content"] for m in state["room"]["messages"]] == []
+    assert [m["content"] for m in state["room"]["messages"]] == [asked]
+    assert state["room"]["messages"][0]["question"]["state"] == "open"
     agent_view = next(p for p in state["room"]["participants"] if p["id"] == agent)
     assert agent_view["stopped"] is False
 

@@ -3,7 +3,9 @@
 `band-trio platform --console --db F` and `band-trio agent` each run as a
 process of their own, and Debian's chromium (Playwright drives it) opens the
 page: a person's path through it — talk, stop a long answer, play it, interrupt
-one, make a room, add an agent, hit bad input — then the platform is restarted
+one, answer the agent's questions (approve, deny, one withdrawn by an interrupt,
+one that is someone else's), make a room, add an agent, hit bad input — then the
+platform is restarted
 under the page, which must reconnect and show the same state. Every wait is
 Playwright's `expect` (it waits for the page to show a thing, with a deadline).
 
@@ -43,7 +45,7 @@ def _reply(page: Page, text: str) -> object:
     return page.locator("#messages li .text", has_text=f"echo: {text}")
 
 
-@pytest.mark.long(19)
+@pytest.mark.long(23)
 def test_a_person_talks_stops_plays_and_survives_a_restart(
     processes: Processes, tmp_path: Path
 ) -> None:
@@ -144,6 +146,70 @@ def test_a_person_talks_stops_plays_and_survives_a_restart(
             )
             expect(_reply(page, dropped)).to_have_count(0)
             page.screenshot(path=shots / "5-interrupted.png")
+
+            # Questions: the demo asks before it answers (`ask ...`). The card says who may
+            # answer and has a button per choice; a press posts `@demo-agent <choice>`.
+            cards = page.get_by_test_id("question")
+            hint = page.get_by_test_id("guidance-hint")
+            for number, choice in enumerate(("approve", "deny")):
+                page.get_by_test_id("text").fill("ask deploy?")
+                page.get_by_test_id("send").click()
+                asked = cards.nth(number)
+                expect(asked).to_have_attribute("data-question-state", "open")
+                expect(asked.get_by_test_id("question-text")).to_have_text("deploy?")
+                expect(asked.get_by_test_id("question-answerers")).to_have_text(
+                    "who may answer: Alice"
+                )
+                expect(hint).to_contain_text("offered to the running turn as guidance")
+                if number == 0:
+                    page.screenshot(path=shots / "9-question.png")
+                asked.locator(f"[data-choice={choice}]").click()
+                expect(asked).to_have_attribute("data-question-state", "answered")
+                expect(asked.get_by_test_id("question-state")).to_have_text(
+                    f"answered: {choice}, by Alice"
+                )
+                reply = page.locator("#messages li .text", has_text=f"{choice}: ask deploy?")
+                expect(reply).to_have_count(1)
+                expect(asked.locator("button:disabled")).to_have_count(2)
+                expect(hint).to_be_hidden()  # the turn is over
+
+            # An interrupt during a question withdraws it.
+            page.get_by_test_id("text").fill("ask deploy?")
+            page.get_by_test_id("send").click()
+            asked = cards.nth(2)
+            expect(asked.locator("button:enabled")).to_have_count(2)
+            page.get_by_test_id("interrupt").click()
+            expect(asked).to_have_attribute("data-question-state", "withdrawn")
+            expect(asked.get_by_test_id("question-state")).to_have_text(
+                "withdrawn: the work was interrupted"
+            )
+            expect(asked.locator("button:disabled")).to_have_count(2)
+            expect(hint).to_be_hidden()
+
+            # Someone else's question (its text is markup, shown as text): the page may
+            # not answer it; its asker does, on the wire as a person on Band would.
+            admin = f"http://127.0.0.1:{port}/_admin"
+            bob = httpx2.post(f"{admin}/users", json={"name": "Bob", "handle": "bob"}).json()
+            room = f"{admin}/rooms/{ready['room_id']}"
+            assert httpx2.post(f"{room}/participants", json={"id": bob["id"]}).is_success
+            markup = "ask <img src=x onerror=alert(1)> now?"
+            said = {"sender_id": bob["id"], "content": markup}
+            assert httpx2.post(f"{room}/messages", json=said).is_success
+            asked = cards.nth(3)
+            expect(asked.get_by_test_id("question-answerers")).to_have_text("who may answer: Bob")
+            expect(asked.get_by_test_id("question-text")).to_have_text(markup[4:])
+            expect(asked.locator("button:disabled")).to_have_count(2)
+            expect(asked.get_by_test_id("question-state")).to_have_text("open: only Bob may answer")
+            asked.scroll_into_view_if_needed()
+            page.screenshot(path=shots / "10-not-yours.png")
+            said = {
+                "sender_id": bob["id"],
+                "content": "@demo-agent Deny.",
+                "mentions": [ready["agent_id"]],
+            }
+            assert httpx2.post(f"{room}/messages", json=said).is_success
+            expect(asked.get_by_test_id("question-state")).to_have_text("answered: deny, by Bob")
+            expect(page.locator("#messages img")).to_have_count(0)
 
             # A new room without the agent, then the agent added to it.
             page.get_by_test_id("new-room-title").fill("planning")

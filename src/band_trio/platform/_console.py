@@ -1,7 +1,7 @@
 """The browser console under `/_console/`: a page, its live state stream and its actions.
 
 `band-trio platform --console` serves it from the platform's own hypercorn
-app, on loopback and without a key, like `/_admin`. The page is three static
+app, on loopback and without a key, like `/_admin`. The page is four static
 files shipped in the package (`console/`): no build step, no CDN.
 
 * `GET /_console/api/stream?room=ID` is a server-sent event stream: one
@@ -13,9 +13,13 @@ files shipped in the package (`console/`): no build step, no CDN.
   `EventSource` reconnects by itself (`retry:` is `console_reconnect`), so after
   a platform restart on the same port and `--db` it is whole again with the
   first event.
-* `POST /_console/api/messages | rooms | rooms/{id}/participants | control`
-  are the page's actions, each answering JSON or the platform's error
-  envelope with a message meant for a person.
+* `POST /_console/api/messages | answers | rooms | rooms/{id}/participants |
+  control` are the page's actions, each answering JSON or the platform's error
+  envelope with a message meant for a person. An answer (a question card's
+  button) is posted as a person on Band types it, `@agent-handle choice`
+  mentioning the agent, once the platform has checked that the question is
+  still open and that the console's user may answer it: a page showing an old
+  state cannot answer twice.
 
 Console requests are not written to the request log: the log is the wire's
 record (what agents did), which the console's latency figures are read from.
@@ -33,7 +37,8 @@ import trio
 from ..server import BodyTooLarge, ClientGone, HttpError, answer, read_body
 from ._checks import REASON_CHARS, TITLE_CHARS
 from ._console_presses import PressBook
-from ._console_state import console_user, snapshot
+from ._console_questions import Asked, QuestionState, StopMemory
+from ._console_state import console_user, room_questions, snapshot
 from ._console_stream import Feeds, serve_stream
 from ._handles import handle_key
 from ._log import logger
@@ -48,6 +53,7 @@ PREFIX = "/_console"
 _STATIC = {
     "": ("index.html", b"text/html; charset=utf-8"),
     "console.js": ("console.js", b"text/javascript; charset=utf-8"),
+    "questions.js": ("questions.js", b"text/javascript; charset=utf-8"),
     "console.css": ("console.css", b"text/css; charset=utf-8"),
     "favicon.svg": ("favicon.svg", b"image/svg+xml"),
 }
@@ -59,6 +65,13 @@ _NO_STORE = (b"cache-control", b"no-store")
 class _NewMessage(msgspec.Struct, forbid_unknown_fields=True):
     room_id: str
     content: str
+
+
+class _Answer(msgspec.Struct, forbid_unknown_fields=True):
+    room_id: str
+    question: str
+    """The question's id (`q-…`)."""
+    choice: str
 
 
 class _NewRoom(msgspec.Struct, forbid_unknown_fields=True):
@@ -100,6 +113,8 @@ class Console:
         self.user_id = ""
         """Who the page posts as, settled once by `run` (the seeded user, or one made
         for the console), so that reading the state never writes to the store."""
+        self.stops = StopMemory()
+        """Questions withdrawn by a stop, which the room does not record (`StopMemory`)."""
         self.feeds = Feeds(platform.changes, self.presses, policy, self._state)
         """The watched rooms' states, shared by their streams (`_console_stream`)."""
 
@@ -156,6 +171,8 @@ class Console:
         match method, parts:
             case "POST", ["api", "messages"]:
                 return 201, self._post(_decode(body, _NewMessage))
+            case "POST", ["api", "answers"]:
+                return 201, self._answer(_decode(body, _Answer))
             case "POST", ["api", "rooms"]:
                 return 201, self._create_room(_decode(body, _NewRoom))
             case "POST", ["api", "rooms", room_id, "participants"]:
@@ -177,8 +194,6 @@ class Console:
             raise HttpError(422, "empty_message", "Write something first: the message is empty.")
         self._room(req.room_id)
         user = self.user_id
-        if not p.store.is_participant(req.room_id, user):
-            p.add_participant(req.room_id, user)
         members: dict[str, str] = {}
         for pid in p.store.participants(req.room_id):
             profile = p.store.profile(pid)
@@ -187,8 +202,61 @@ class Console:
         mentioned = (handle_key(h) for h in _MENTION.findall(content))
         named = [members[key] for key in mentioned if key in members]
         mentions = [pid for pid in dict.fromkeys(named) if pid != user]
-        message_id = p.post_message(req.room_id, user, content, mentions or None)
-        return {"id": message_id, "mentions": mentions}
+        return self._post_as_user(req.room_id, content, mentions)
+
+    def _post_as_user(self, room_id: str, content: str, mentions: list[str]) -> dict[str, Any]:
+        p, user = self.platform, self.user_id
+        if not p.store.is_participant(room_id, user):
+            p.add_participant(room_id, user)
+        message_id = p.post_message(room_id, user, content, mentions or None)
+        return {"id": message_id, "mentions": mentions, "content": content}
+
+    def _answer(self, req: _Answer) -> dict[str, Any]:
+        p = self.platform
+        self._room(req.room_id)
+        asked = self._question(req.room_id, req.question)
+        if asked.state is not QuestionState.OPEN:
+            said = {
+                QuestionState.ANSWERED: f'already answered ("{asked.choice}")',
+                QuestionState.WITHDRAWN: f"withdrawn ({(asked.reason or 'no reason given')[:200]})",
+                QuestionState.SUPERSEDED: "superseded by a newer question of the agent",
+            }[asked.state]
+            raise HttpError(
+                409, "question_closed", f"Question {asked.qid} is {said}: nothing was sent."
+            )
+        choice = next((c for c in asked.choices if c.casefold() == req.choice.casefold()), None)
+        if choice is None:
+            raise HttpError(
+                422,
+                "not_a_choice",
+                f"That is not one of the question's choices ({', '.join(asked.choices)}).",
+            )
+        if not asked.may_answer(self.user_id, "User"):
+            raise HttpError(
+                403,
+                "not_an_answerer",
+                f"Question {asked.qid} is for the people it mentions, and the console's "
+                "user is not one of them: nothing was sent.",
+            )
+        agent = p.store.profile(asked.agent_id)
+        if agent is None or not p.store.is_participant(req.room_id, asked.agent_id):
+            raise HttpError(
+                409, "question_closed", "The agent that asked is no longer in this room."
+            )
+        return self._post_as_user(req.room_id, f"@{agent.handle} {choice}", [asked.agent_id])
+
+    def _question(self, room_id: str, qid: str) -> Asked:
+        """The question `qid` among the room's messages the console shows."""
+        p = self.platform
+        messages, _ = p.store.recent_messages(room_id, p.policy.console_messages)
+        deliveries = p.store.deliveries_from(room_id, messages[0].seq) if messages else {}
+        asked = room_questions(p, room_id, messages, deliveries, self.stops).values()
+        found = [a for a in asked if a.qid == qid]
+        if not found:
+            raise HttpError(
+                404, "not_found", f"This room shows no question {qid[:40]}: nothing was sent."
+            )
+        return found[-1]
 
     def _create_room(self, req: _NewRoom) -> dict[str, Any]:
         p = self.platform
@@ -241,7 +309,8 @@ class Console:
     # -- the live stream ------------------------------------------------------------
 
     def _state(self, room_id: str | None) -> bytes:
-        return _encode(snapshot(self.platform, self.user_id, room_id, self.presses.views()))
+        views = self.presses.views()
+        return _encode(snapshot(self.platform, self.user_id, room_id, views, self.stops))
 
 
 async def _json(send: Any, status: int, body: bytes) -> None:

@@ -7,16 +7,23 @@ wrong. It stays small because it is bounded: the newest
 `console_messages` messages of the selected room and as many of its events (a
 failed turn's error, a bridge's "Not forwarded", thoughts and tool calls), the
 first `console_rooms` rooms and agents, the last `console_presses` presses.
+
+An agent's question (`Turn.ask`) among those messages carries a `question`: its
+text, choices, who may answer (and whether the console's user may), and what
+became of it (`_console_questions`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._console_questions import Asked, StopMemory, read_questions
 from ._platform import Platform
+from ._records import Delivery, Message
 from ._store import Agent
 
-__all__ = ["console_user", "snapshot"]
+__all__ = ["console_user", "room_questions", "snapshot"]
 
 
 def console_user(p: Platform) -> str:
@@ -63,7 +70,40 @@ def _cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else f"{text[:chars]}… [{len(text):,} characters]"
 
 
-def _room(p: Platform, room_id: str) -> dict[str, Any]:
+def room_questions(
+    p: Platform,
+    room_id: str,
+    messages: Sequence[Message],
+    deliveries: Mapping[int, Mapping[str, Delivery]],
+    memory: StopMemory,
+) -> dict[str, Asked]:
+    """The questions among the room's `messages`, as its cards show them."""
+    stopped = {pid for pid in p.store.participants(room_id) if p.store.is_stopped(pid, room_id)}
+    return read_questions(messages, deliveries, stopped, memory)
+
+
+def _question(p: Platform, asked: Asked, user_id: str, chars: int) -> dict[str, Any]:
+    agent = p.store.profile(asked.agent_id)
+    return {
+        "id": asked.qid,
+        "agent_handle": agent.handle if agent is not None else None,
+        "text": _cut(asked.text, chars),
+        "choices": list(asked.choices),
+        "anyone": asked.anyone,
+        "answerers": [{"id": pid, "name": _name(p, pid)} for pid in asked.answerers],
+        "may_answer": asked.may_answer(user_id, "User"),
+        "state": asked.state.value,
+        "choice": asked.choice,
+        "answered_by": None
+        if asked.answered_by is None
+        else {"id": asked.answered_by, "name": _name(p, asked.answered_by)},
+        "answer_id": asked.answer_id,
+        "reason": None if asked.reason is None else _cut(asked.reason, chars),
+        "superseded_by": asked.superseded_by,
+    }
+
+
+def _room(p: Platform, room_id: str, user_id: str, memory: StopMemory) -> dict[str, Any]:
     room = p.store.room(room_id)
     if room is None:
         return {"id": room_id, "error": f"There is no room {room_id} (deleted, or never made)."}
@@ -71,6 +111,7 @@ def _room(p: Platform, room_id: str) -> dict[str, Any]:
     messages, total = p.store.recent_messages(room_id, limit)
     deliveries = p.store.deliveries_from(room_id, messages[0].seq) if messages else {}
     events, events_total = p.store.recent_events(room_id, limit)  # errors, thoughts, ...
+    questions = room_questions(p, room_id, messages, deliveries, memory)
     return {
         "id": room.id,
         "title": room.title,
@@ -89,6 +130,9 @@ def _room(p: Platform, room_id: str) -> dict[str, Any]:
                     agent_id: {"status": d.status, "attempts": d.attempts}
                     for agent_id, d in deliveries.get(m.seq, {}).items()
                 },
+                "question": None
+                if m.id not in questions
+                else _question(p, questions[m.id], user_id, chars),
             }
             for m in messages
         ],
@@ -122,9 +166,14 @@ def _room_row(p: Platform, room_id: str, title: str | None) -> dict[str, Any]:
 
 
 def snapshot(
-    p: Platform, user_id: str, room_id: str | None, presses: list[dict[str, Any]]
+    p: Platform,
+    user_id: str,
+    room_id: str | None,
+    presses: list[dict[str, Any]],
+    memory: StopMemory,
 ) -> dict[str, Any]:
-    """The state a console shows to `user_id` with `room_id` selected (None: no room)."""
+    """The state a console shows to `user_id` with `room_id` selected (None: no room);
+    `memory`: the console's questions withdrawn by a stop."""
     limit = p.policy.console_rooms
     rooms, rooms_total = p.store.rooms(limit)
     agents = list(p.store.agents.values())
@@ -135,6 +184,6 @@ def snapshot(
         "rooms_total": rooms_total,
         "agents": [_agent(p, a) for a in agents[:limit]],
         "agents_total": len(agents),
-        "room": None if room_id is None else _room(p, room_id),
+        "room": None if room_id is None else _room(p, room_id, user_id, memory),
         "presses": presses,
     }

@@ -225,6 +225,7 @@ function renderMessage(m, names) {
   const badges = Object.entries(m.delivery).map(([agentId, d]) =>
     el("span", { class: `status status-${d.status}`, "data-agent": agentId, "data-status": d.status },
       `${names[agentId] || agentId}: ${d.status}${d.attempts > 1 ? ` ×${d.attempts}` : ""}`));
+  if (m.question) return renderQuestion(m, m.question, badges);
   return el("li", { "data-message": m.id, "data-sender-type": m.sender_type },
     el("span", { class: "who" }, m.sender_name || m.sender_id),
     el("span", { class: "small" }, ago(m.inserted_at)),
@@ -249,6 +250,7 @@ function renderRoom(s) {
     missing.textContent = room ? `${room.error} Pick a room on the left, or create one.` : "";
     $("participants").replaceChildren();
     $("controls").hidden = true;
+    $("guidance").hidden = true;
     list.replaceChildren();
     return;
   }
@@ -264,6 +266,7 @@ function renderRoom(s) {
   $("add-agent-button").disabled = candidates.length === 0;
   const names = Object.fromEntries(s.agents.map((a) => [a.id, a.name]));
   const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+  renderGuidance(room);  // before the list is scrolled: the hint takes height from it
   const older = room.messages_total - room.messages.length;
   const olderEvents = room.events_total - room.events.length;
   // Messages and events (an error, a "Not forwarded", a thought) in the order posted.
