@@ -29,6 +29,10 @@ drops prompts queued behind it. A run whose stop was not confirmed is checked
 The event stream is read by a task of its own (`_opencode_events`), so the
 stop can keep reading it after the turn's cancel.
 
+Mid-run, the turn answers OpenCode's permission requests (`permission.asked`: the
+room is asked, by default; `_opencode_permissions`) and passes guidance on as
+prompts OpenCode takes at its next step (`_opencode_guidance`).
+
 After an interrupt or stop, the room's next prompt carries a `system` note (OpenCode appends it
 to the system prompt for that run) saying the previous answer was interrupted or stopped and
 why (`Turn.last_abort`); OpenCode keeps its own transcript valid (tool calls of an aborted run are
