@@ -18,7 +18,8 @@ import pytest
 import trio
 
 from band_trio import StopOutcome, Turn
-from band_trio.adapters._opencode import OpenCodeAdapter, OpenCodeError, opencode
+from band_trio.adapters._opencode import OpenCodeAdapter, OpenCodeError
+from band_trio.adapters._opencode_config import opencode
 from band_trio.contract import RemoteStop
 from band_trio.errors import ConfigurationError
 from band_trio.platform import Platform
@@ -234,7 +235,7 @@ async def test_stop_keeps_the_message_and_play_answers_it_in_the_same_session(
 
 
 def test_the_factory_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("URL", "MODEL", "PASSWORD", "DIRECTORY"):
+    for name in ("URL", "MODEL", "PASSWORD", "DIRECTORY", "PERMISSIONS"):
         monkeypatch.delenv(f"BAND_OPENCODE_{name}", raising=False)
     with pytest.raises(ConfigurationError, match="BAND_OPENCODE_URL is not set"):
         opencode()
@@ -251,6 +252,15 @@ def test_the_factory_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     assert adapter.model == {"providerID": "openrouter", "modelID": "anthropic/claude-sonnet-4"}
     assert adapter.auth == ("opencode", "pw")
     assert adapter.params == {"directory": "/srv/project"}
+    assert adapter.permissions == "ask"  # the room is asked unless configured otherwise
+    monkeypatch.setenv("BAND_OPENCODE_PERMISSIONS", " deny ")
+    assert opencode().permissions == "deny"
+    monkeypatch.setenv("BAND_OPENCODE_PERMISSIONS", "allow")
+    with pytest.raises(
+        ConfigurationError, match=r"^BAND_OPENCODE_PERMISSIONS: permissions must be one of ask"
+    ):
+        opencode()
+    monkeypatch.delenv("BAND_OPENCODE_PERMISSIONS")
     monkeypatch.setenv("BAND_OPENCODE_URL", "127.0.0.1:4096")
     with pytest.raises(ConfigurationError, match=r"^BAND_OPENCODE_URL: OpenCode URL must be"):
         opencode()

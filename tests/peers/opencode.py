@@ -96,9 +96,11 @@ class OpenCodePeer:
         return f"\n--- output ---\n{self.output()[-3000:]}\n--- log ---\n{self.log()[-3000:]}"
 
 
-def _layout(root: Path, llm_base_url: str, model: str) -> dict[str, str]:
+def _layout(
+    root: Path, llm_base_url: str, model: str, permission: dict[str, str] | None = None
+) -> dict[str, str]:
     """Create the isolated directories and the config; return the server's environment."""
-    return opencode_home(root, llm_base_url, model)
+    return opencode_home(root, llm_base_url, model, permission=permission)
 
 
 async def _wait_ready(peer: OpenCodePeer, limit: float) -> None:
@@ -167,18 +169,20 @@ async def opencode_peer(
     *,
     model: str = "gpt-4o",
     password: str | None = None,
+    permission: dict[str, str] | None = None,
     start_timeout: float = 60.0,
     stop_timeout: float = 5.0,
 ) -> AsyncIterator[OpenCodePeer]:
     """``opencode serve`` on 127.0.0.1 with the provider ``stub`` = ``llm_base_url``.
 
     ``model`` is the model id it asks stubllm for (the adapter's ``stub/<model>``);
-    ``password`` turns on its basic auth (``OPENCODE_SERVER_PASSWORD``, user ``opencode``).
+    ``password`` turns on its basic auth (``OPENCODE_SERVER_PASSWORD``, user ``opencode``);
+    ``permission`` is its per-tool rules (``{"bash": "ask"}``: each use is asked for).
     Raises `PeerError` (with its output and log) if it cannot be started."""
     binary = opencode_binary()
     root = Path(tempfile.mkdtemp(prefix="band-trio-opencode-"))
     try:
-        env = _layout(root, llm_base_url, model)
+        env = _layout(root, llm_base_url, model, permission)
         if password:
             env["OPENCODE_SERVER_PASSWORD"] = password
         argv = [str(binary), "serve", "--hostname", "127.0.0.1", "--port", "0", "--pure"]

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from ._openai_stream import OpenAIChatError as OpenAIChatError
     from ._opencode import OpenCodeAdapter as OpenCodeAdapter
     from ._opencode import OpenCodeError as OpenCodeError
-    from ._opencode import opencode as opencode
+    from ._opencode_config import opencode as opencode
     from ._tool import Tool as Tool
 
 # Each adapter is imported when first named, not with the package: a command that
@@ -107,7 +107,7 @@ _WHERE = {
     "OpenAIChatError": "._openai_stream",
     "OpenCodeAdapter": "._opencode",
     "OpenCodeError": "._opencode",
-    "opencode": "._opencode",
+    "opencode": "._opencode_config",
 }
 
 __all__ = [

@@ -6,6 +6,9 @@ Each turn sends the room's conversation with `client.messages.stream(...)`, the
 SDK's stream helper, and follows its events; tool calls (`tool_use` blocks) the
 model asks for are run in order, their `tool_result`s sent back, and the model
 asked again (at most `max_rounds` requests per turn); the final text is the reply.
+Guidance (a `WhileBusy.STEER` room) is taken after each round's tool results, as the
+OpenAI chat adapter takes it: text after the `tool_result` blocks of the same user
+message.
 
 No bridge. The SDK is written on anyio, so it runs under trio as it is: its
 HTTP client (httpx2) does its I/O on trio, and the turn's cancel is its cancel.
@@ -78,6 +81,7 @@ from ._anthropic_stream import (
 )
 from ._anthropic_transcript import alternating, close_tool_uses, content_blocks, trim
 from ._chat_room import ChatRoom, answer_in_room
+from ._guidance import add_guidance
 from ._settings import adapter_upstream
 from ._tool import CUT_OFF_NOTE, Tool, run_tool, tool_table
 
@@ -207,6 +211,7 @@ class AnthropicAdapter(Adapter):
                     results.append(
                         {"type": "tool_result", "tool_use_id": use["id"], "content": result}
                     )
+                add_guidance(turn, messages)  # merged into the results' user message
         finally:
             with trio.move_on_after(upstream.close_grace, shield=True):
                 await client.close()

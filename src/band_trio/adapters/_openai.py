@@ -6,7 +6,10 @@ Each turn sends the room's conversation to `POST {base_url}/chat/completions`
 with `"stream": true` and reads the server-sent events as they come; tool
 calls the model asks for are run in order, their results appended, and the
 model asked again (at most `max_rounds` requests per turn); the final text is
-the reply.
+the reply. In a room that steers (`WhileBusy.STEER`), the messages that arrived
+meanwhile are taken after each round's tool results, before the next request,
+and added as user messages naming their sender (`_guidance.py`): they are the
+turn's then, marked processed with it and never answered on their own.
 
 How it stops. A chat completion has no cancel call: the client stops it by
 closing the response, and a well-behaved server (uvicorn/Starlette, vLLM)
@@ -71,6 +74,7 @@ from ..contract import (
 from ..errors import ConfigurationError
 from ..policy import UpstreamPolicy
 from ._chat_room import ChatRoom, answer_in_room
+from ._guidance import add_guidance
 from ._openai_stream import Draft, Msg, OpenAIChatError, decode, read_stream
 from ._settings import adapter_upstream
 from ._tool import CUT_OFF_NOTE, Tool, run_tool, tool_table
@@ -167,6 +171,7 @@ class OpenAIChatAdapter(Adapter):
                 for call in calls:
                     result = await self._run_tool(turn, call)
                     messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+                add_guidance(turn, messages)  # between model calls: read by the next one
         finally:
             with trio.move_on_after(upstream.close_grace, shield=True):
                 await client.aclose()

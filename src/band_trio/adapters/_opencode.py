@@ -29,6 +29,10 @@ drops prompts queued behind it. A run whose stop was not confirmed is checked
 The event stream is read by a task of its own (`_opencode_events`), so the
 stop can keep reading it after the turn's cancel.
 
+Mid-run, the turn answers OpenCode's permission requests (`permission.asked`: the
+room is asked, by default; `_opencode_permissions`) and passes guidance on as
+prompts OpenCode takes at its next step (`_opencode_guidance`).
+
 After an interrupt or stop, the room's next prompt carries a `system` note (OpenCode appends it
 to the system prompt for that run) saying the previous answer was interrupted or stopped and
 why (`Turn.last_abort`); OpenCode keeps its own transcript valid (tool calls of an aborted run are
@@ -51,7 +55,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -74,10 +77,11 @@ from ..contract import (
 from ..errors import ConfigurationError
 from ..policy import UpstreamPolicy
 from ._abort_note import abort_note
-from ._opencode_events import Answer, Events, OpenCodeError, run_ended, subscribe
-from ._settings import adapter_upstream
+from ._opencode_events import Answer, Event, Events, OpenCodeError, run_ended, subscribe
+from ._opencode_guidance import forwarding
+from ._opencode_permissions import answer_permission, check_mode, reject
 
-__all__ = ["OpenCodeAdapter", "OpenCodeError", "opencode"]
+__all__ = ["OpenCodeAdapter", "OpenCodeError"]
 
 log = logging.getLogger("band_trio.adapters.opencode")
 
@@ -92,6 +96,8 @@ class _Room:
     """A prompt was sent whose run was not seen to end: check before the next one."""
     cut: str | None = None
     """The message whose turn was aborted, until OpenCode has been told."""
+    permission: str | None = None
+    """A permission request being answered: refused by a stop, which leaves it pending."""
 
 
 class OpenCodeAdapter(Adapter):
@@ -101,9 +107,10 @@ class OpenCodeAdapter(Adapter):
     `password` is the server's `OPENCODE_SERVER_PASSWORD` (basic auth, user `opencode`);
     `directory` is the project directory the sessions work in (default: the server's);
     `max_retries` is how many failed model calls OpenCode may retry before the message
-    fails (OpenCode itself retries with backoff for minutes). `upstream`: this
-    adapter's retries, timeouts and read limits, instead of the agent's
-    `Policy.upstream`."""
+    fails (OpenCode itself retries with backoff for minutes). `permissions`: who answers
+    OpenCode's permission requests, `ask` (the room), `deny` or `ignore` (another
+    OpenCode client; `_opencode_permissions`). `upstream`: this adapter's retries,
+    timeouts and read limits, instead of the agent's `Policy.upstream`."""
 
     def __init__(
         self,
@@ -114,6 +121,7 @@ class OpenCodeAdapter(Adapter):
         password: str | None = None,
         directory: str | None = None,
         max_retries: int = 2,
+        permissions: str = "ask",
         upstream: UpstreamPolicy | None = None,
     ) -> None:
         if not re.match(r"^https?://[^/\s]+", base_url):
@@ -129,6 +137,7 @@ class OpenCodeAdapter(Adapter):
         self.auth = ("opencode", password) if password else None
         self.params = {"directory": directory} if directory else {}
         self.max_retries = max_retries
+        self.permissions = check_mode(permissions)
         self.upstream = upstream
         self._rooms: dict[str, _Room] = {}
 
@@ -199,6 +208,10 @@ class OpenCodeAdapter(Adapter):
         if note:
             body["system"] = note
         accepted = False
+        running = trio.Event()
+
+        async def guide(parts: list[dict[str, str]]) -> None:
+            await self._prompt(client, room, {"model": self.model, "parts": parts}, upstream)
 
         async def attempt() -> None:
             nonlocal accepted
@@ -208,8 +221,14 @@ class OpenCodeAdapter(Adapter):
                     await self._prompt(client, room, body, upstream)
                     accepted = True
                     work.started(events.session)
-                while not answer.done:
-                    answer.add(await events.next())
+                async with forwarding(turn, answer, running, guide):
+                    while not answer.done:
+                        event = await events.next()
+                        if event.get("type") == "permission.asked":
+                            await self._permission(turn, client, room, event, upstream)
+                        answer.add(event)
+                        if answer.running:
+                            running.set()
                 work.finished()
                 room.unsettled = False
 
@@ -228,11 +247,34 @@ class OpenCodeAdapter(Adapter):
             raise OpenCodeError("OpenCode's answer had no text")
         return text
 
+    async def _permission(
+        self,
+        turn: Turn,
+        client: httpx2.AsyncClient,
+        room: _Room,
+        event: Event,
+        upstream: UpstreamPolicy,
+    ) -> None:
+        """Answer one of the run's permission requests (the turn waits for the room)."""
+        room.permission = str((event.get("properties") or {}).get("id") or "") or None
+        await answer_permission(
+            turn, client, event, self.permissions, params=self.params, upstream=upstream
+        )
+        room.permission = None
+
     async def _stop(
         self, client: httpx2.AsyncClient, events: Events, room: _Room, upstream: UpstreamPolicy
     ) -> StopAnswer:
-        """Abort the run; `confirmed` once the session's events show it ended."""
+        """Abort the run; `confirmed` once the session's events show it ended. A
+        permission request it was asking about stays pending in OpenCode after the
+        abort: it is refused."""
         answered = await self._post_abort(client, events.session, upstream)
+        pending, room.permission = room.permission, None
+        if pending:
+            try:
+                await reject(client, pending, params=self.params, upstream=upstream)
+            except OpenCodeError as exc:
+                log.warning("OpenCode's permission request %s left pending: %s", pending, exc)
         if answered != b"true":
             return StopOutcome.UNCONFIRMED, f"abort answered {answered[:100]!r}"
         detail = "the session did not go idle in time"
@@ -333,39 +375,3 @@ class OpenCodeAdapter(Adapter):
         finally:
             with trio.move_on_after(upstream.close_grace, shield=True):
                 await client.aclose()
-
-
-# -- configuration --------------------------------------------------------------------
-
-
-def opencode() -> OpenCodeAdapter:
-    """The adapter configured from the environment (for `--adapter band_trio.adapters:opencode`).
-
-    `BAND_OPENCODE_URL` (required, e.g. `http://127.0.0.1:4096`), `BAND_OPENCODE_MODEL`
-    (required, `provider/model` as OpenCode names it, e.g. `anthropic/claude-sonnet-4`),
-    `BAND_OPENCODE_PASSWORD` (the server's basic-auth password, if it has one) and
-    `BAND_OPENCODE_DIRECTORY` (the sessions' project directory; default the server's).
-    Retries, timeouts and read limits: `BAND_OPENCODE_<FIELD>` for each
-    `UpstreamPolicy` field (`BAND_OPENCODE_READ_TIMEOUT`, …) over `BAND_UPSTREAM_<FIELD>`."""
-    env = {k: v.strip() for k, v in os.environ.items() if k.startswith("BAND_OPENCODE_")}
-    url = env.get("BAND_OPENCODE_URL")
-    if not url:
-        raise ConfigurationError("BAND_OPENCODE_URL is not set (e.g. http://127.0.0.1:4096)")
-    model = env.get("BAND_OPENCODE_MODEL") or ""
-    provider_id, _, model_id = model.partition("/")
-    if not provider_id or not model_id:
-        raise ConfigurationError(
-            f"BAND_OPENCODE_MODEL must be provider/model (e.g. anthropic/claude-sonnet-4),"
-            f" not {model!r}"
-        )
-    try:
-        return OpenCodeAdapter(
-            url,
-            provider_id=provider_id,
-            model_id=model_id,
-            password=os.environ.get("BAND_OPENCODE_PASSWORD") or None,
-            directory=env.get("BAND_OPENCODE_DIRECTORY") or None,
-            upstream=adapter_upstream("BAND_OPENCODE_"),
-        )
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"BAND_OPENCODE_URL: {exc}") from None

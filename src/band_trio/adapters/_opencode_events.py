@@ -146,7 +146,12 @@ class Answer:
         self.done = False
         self.failure: str | None = None
         self.prompt = ""
-        """The newest user message seen: the prompt's (OpenCode's ids ascend)."""
+        """The newest user message seen before guidance was sent: the prompt's
+        (OpenCode's ids ascend)."""
+        self.guided = 0
+        """Prompts of guidance sent into the run (`Turn.take_guidance`)."""
+        self.later: set[str] = set()
+        """User messages newer than the prompt, once guided: the guidance's."""
         self.answers: dict[str, str] = {}
         """Each assistant message seen, to the user message it answers (`parentID`)."""
         self.parts: dict[str, tuple[str, list[str]]] = {}
@@ -165,14 +170,15 @@ class Answer:
             status = props.get("status") or {}
             state = status.get("type")
             self.running = self.running or state == "busy"
-            self.done = self.done or (state == "idle" and self.running)
+            if state == "idle":
+                self._idle()
             if state == "retry" and int(status.get("attempt") or 0) > self.max_retries:
                 raise OpenCodeError(
                     f"the model failed {status.get('attempt')} times and OpenCode keeps"
                     f" retrying: {status.get('message')}"
                 )
         elif kind == "session.idle":
-            self.done = self.done or self.running
+            self._idle()
         elif kind == "session.error":
             error = props.get("error") or {}
             name = error.get("name") or "an error"
@@ -186,7 +192,12 @@ class Answer:
             # it, with the message as it is by then (the module's docstring).
             info = props.get("info") or {}
             if info.get("role") == "user":
-                self.prompt = max(self.prompt, str(info.get("id") or ""))
+                key = str(info.get("id") or "")
+                if not self.guided:
+                    self.prompt = max(self.prompt, key)
+                elif key > self.prompt and key not in self.later:
+                    self._size += 1
+                    self.later.add(key)
             elif info.get("role") == "assistant":
                 key = str(info.get("id"))
                 self._size += key not in self.answers
@@ -209,13 +220,28 @@ class Answer:
         if self._size > self.limit:
             raise PeerProtocolError(f"OpenCode's answer ran past {self.limit} characters")
 
+    def _idle(self) -> None:
+        """The session went idle: the run ended if it was seen running and every prompt
+        of guidance sent into it was answered. OpenCode answers a prompt sent while it
+        works in the same run, at its next step; one that came as the run ended starts
+        another, which is waited for (`running` again)."""
+        if not self.running or self.done:
+            return
+        newest = max(self.later, default=None)
+        if len(self.later) < self.guided or (newest and newest not in self.answers.values()):
+            self.running = False
+            return
+        self.done = True
+
     def text(self) -> str:
-        """The text of the messages answering the prompt; a previous run's updates that
-        trailed into this turn's events answer an older user message."""
+        """The text of the messages answering the prompt and the guidance sent after it;
+        a previous run's updates that trailed into this turn's events answer an older
+        user message."""
+        ours = {self.prompt, *self.later}
         texts = (
             "".join(chunks).strip()
             for message, chunks in self.parts.values()
-            if self.answers[message] == self.prompt
+            if self.answers[message] in ours
         )
         return "\n\n".join(text for text in texts if text)
 
