@@ -80,7 +80,7 @@ def test_the_post_reads_back_with_its_id_and_choices() -> None:
     posted = parse_question(question_post("q-0123abcd", asked))
     assert posted is not None
     assert (posted.qid, posted.choices, posted.anyone) == ("q-0123abcd", ("ship", "hold"), True)
-    assert parse_question("Question q-0123abcd — reply with one of: a") is not None
+    assert parse_question("Question q-0123abcd — reply with one of: a") is None  # one choice
     assert parse_question("question q-0123abcd — reply with one of: a, b") is None
     assert parse_question("Question q-zz — reply with one of: a, b") is None
 

@@ -20,7 +20,7 @@ from ._tier import Tier
 __all__ = ["ask_trial", "interrupt_trial", "stop_play_trial"]
 
 QUESTION = "Question q-"
-"""How the agent's question post starts (docs/reference/questions.md)."""
+"""How the agent's question post starts (`band_trio._question_format`)."""
 
 
 async def _held(tier: Tier) -> str | None:

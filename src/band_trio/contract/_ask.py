@@ -10,29 +10,18 @@ any leading mentions, case-insensitive, trailing punctuation ignored.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from .._question_format import CHOICE, MAX_CHOICES, chosen, chosen_word
 
 __all__ = ["ANYONE", "MAX_CHOICES", "MAX_QUESTION_CHARS", "Question", "chosen"]
 
 ANYONE = "*"
 """In `Turn.ask(answerers=...)`: any participant who is not an agent may answer."""
 
-MAX_CHOICES = 8
 MAX_QUESTION_CHARS = 4000
 """A question longer than this is refused (`ValueError`): it is a question, not a report."""
-
-_CHOICE = re.compile(r"[^\s,@][^\s,]{0,31}")
-"""One word, at most 32 characters, no comma (the post lists choices with commas) and
-not starting with `@` (a reply's leading mentions are skipped before the choice)."""
-
-_TRAILING = ".,;:!?)\"'"
-_FIRST_WORD = re.compile(r"\s*(?:@\S*\s+)*([^@\s]\S{0,63})(?:\s|$)")
-"""The first word after any leading mentions (a longer word is no choice)."""
-_LOOK_AT = 4096
-"""Only a reply's head is read: this runs on the websocket reader's path for every
-message of a room with questions, and an 8 MiB message took it a second whole."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +60,7 @@ class Question:
         if not 2 <= len(picked) <= MAX_CHOICES:
             raise ValueError(f"a question needs 2 to {MAX_CHOICES} choices, got {len(picked)}")
         for choice in picked:
-            if not isinstance(choice, str) or not _CHOICE.fullmatch(choice):
+            if not isinstance(choice, str) or not CHOICE.fullmatch(choice):
                 raise ValueError(
                     f"choice {choice!r} is not one word of at most 32 characters "
                     "(no spaces or commas, not starting with @)"
@@ -93,22 +82,3 @@ class Question:
         if sender_id in self.answerers:
             return True
         return ANYONE in self.answerers and sender_type != "Agent"
-
-
-def chosen(content: str, choices: Sequence[str]) -> str | None:
-    """The choice a reply picks (as given in `choices`), or None.
-
-    The first word after any leading mentions (`@handle`), case-insensitive, with
-    trailing punctuation ignored: `@agent Approve.` picks `approve`."""
-    first = _FIRST_WORD.match(content[:_LOOK_AT])
-    if first is None:
-        return None
-    return chosen_word(first[1].rstrip(_TRAILING), choices)
-
-
-def chosen_word(word: str, choices: Sequence[str]) -> str | None:
-    folded = word.casefold()
-    for choice in choices:
-        if choice.casefold() == folded:
-            return choice
-    return None

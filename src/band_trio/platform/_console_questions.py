@@ -8,12 +8,10 @@ question and its choices, and whose mentions are who may answer:
     the question's text
 
 (`Question q-… (anyone may answer) — …` when anyone who is not an agent may).
-This is the runtime's wire format (`runtime/_question_text.py`,
-docs/reference/questions.md); the platform sits below the runtime and the
-contract, so it reads the format itself, and `tests/console/test_console_questions.py`
-holds the two readings together. Nothing here trusts a post: a header that does
-not parse exactly, or names more or longer choices than `Turn.ask` allows, is an
-ordinary message.
+The format is defined once, in `band_trio._question_format`, below the
+platform, the contract and the runtime alike. Nothing here trusts a post: a
+header that does not parse exactly, or names more or longer choices than
+`Turn.ask` allows, is an ordinary message.
 
 What became of each question is read from the posts after it, in room order, as
 the agent's question desk reads them (`runtime/_questions.py`):
@@ -38,26 +36,14 @@ newer question (the two posts can cross) still counts.
 from __future__ import annotations
 
 import enum
-import re
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .._question_format import STOPPED, chosen, parse_question, parse_withdrawal
 from ._records import Message
 
 __all__ = ["Asked", "QuestionState", "StopMemory", "chosen", "read_questions"]
-
-_MAX_CHOICES = 8
-_CHOICE = r"[^\s,@][^\s,]{0,31}"
-_HEADER = re.compile(
-    rf"Question (q-[0-9a-f]{{8}})( \(anyone may answer\))? — reply with one of: "
-    rf"({_CHOICE}(?:, {_CHOICE}){{1,{_MAX_CHOICES - 1}}})"
-)
-_WITHDRAWN = re.compile(r"Question (q-[0-9a-f]{8}) withdrawn\b:?[ \t]*")
-_TRAILING = ".,;:!?)\"'"
-_WORD = re.compile(r"\S+")
-STOPPED = "the work was stopped"
-"""The reason the agent gives a question its stop withdrew (`runtime/_asking.py`)."""
 
 
 class QuestionState(enum.Enum):
@@ -120,43 +106,19 @@ class StopMemory:
             self._seen.popitem(last=False)
 
 
-def chosen(content: str, choices: Sequence[str]) -> str | None:
-    """The choice a reply picks, as `contract.chosen` reads it: the first word after
-    any leading mentions, case-insensitive, trailing punctuation ignored."""
-    for found in _WORD.finditer(content):  # not `split`: a long reply is read no further
-        word = found[0]
-        if word.startswith("@"):
-            continue
-        folded = word.rstrip(_TRAILING).casefold()
-        return next((c for c in choices if c.casefold() == folded), None)
-    return None
-
-
 def _parse(message: Message) -> Asked | None:
-    head, _, rest = message.content.partition("\n")
-    found = _HEADER.fullmatch(head)
-    if found is None:
-        return None
-    choices = tuple(found[3].split(", "))
-    if len({c.casefold() for c in choices}) != len(choices):
+    posted = parse_question(message.content)
+    if posted is None:
         return None
     return Asked(
-        qid=found[1],
+        qid=posted.qid,
         message_id=message.id,
         agent_id=message.sender_id,
-        text=rest.strip("\n"),
-        choices=choices,
-        anyone=found[2] is not None,
+        text=posted.text,
+        choices=posted.choices,
+        anyone=posted.anyone,
         answerers=tuple(m["id"] for m in message.mentions if isinstance(m.get("id"), str)),
     )
-
-
-def _withdrawal(content: str) -> tuple[str, str] | None:
-    found = _WITHDRAWN.match(content)
-    if found is None:
-        return None
-    reason = content[found.end() :].strip()
-    return found[1], reason[:-1] if reason.endswith(".") else reason
 
 
 def read_questions(
@@ -189,7 +151,7 @@ def read_questions(
                 by_qid[sender, asked.qid] = asked
                 open_now[sender] = asked
                 continue
-            withdrawn = _withdrawal(message.content)
+            withdrawn = parse_withdrawal(message.content)
             if withdrawn is not None:
                 target = by_qid.get((sender, withdrawn[0]))
                 if target is not None and target.state in _UNANSWERED:

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import trio
 
 from .. import errors
+from .._question_format import STOPPED
 from ..contract import ANYONE, Message, Question, TurnControl
 from ._question_text import question_post, withdrawal_post
 from ._questions import Desk, State
@@ -75,7 +76,7 @@ def withdrawal_reason(control: TurnControl) -> str:
     if kind == "interrupt":
         return "the work was interrupted"
     if kind in ("stop", "platform_stop"):
-        return "the work was stopped"
+        return STOPPED
     if kind == "shutdown":
         return "the agent is stopping"
     if kind == "left":

@@ -28,7 +28,7 @@ from ._watched import AskRecord
 __all__ = ["ask_interrupted", "ask_stopped", "guidance_not_lost"]
 
 _QUESTION = re.compile(r"Question q-[0-9a-f]{8}\b")
-"""How the agent's question post starts (the wire format, docs/reference/questions.md)."""
+"""How the agent's question post starts (the wire format: `band_trio._question_format`)."""
 
 GUIDANCE = 2
 """Messages the guidance probe offers to the running turn."""
