@@ -26,9 +26,8 @@ DEADLINE = 20
 
 
 async def offered(turn: Turn) -> None:
-    """Until guidance waits to be taken, without taking it (test only: the adapter takes
-    it; the port's wait is what `Turn.next_guidance` waits on)."""
-    await turn._port.wait_guidance()
+    """Until guidance waits to be taken, without taking it (the adapter takes it)."""
+    await turn.wait_guidance()
 
 
 class Lookup:
