@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from band_trio.adapters import AcpConfig
-from band_trio.adapters._acp_session import Answer, decide
+from band_trio.adapters._acp_permissions import decide
+from band_trio.adapters._acp_session import Answer
 from band_trio.adapters._acp_state import SessionMap
 from band_trio.adapters._acp_terminals import _Terminal
 from band_trio.errors import ConfigurationError
