@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from .._ranges import count, read_number, seconds
 from ..errors import ConfigurationError
+from ._permission_desk import PERMISSION_MODES
 
 __all__ = ["FS_ACCESS", "PERMISSION_MODES", "TOOL_KINDS", "AcpConfig"]
 
@@ -27,10 +28,6 @@ TOOL_KINDS = frozenset(
     {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"}
 )
 """The kinds of tool call ACP names (`ToolKind`): what a permission request is about."""
-
-PERMISSION_MODES = ("allow-list", "ask")
-"""How a permission request the allow-list does not grant is answered: refused
-(`allow-list`), or put to the room (`ask`)."""
 
 FS_ACCESS = frozenset({"read", "write"})
 """The file-system methods band-trio can offer an agent (`fs/read_text_file`, ...)."""

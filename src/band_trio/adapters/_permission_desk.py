@@ -26,16 +26,30 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 import trio
 
 from ..contract import Turn
 from ..errors import CannotAskError
 
-__all__ = ["MAX_DETAIL", "PermissionDesk", "PermissionRequest", "shorten"]
+__all__ = [
+    "MAX_DETAIL",
+    "PERMISSION_MODES",
+    "PermissionDesk",
+    "PermissionRequest",
+    "asking_while",
+    "shorten",
+]
 
 log = logging.getLogger("band_trio.adapters")
+
+T = TypeVar("T")
+
+PERMISSION_MODES = ("allow-list", "ask")
+"""How a permission request the allow-list does not grant is answered: refused
+(`allow-list`, the default), or put to the room (`ask`)."""
 
 MAX_DETAIL = 160
 """Characters of a command, path or URL quoted in a question (its head and tail)."""
@@ -151,3 +165,33 @@ class PermissionDesk:
                 log.info("room %s: cannot ask the room (%s): refused", turn.room_id, exc)
                 choice = request.refusal
             request.settle(choice)
+
+
+async def asking_while(
+    desk: PermissionDesk | None,
+    turn: Turn,
+    answer_within: float | None,
+    wait: Callable[[], Awaitable[T]],
+) -> T:
+    """`await wait()`, the desk served meanwhile (its asking ends when `wait` does); an
+    error of `wait` is raised as itself, not in a group."""
+    if desk is None:
+        return await wait()
+    scope = trio.CancelScope()
+
+    async def serve() -> None:
+        with scope:
+            await desk.serve(turn, answer_within)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            try:
+                return await wait()
+            finally:
+                scope.cancel()
+    except BaseExceptionGroup as group:
+        errors = [e for e in group.exceptions if isinstance(e, Exception)]
+        if len(errors) == len(group.exceptions) == 1:
+            raise errors[0] from None
+        raise
