@@ -7,6 +7,10 @@ Modes: `exit` (says why on stderr, exits 3), `garbage` (writes no framing), `sil
 request of its own before answering `session.create`), `stubborn` (accepts an abort
 but never goes idle), `refuse` (answers an abort `success: false`), `mute` (takes the
 first `session.send` and never answers it, nor says anything of it), `normal`.
+In every mode a prompt with `[shell]` asks permission to run `touch made-by-the-model`
+(`permission.requested`, kind `shell`) and waits for the answer: approved, it makes the
+file and answers "ran the tool"; rejected, "the tool was rejected: FEEDBACK"; an abort
+while it waits ends the turn aborted (the request is left to the client to settle).
 Every message it receives is appended to `received.jsonl` in its working folder.
 """
 
@@ -64,6 +68,7 @@ if mode == "garbage":
     time.sleep(30)
 
 turns = 0
+waiting: dict[str, Any] | None = None  # a permission request not yet answered
 while (message := receive()) is not None:
     method, params, ident = message.get("method"), message.get("params", {}), message.get("id")
     if method is None:
@@ -94,7 +99,19 @@ while (message := receive()) is not None:
         user = f"u{turns}"
         send({"id": ident, "result": {"messageId": user}})
         event(params["sessionId"], "user.message", messageId=user, content=params["prompt"])
-        if "wait" not in params["prompt"]:
+        if "[shell]" in params["prompt"]:
+            waiting = {"session": params["sessionId"], "user": user, "id": f"perm-{turns}"}
+            event(
+                params["sessionId"],
+                "permission.requested",
+                requestId=waiting["id"],
+                permissionRequest={
+                    "kind": "shell",
+                    "fullCommandText": "touch made-by-the-model",
+                    "intention": "Make a file",
+                },
+            )
+        elif "wait" not in params["prompt"]:
             event(
                 params["sessionId"],
                 "assistant.message",
@@ -102,7 +119,27 @@ while (message := receive()) is not None:
                 originatingMessageId=user,
             )
             event(params["sessionId"], "session.idle")
+    elif method == "session.permissions.handlePendingPermissionRequest":
+        send({"id": ident, "result": {"success": True}})
+        if waiting is None or params.get("requestId") != waiting["id"]:
+            continue  # late: the turn it belonged to is over
+        result = params["result"]
+        if result.get("kind") == "approve-once":
+            open("made-by-the-model", "w").close()
+            text = "ran the tool"
+        else:
+            text = f"the tool was rejected: {result.get('feedback', '')}"
+        event(waiting["session"], "permission.completed", requestId=waiting["id"])
+        event(
+            waiting["session"],
+            "assistant.message",
+            content=text,
+            originatingMessageId=waiting["user"],
+        )
+        event(waiting["session"], "session.idle")
+        waiting = None
     elif method == "session.abort":
+        waiting = None
         send({"id": ident, "result": {"success": mode != "refuse"}})
         if mode not in ("stubborn", "refuse"):
             event(params["sessionId"], "session.idle", aborted=True)

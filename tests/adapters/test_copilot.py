@@ -337,3 +337,46 @@ async def test_a_cli_killed_mid_turn_fails_the_turn_and_the_next_turn_starts_it_
     assert ("[slow] count" in said(last, "user")) == (answer == SLOW)
     assert "starting the Copilot CLI again (the Copilot CLI was killed by SIGKILL" in caplog.text
     assert "resumed its Copilot session on the new CLI" in caplog.text
+
+
+@pytest.mark.long(8)
+@pytest.mark.rotated  # one a run, the day's: the stand-in CLI holds all three each run
+@pytest.mark.parametrize("how", ["allow", "deny", "interrupt"])
+async def test_the_real_cli_waits_for_the_rooms_answer_to_its_permission_request(
+    platform: Platform, how: str
+) -> None:
+    """`permissions="ask"` with the real CLI: its `shell` request becomes a question;
+    `allow` runs the tool, `deny` refuses it (the model is told), an interrupt during the
+    question aborts the session (the request then answered `reject`)."""
+    agent_id, room, user = seeded(platform)
+    with trio.fail_after(DEADLINE):
+        async with shared_stubllm_peer(chunk_delay_ms=0) as llm, shared_cli(llm) as cli:
+            made = Path(cli.working_directory) / "made-by-the-model"
+            config = CopilotConfig(**{**_fields(cli.config), "permissions": "ask"})
+            adapter = Observed(config, cli=cli)
+            async with running_agent(platform, adapter):
+                asked = platform.post_message(room, user, "[shell] make a file")
+                await platform.wait_until(
+                    lambda: any(" reply with one of: " in r for r in replies(platform, room))
+                )
+                assert not made.exists()  # the CLI waits for the answer
+                if how == "interrupt":
+                    platform.send_control(agent_id, "interrupt", room_id=room)
+                else:
+                    handle = platform.store.agents[agent_id].handle
+                    platform.post_message(room, user, f"@{handle} {how}", mentions=[agent_id])
+                await platform.wait_until(lambda: status(platform, asked) == "processed")
+                [stop] = await adapter.settled(asked) or [None]
+            ran = made.exists()  # the folder goes with the CLI
+            tools = [said(body, "tool") for body in chat_requests(llm)]
+    question = next(r for r in replies(platform, room) if " reply with one of: " in r)
+    assert "Copilot asks to run a shell command: `touch made-by-the-model`" in question
+    assert ran == (how == "allow")
+    if how == "interrupt":
+        assert stop is not None and stop.outcome is StopOutcome.CONFIRMED
+        assert not any(" reply with one of: " not in r and "withdrawn" not in r
+                       for r in replies(platform, room))  # fmt: skip
+    else:
+        assert stop is None
+        assert replies(platform, room)[-1] == "the shell tool answered"
+        assert ("rejected" in tools[-1][0]) == (how == "deny")

@@ -52,6 +52,13 @@ def test_the_defaults_are_safe() -> None:
     assert config.allow == frozenset()  # every tool permission is denied
     assert config.working_directory is None and config.home is None  # new folders per run
     assert CopilotConfig.from_env({**BASE, "BAND_COPILOT_ALLOW": "none"}).allow == frozenset()
+    assert config.permissions == "allow-list" and config.ask_within is None  # nobody asked
+
+
+def test_asking_the_room_is_chosen_by_its_variables() -> None:
+    env = {**BASE, "BAND_COPILOT_PERMISSIONS": "Ask", "BAND_COPILOT_ASK_WITHIN": "90"}
+    config = CopilotConfig.from_env(env)
+    assert (config.permissions, config.ask_within) == ("ask", 90.0)
 
 
 @pytest.mark.parametrize(
@@ -69,6 +76,8 @@ def test_the_defaults_are_safe() -> None:
         ({"BAND_COPILOT_ALLOW": "shell,sudo"}, "unknown Copilot permission kind(s) ['sudo']"),
         ({"BAND_COPILOT_MAX_RETRIES": "-1"}, "BAND_COPILOT_MAX_RETRIES must be a whole number"),
         ({"BAND_COPILOT_MAX_RETRIES": "two"}, "BAND_COPILOT_MAX_RETRIES must be a whole number"),
+        ({"BAND_COPILOT_PERMISSIONS": "yolo"}, "permissions must be one of ('allow-list', 'ask')"),
+        ({"BAND_COPILOT_ASK_WITHIN": "0"}, "BAND_COPILOT_ASK_WITHIN must be"),
     ],
 )
 def test_a_bad_setting_is_one_clear_error(change: dict[str, str], says: str) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from band_trio.adapters import AcpConfig
-from band_trio.adapters._acp_session import Answer, decide
+from band_trio.adapters._acp_permissions import decide, options_for, question_for
+from band_trio.adapters._acp_session import Answer
 from band_trio.adapters._acp_state import SessionMap
 from band_trio.adapters._acp_terminals import _Terminal
 from band_trio.errors import ConfigurationError
@@ -114,6 +115,8 @@ async def test_the_map_is_kept_for_the_next_run_and_only_for_the_same_agent(tmp_
         ({"BAND_ACP_COMMAND": "agent", "BAND_ACP_ALLOW": "shell"}, "unknown ACP tool kind"),
         ({"BAND_ACP_COMMAND": "agent", "BAND_ACP_FS": "exec"}, "unknown ACP fs"),
         ({"BAND_ACP_COMMAND": "agent", "BAND_ACP_TERMINAL": "maybe"}, "on or off"),
+        ({"BAND_ACP_COMMAND": "agent", "BAND_ACP_PERMISSIONS": "yes"}, "one of"),
+        ({"BAND_ACP_COMMAND": "agent", "BAND_ACP_ASK_WITHIN": "-1"}, "BAND_ACP_ASK_WITHIN"),
     ],
 )
 def test_bad_settings_name_the_variable(env: dict[str, str], says: str) -> None:
@@ -127,7 +130,40 @@ def test_the_command_is_split_as_a_shell_would_and_run_without_one(tmp_path: Pat
         "BAND_ACP_CWD": str(tmp_path),
         "BAND_ACP_ALLOW": "Read, execute",
         "BAND_ACP_TERMINAL": "on",
+        "BAND_ACP_PERMISSIONS": "ask",
+        "BAND_ACP_ASK_WITHIN": "30",
     }
     config = AcpConfig.from_env(env)
+    assert (config.permissions, config.ask_within) == ("ask", 30.0)
     assert config.command == ("npx", "@google/gemini-cli", "--acp")
     assert config.allow == {"read", "execute"} and config.terminal and config.fs == set()
+
+
+def test_a_requests_options_become_one_word_choices_deny_last() -> None:
+    def request(*kinds: str) -> dict[str, object]:
+        options = [{"optionId": f"o-{kind}", "kind": kind} for kind in kinds]
+        return {"toolCall": {"kind": "execute", "title": "t"}, "options": options}
+
+    every = ("reject_once", "allow_always", "reject_always", "allow_once")
+    assert options_for(request(*every)) == {
+        "allow": ("o-allow_once", "allow_once"),
+        "always": ("o-allow_always", "allow_always"),
+        "never": ("o-reject_always", "reject_always"),
+        "deny": ("o-reject_once", "reject_once"),
+    }
+    # no reject_once: deny is the reject_always; no reject at all: deny is `cancelled`
+    assert options_for(request("allow_once", "reject_always"))["deny"] == (
+        "o-reject_always",
+        "reject_always",
+    )
+    assert list(options_for(request("allow_once"))) == ["allow", "deny"]
+    assert options_for(request("allow_once"))["deny"] == (None, "reject_once")
+
+
+def test_a_long_command_is_shortened_in_the_question_keeping_head_and_tail() -> None:
+    command = "npm run " + "x" * 500 + " --final-flag"
+    tool = {"kind": "execute", "title": "run it", "rawInput": {"command": command}}
+    text = question_for({"toolCall": tool}, ("allow", "deny"))
+    first = text.splitlines()[0]
+    assert first.startswith("The coding agent asks to run (execute): run it — `npm run xxx")
+    assert first.endswith("--final-flag`") and "…" in first and len(first) < 240

@@ -58,6 +58,7 @@ from ._acp_config import AcpConfig
 from ._acp_session import Answer, Session
 from ._acp_state import SessionMap
 from ._jsonrpc import Call
+from ._permission_desk import PermissionDesk
 
 __all__ = ["AcpAdapter", "AcpError", "acp"]
 
@@ -138,6 +139,7 @@ class AcpAdapter(Adapter):
         params = {"sessionId": session.id, "prompt": await self._prompt(turn, room, fresh)}
         answer = Answer(upstream.max_answer_chars)
         session.answer, session.cancelling = answer, False
+        desk = session.desk = PermissionDesk() if self.config.permissions == "ask" else None
         call: Call | None = None
 
         async def stop(session_id: str) -> StopAnswer:
@@ -151,14 +153,16 @@ class AcpAdapter(Adapter):
                     room.pending = call
                     work.started(session.id)
                 try:
-                    result = await _answered(turn, answer, call)
+                    result = await _answered(turn, answer, call, desk, self.config.ask_within)
                 except AcpGone:  # say how it ended: its exit, the last of its stderr
                     with trio.move_on_after(2 * self.config.kill_grace):
                         await connection.ended.wait()
                     raise AcpGone(connection.reason or connection.rpc.reason) from None
                 work.finished()
         finally:
-            session.answer = None
+            session.answer = session.desk = None
+            if desk is not None:  # after the stop: the agent was told to cancel first
+                desk.cancel_all()
             if call is not None and call.done.is_set():
                 call.forget()
                 room.pending = None
@@ -200,6 +204,8 @@ class AcpAdapter(Adapter):
             return StopOutcome.CONFIRMED, "the prompt had already ended"
         session.cancelling = True
         await connection.rpc.notify("session/cancel", {"sessionId": session.id})
+        if session.desk is not None:  # its pending permission requests: `cancelled`
+            session.desk.cancel_all()
         with trio.move_on_at(trio.current_effective_deadline() - upstream.confirm_margin):
             try:
                 result = await call.wait()
@@ -270,13 +276,22 @@ class AcpAdapter(Adapter):
         raise AcpError(f"{method} got no answer within {self.config.request_deadline:g}s")
 
 
-async def _answered(turn: Turn, answer: Answer, call: Call) -> Any:
-    """The prompt's result, its tool events posted meanwhile; a failure of either is
-    raised as itself (the nursery hidden), the prompt's first."""
+async def _answered(
+    turn: Turn, answer: Answer, call: Call, desk: PermissionDesk | None, within: float | None
+) -> Any:
+    """The prompt's result, its tool events posted meanwhile and its permission requests
+    put to the room (`desk`, when the adapter asks); a failure of either is raised as
+    itself (the nursery hidden), the prompt's first."""
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_post_events, turn, answer)
-            result = await call.wait()
+            asking = trio.CancelScope()
+            if desk is not None:
+                nursery.start_soon(_ask_room, desk, turn, within, asking)
+            try:
+                result = await call.wait()
+            finally:
+                asking.cancel()  # the prompt is over: nothing more to ask
             answer.close()
     except BaseExceptionGroup as group:
         errors = [e for e in group.exceptions if isinstance(e, Exception)]
@@ -284,6 +299,13 @@ async def _answered(turn: Turn, answer: Answer, call: Call) -> Any:
             raise errors[0] from None
         raise
     return result
+
+
+async def _ask_room(
+    desk: PermissionDesk, turn: Turn, within: float | None, scope: trio.CancelScope
+) -> None:
+    with scope:
+        await desk.serve(turn, within)
 
 
 async def _post_events(turn: Turn, answer: Answer) -> None:

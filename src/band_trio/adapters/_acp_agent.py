@@ -15,8 +15,9 @@ configured (Gemini CLI wants `gemini-api-key` before `session/new`; OpenCode
 lists a login it does not need).
 
 Its requests are each answered in a task of their own (`_jsonrpc`):
-`session/request_permission` by the policy (`_acp_session.decide`; a request
-of a prompt being cancelled is answered `cancelled`), `fs/read_text_file` and
+`session/request_permission` by the policy (`_acp_permissions`: the allow-list, or
+the room when configured to ask; a request of a prompt being cancelled is answered
+`cancelled`), `fs/read_text_file` and
 `fs/write_text_file` only when offered, inside the working directory (the path
 resolved, symbolic links included), up to `config.max_file_bytes`. Any other
 method is refused (-32601); a line that is not JSON, or too long, is counted and
@@ -34,7 +35,8 @@ import trio
 
 from ..errors import UpstreamError
 from ._acp_config import AcpConfig
-from ._acp_session import Session, decide, describe
+from ._acp_permissions import answer_permission
+from ._acp_session import Session
 from ._acp_terminals import Terminals, confined
 from ._jsonrpc import RpcFault
 from ._rpc_codecs import LineCodec
@@ -107,7 +109,8 @@ class AcpConnection(Connection):
     async def requested(self, method: str, params: dict[str, Any]) -> Any:
         session = self.sessions.get(str(params.get("sessionId")))
         if method == "session/request_permission":
-            return self._permission(session, params)
+            asks = self.config.permissions == "ask"
+            return await answer_permission(session, params, self.config.allow, asks=asks)
         if method.startswith("terminal/") and self.config.terminal:
             if session is None:
                 raise RpcFault(-32602, "no such session")
@@ -129,27 +132,6 @@ class AcpConnection(Connection):
         await _write(path, params.get("content"), self.config.max_file_bytes)
         log.info("room %s: the agent wrote %s", session.room_id, path)
         return None
-
-    def _permission(self, session: Session | None, params: dict[str, Any]) -> dict[str, Any]:
-        if session is None:
-            return {"outcome": {"outcome": "cancelled"}}
-        if session.cancelling:
-            return {"outcome": {"outcome": "cancelled"}}
-        answer, verdict = decide(params, self.config.allow)
-        if verdict == "granted":
-            session.granted += 1
-        else:
-            session.denied += 1
-        tool = params.get("toolCall")
-        kind = tool.get("kind", "other") if isinstance(tool, dict) else "other"
-        log.info(
-            "room %s: %s the agent's %s request (%s)",
-            session.room_id,
-            verdict,
-            kind,
-            describe(params),
-        )
-        return answer
 
     async def handshake(self) -> None:
         fs = self.config.fs

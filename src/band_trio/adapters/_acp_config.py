@@ -18,10 +18,11 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .._ranges import count, read_number
+from .._ranges import count, read_number, seconds
 from ..errors import ConfigurationError
+from ._permission_desk import PERMISSION_MODES
 
-__all__ = ["FS_ACCESS", "TOOL_KINDS", "AcpConfig"]
+__all__ = ["FS_ACCESS", "PERMISSION_MODES", "TOOL_KINDS", "AcpConfig"]
 
 TOOL_KINDS = frozenset(
     {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"}
@@ -45,7 +46,16 @@ class AcpConfig:
     `gemini-api-key` method); None: no `authenticate` is sent."""
     allow: frozenset[str] = frozenset()
     """Tool kinds whose permission requests are granted (`TOOL_KINDS`); every other
-    request is refused. Empty by default: the agent may answer, not act."""
+    request is refused (or, with `permissions="ask"`, put to the room). Empty by
+    default: the agent may answer, not act."""
+    permissions: str = "allow-list"
+    """`allow-list` (the default): a request whose kind is not in `allow` is refused.
+    `ask`: it is put to the room (`Turn.ask`: the sender of the turn's message picks
+    `allow`, `always`, `never` or `deny`; no answer in time is `deny`). Not the
+    default: asking hands the operator's decision — a command run on this host — to
+    whoever sent the message."""
+    ask_within: float | None = None
+    """Seconds the room has to answer a permission question (None: `Policy.ask_timeout`)."""
     fs: frozenset[str] = frozenset()
     """File access offered to the agent (`FS_ACCESS`), inside `working_directory` only."""
     terminal: bool = False
@@ -98,6 +108,12 @@ class AcpConfig:
                 raise ConfigurationError(
                     f"unknown ACP {what}(s) {sorted(unknown)}; known: {', '.join(sorted(known))}"
                 )
+        if self.permissions not in PERMISSION_MODES:
+            raise ConfigurationError(
+                f"the ACP permissions must be one of {PERMISSION_MODES}, not {self.permissions!r}"
+            )
+        if self.ask_within is not None and not self.ask_within > 0:
+            raise ConfigurationError("ask_within must be a positive number of seconds")
         if self.state_file is not None and not os.path.isabs(self.state_file):
             raise ConfigurationError(f"the ACP state file must be absolute: {self.state_file!r}")
         if self.history < 0:
@@ -119,6 +135,8 @@ class AcpConfig:
         | `BAND_ACP_CWD` | the working directory, absolute (default: the current one) |
         | `BAND_ACP_AUTH_METHOD` | the `authenticate` method (default: none sent) |
         | `BAND_ACP_ALLOW` | tool kinds to grant, comma-separated (default none) |
+        | `BAND_ACP_PERMISSIONS` | `allow-list` (default: refuse the rest) or `ask` (the room) |
+        | `BAND_ACP_ASK_WITHIN` | seconds to answer a permission question (default: the policy's) |
         | `BAND_ACP_FS` | `read`, `write` or `read,write`, in the working directory (default none) |
         | `BAND_ACP_TERMINAL` | `on` offers `terminal/*`, in the working directory (default `off`) |
         | `BAND_ACP_STATE` | the room → session map's JSON file, absolute (default: memory) |
@@ -140,6 +158,12 @@ class AcpConfig:
             command = shlex.split(line)
         except ValueError as exc:
             raise ConfigurationError(f"BAND_ACP_COMMAND cannot be split: {exc}") from None
+        within = get("ASK_WITHIN")
+        ask_within = (
+            None
+            if within is None
+            else read_number("BAND_ACP_ASK_WITHIN", within, seconds(86_400, above=True))
+        )
         history = read_number("BAND_ACP_HISTORY", get("HISTORY") or "20", count(1000, low=0))
         try:
             return cls(
@@ -147,6 +171,8 @@ class AcpConfig:
                 working_directory=get("CWD") or os.getcwd(),
                 auth_method=get("AUTH_METHOD"),
                 allow=parse_set(get("ALLOW") or ""),
+                permissions=(get("PERMISSIONS") or "allow-list").lower(),
+                ask_within=ask_within,
                 fs=parse_set(get("FS") or ""),
                 terminal=_on_off("BAND_ACP_TERMINAL", get("TERMINAL")),
                 state_file=get("STATE"),

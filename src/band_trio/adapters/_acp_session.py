@@ -8,8 +8,8 @@ What a prompt turn looks like (`opencode acp` 1.18.33, observed; ACP protocol 1)
 message sharing a `messageId`), `agent_thought_chunk`, `tool_call` (`toolCallId`,
 `title`, `kind`, `status`) and `tool_call_update` (the fields that changed),
 `plan`, `available_commands_update`, `usage_update`, ... For a tool that needs
-it the agent asks `session/request_permission` (a request, answered by
-`decide`). After `session/cancel` it answers the prompt with `cancelled` (60 ms
+it the agent asks `session/request_permission` (a request, answered as
+`_acp_permissions` says). After `session/cancel` it answers the prompt with `cancelled` (60 ms
 with OpenCode). `session/load` replays the whole conversation as updates before
 it answers: those are not an answer, and are dropped.
 
@@ -26,8 +26,9 @@ from typing import Any
 import trio
 
 from ..contract import MAX_ANSWER_CHARS
+from ._permission_desk import PermissionDesk
 
-__all__ = ["Answer", "Session", "ToolEvent", "decide"]
+__all__ = ["Answer", "Session", "ToolEvent"]
 
 log = logging.getLogger("band_trio.adapters.acp")
 
@@ -181,40 +182,14 @@ class Session:
         self.cancelling = False
         """A `session/cancel` was sent for the prompt running now: a permission request
         it still makes is answered `cancelled`, as the protocol asks."""
+        self.desk: PermissionDesk | None = None
+        """Where a permission request the policy does not grant waits for the room's
+        answer, while a prompt of a session configured to ask runs (`_acp_permissions`)."""
         self.granted = 0
         self.denied = 0
+        self.asked = 0
 
     def feed(self, update: dict[str, Any]) -> None:
         """One `session/update` of this session (the reader's task: never blocks)."""
         if self.answer is not None and not self.cancelling:
             self.answer.add(update)
-
-
-def decide(request: dict[str, Any], allow: frozenset[str]) -> tuple[dict[str, Any], str]:
-    """The answer to a `session/request_permission` under the policy, and what it was:
-    an `allow_once` option for a tool whose kind is allowed, else a `reject_once` one
-    (`allow_always` and `reject_always` only if the agent offers nothing else)."""
-    tool = request.get("toolCall")
-    tool = tool if isinstance(tool, dict) else {}
-    kind = tool.get("kind") if isinstance(tool.get("kind"), str) else "other"
-    options = [o for o in request.get("options") or () if isinstance(o, dict)]
-    wanted = ("allow_once", "allow_always") if kind in allow else ("reject_once", "reject_always")
-    for option_kind in wanted:
-        for option in options:
-            if option.get("kind") == option_kind and isinstance(option.get("optionId"), str):
-                verdict = "granted" if kind in allow else "denied"
-                outcome = {"outcome": "selected", "optionId": option["optionId"]}
-                return {"outcome": outcome}, verdict
-    # no option that says what the policy says: the tool call is not run either way
-    return {"outcome": {"outcome": "cancelled"}}, "denied"
-
-
-def describe(request: dict[str, Any]) -> str:
-    """A tool call's title (or kind) on one line, for the log."""
-    tool = request.get("toolCall")
-    tool = tool if isinstance(tool, dict) else {}
-    for key in ("title", "kind", "toolCallId"):
-        value = tool.get(key)
-        if isinstance(value, str) and value:
-            return " ".join(value.split())[:120]
-    return "no detail"

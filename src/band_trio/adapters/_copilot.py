@@ -27,7 +27,10 @@ once its process group is reaped.
 
 Safe by default: every tool permission the CLI asks for (a shell command, a file
 write, a read outside its folder, a URL) is denied, unless its kind is in
-`CopilotConfig.allow`; the CLI works in a folder of its own (a new temporary one
+`CopilotConfig.allow`. With `permissions="ask"` the rest are put to the room
+(`Turn.ask`, allow or deny, deny at the deadline) while the turn waits for the
+session; an interrupt or a stop during the question aborts the session and then
+answers the request `reject`. The CLI works in a folder of its own (a new temporary one
 per run unless one is named) and gets none of the agent's environment.
 """
 
@@ -48,6 +51,7 @@ from ._copilot_cli import Connection, CopilotCli
 from ._copilot_config import CopilotConfig
 from ._copilot_errors import CopilotError, CopilotGone, CopilotRpcError
 from ._copilot_session import Run, Session
+from ._permission_desk import PermissionDesk, asking_while
 
 __all__ = ["CopilotAdapter", "CopilotError", "copilot"]
 
@@ -132,19 +136,25 @@ class CopilotAdapter(Adapter):
             return await self._stop(connection, session, run, upstream)
 
         params = self._prompt(turn, room, session)
-        session.run = run
+        asks = self.config.permissions == "ask"
+        desk = PermissionDesk() if asks else None
+        session.run, session.desk = run, desk
         try:
             async with turn.remote(stop=stop, name="copilot session") as work:
                 with work.starting():
                     answer = await self._call(connection, "session.send", params)
                     run.message_id = _message_id(answer)
                     work.started(session.id)
-                await session.wait(lambda: run.done)
+                await asking_while(
+                    desk, turn, self.config.ask_within, lambda: session.wait(lambda: run.done)
+                )
                 if not run.ended:  # the model keeps failing: the remote stop aborts it
                     raise CopilotError(run.failure or "the run failed")
                 work.finished()
         finally:
-            session.run = None
+            session.run = session.desk = None
+            if desk is not None:  # after the stop's abort: none is left waiting
+                desk.cancel_all()
         if run.failure:
             raise CopilotError(run.failure)
         text = run.text()
@@ -175,6 +185,8 @@ class CopilotAdapter(Adapter):
             return StopOutcome.CONFIRMED, "the run had already ended"
         idles = session.idles
         answer = await connection.request("session.abort", {"sessionId": session.id})
+        if session.desk is not None:  # a request still waiting for the room: refused
+            session.desk.cancel_all()
         if isinstance(answer, dict) and answer.get("success") is False:
             return StopOutcome.UNCONFIRMED, f"session.abort answered {answer!r:.200}"
         with trio.move_on_at(trio.current_effective_deadline() - upstream.confirm_margin):

@@ -20,8 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._ranges import count, read_number
+from .._ranges import count, read_number, seconds
 from ..errors import ConfigurationError
+from ._permission_desk import PERMISSION_MODES
 
 __all__ = ["PERMISSION_KINDS", "CopilotConfig"]
 
@@ -75,7 +76,15 @@ class CopilotConfig:
     history). None: a new temporary folder for each run, removed after it."""
     allow: frozenset[str] = frozenset()
     """Tool permission kinds granted when the CLI asks (see `PERMISSION_KINDS`); every
-    other request is denied. Empty by default: the model can answer, not act."""
+    other request is denied (or, with `permissions="ask"`, put to the room). Empty by
+    default: the model can answer, not act."""
+    permissions: str = "allow-list"
+    """`allow-list` (the default): a request whose kind is not in `allow` is denied.
+    `ask`: it is put to the room (`Turn.ask`: the sender of the turn's message picks
+    `allow` or `deny`; no answer in time is `deny`). Not the default: asking hands the
+    operator's decision — a command run on this host — to whoever sent the message."""
+    ask_within: float | None = None
+    """Seconds the room has to answer a permission question (None: `Policy.ask_timeout`)."""
     max_retries: int = 2
     """Failed model calls the CLI may retry for one message before the message fails
     (the CLI retries five times with backoff, about 15 s, on its own)."""
@@ -119,6 +128,13 @@ class CopilotConfig:
                 f"unknown Copilot permission kind(s) {sorted(unknown)}; "
                 f"known: {', '.join(sorted(PERMISSION_KINDS))}"
             )
+        if self.permissions not in PERMISSION_MODES:
+            raise ConfigurationError(
+                f"the Copilot permissions must be one of {PERMISSION_MODES}, "
+                f"not {self.permissions!r}"
+            )
+        if self.ask_within is not None and not self.ask_within > 0:
+            raise ConfigurationError("ask_within must be a positive number of seconds")
         if self.max_retries < 0:
             raise ConfigurationError("max_retries must not be negative")
         for name in ("start_deadline", "request_deadline", "kill_grace"):
@@ -143,6 +159,8 @@ class CopilotConfig:
         | `BAND_COPILOT_WORKDIR` | an absolute, existing folder (default: a new one per run) |
         | `BAND_COPILOT_HOME` | the CLI's state folder (default: a new one per run) |
         | `BAND_COPILOT_ALLOW` | permission kinds to grant, comma-separated (default none) |
+        | `BAND_COPILOT_PERMISSIONS` | `allow-list` (default: deny the rest) or `ask` (the room) |
+        | `BAND_COPILOT_ASK_WITHIN` | seconds to answer a permission question (default: policy) |
         | `BAND_COPILOT_MAX_RETRIES` | default 2 |
 
         Raises `ConfigurationError`, naming the variable, for a missing or bad one."""
@@ -163,6 +181,12 @@ class CopilotConfig:
         retries = read_number(
             "BAND_COPILOT_MAX_RETRIES", get("MAX_RETRIES") or "2", count(100, low=0)
         )
+        within = get("ASK_WITHIN")
+        ask_within = (
+            None
+            if within is None
+            else read_number("BAND_COPILOT_ASK_WITHIN", within, seconds(86_400, above=True))
+        )
         try:
             return cls(
                 cli=cli,
@@ -174,6 +198,8 @@ class CopilotConfig:
                 working_directory=get("WORKDIR"),
                 home=get("HOME"),
                 allow=parse_allow(get("ALLOW") or ""),
+                permissions=(get("PERMISSIONS") or "allow-list").lower(),
+                ask_within=ask_within,
                 max_retries=int(retries),
             )
         except ConfigurationError as exc:

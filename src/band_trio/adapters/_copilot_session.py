@@ -29,6 +29,7 @@ import trio
 
 from ..contract import MAX_ANSWER_CHARS
 from ._copilot_errors import CopilotGone
+from ._permission_desk import PermissionDesk, PermissionRequest, shorten
 
 __all__ = ["Run", "Session"]
 
@@ -152,6 +153,10 @@ class Session:
         self.last_idle_aborted = False
         self.denied = 0
         self.granted = 0
+        self.asked = 0
+        self.desk: PermissionDesk | None = None
+        """Where a request the allow-list does not grant waits for the room, while a
+        turn of an adapter configured to ask runs."""
         self.gone: str | None = None
         """Why the CLI's connection ended, once it did."""
         self._changed = trio.Event()
@@ -203,19 +208,75 @@ class Session:
         kind = str(request.get("kind", "?"))
         what = _describe(request)
         if kind in self.allow:
-            result: dict[str, Any] = {"kind": "approve-once"}
             self.granted += 1
             log.info("room %s: granted Copilot's %s request (%s)", self.room_id, kind, what)
+            self._answer(request_id, kind, {"kind": "approve-once"})
+        elif self.desk is not None:  # the turn asks the room; answered when it has
+            self.asked += 1
+
+            def respond(choice: str | None) -> None:
+                self._answer(request_id, kind, self._decided(kind, what, choice))
+
+            self.desk.submit(PermissionRequest(question(kind, request), CHOICES, respond))
         else:
-            result = {
-                "kind": "reject",
-                "feedback": f"band-trio's operator does not allow {kind} here",
-            }
             self.denied += 1
             log.info("room %s: denied Copilot's %s request (%s)", self.room_id, kind, what)
+            feedback = f"band-trio's operator does not allow {kind} here"
+            self._answer(request_id, kind, {"kind": "reject", "feedback": feedback})
+
+    def _decided(self, kind: str, what: str, choice: str | None) -> dict[str, Any]:
+        """The answer to a request the room was asked about (None: the turn ended first)."""
+        if choice == "allow":
+            self.granted += 1
+            log.info(
+                "room %s: the room granted Copilot's %s request (%s)", self.room_id, kind, what
+            )
+            return {"kind": "approve-once"}
+        self.denied += 1
+        if choice is None:
+            log.info("room %s: Copilot's %s request ended with the turn", self.room_id, kind)
+            return {"kind": "reject", "feedback": "the user stopped this work"}
+        log.info("room %s: the room denied Copilot's %s request (%s)", self.room_id, kind, what)
+        return {"kind": "reject", "feedback": "the user did not allow it"}
+
+    def _answer(self, request_id: str, kind: str, result: dict[str, Any]) -> None:
         params = {"sessionId": self.id, "requestId": request_id, "result": result}
         if not self._post("session.permissions.handlePendingPermissionRequest", params):
             log.warning("room %s: could not answer Copilot's %s request", self.room_id, kind)
+
+
+CHOICES = ("allow", "deny")
+"""The room's choices for a permission request (`approve-once` or `reject`)."""
+
+ACTIONS = {
+    "shell": "run a shell command",
+    "write": "write a file",
+    "read": "read a file outside its folder",
+    "url": "fetch a URL",
+    "mcp": "call an MCP tool",
+    "memory": "store a memory",
+    "custom-tool": "run a custom tool",
+    "hook": "run a hook",
+}
+
+
+def question(kind: str, request: dict[str, Any]) -> str:
+    """The question put to the room: what Copilot would do, and what it names."""
+    action = ACTIONS.get(kind, f"use the permission {kind!r}")
+    detail = next(
+        (
+            f"`{shorten(value)}`"
+            for key in ("fullCommandText", "fileName", "path", "url", "toolName")
+            if isinstance(value := request.get(key), str) and value.strip()
+        ),
+        "",
+    )
+    why = request.get("intention")
+    lines = [f"Copilot asks to {action}" + (f": {detail}" if detail else ".")]
+    if isinstance(why, str) and why.strip():
+        lines.append(f"Why: {shorten(why)}")
+    lines.append("allow: let it, this once; deny: refuse it.")
+    return "\n".join(lines)
 
 
 def _describe(request: dict[str, Any]) -> str:
