@@ -172,6 +172,8 @@ async def guidance_not_lost(kit: Kit) -> ProbeResult:
         raise ProbeFailed(f"{exc} ({statuses})") from None
     taken = Counter(m.id for record in kit.adapter.turns for m in record.watch.taken)
     problems = []
+    if kit.status(first) != "processed":  # what it took shared a failure, unseen
+        problems.append(f"the turn for the steer prompt ended {kit.status(first)}, not processed")
     for n, message in enumerate(offered, 1):
         ran, took = len(kit.adapter.of(message)), taken[message]
         if ran + took == 0:
