@@ -27,8 +27,8 @@ HEARD = "heard: Alice added, while you were working on this:"
 class Steered(CopilotAdapter):
     """The adapter, with a way to wait until the CLI accepted a message of guidance."""
 
-    def __init__(self, config: CopilotConfig) -> None:
-        super().__init__(config)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.passed = 0
         self._changed = trio.Event()
 
