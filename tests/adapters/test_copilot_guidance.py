@@ -165,3 +165,37 @@ async def test_a_cli_that_refuses_immediate_gets_it_queued_and_no_more_guidance_
 
 def handle(platform: Platform, agent: str) -> str:
     return platform.store.agents[agent].handle
+
+
+async def test_a_stop_after_guidance_keeps_both_and_play_runs_each_once_in_order(
+    platform: Platform, tmp_path: Path
+) -> None:
+    agent, room, user = seeded(platform)
+    config = fake_config(tmp_path, permissions="ask")
+    adapter = Steered(config)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, while_busy=WhileBusy.STEER) as running:
+            asked = platform.post_message(room, user, "[shell] make a file")
+            await platform.wait_until(lambda: len(questions(platform, room)) == 1)
+            hint = post(platform, room, user, agent, "use the other file")
+            await adapter.until_passed(1)
+            platform.send_control(agent, "stop", room_id=room, reason="later")
+            room_state = running.agent.rooms[room]
+            await running.agent.wait_until(lambda: room_state.running is None)
+            assert status(platform, asked) == "processing"  # kept for the replay
+            assert status(platform, hint) != "processed"  # kept, for after the replay
+            platform.send_control(agent, "play", room_id=room)
+            await platform.wait_until(lambda: len(questions(platform, room)) == 2)
+            answer(platform, room, user, agent, "allow")
+            await platform.wait_until(lambda: status(platform, asked) == "processed")
+            await platform.wait_until(lambda: status(platform, hint) == "processed")
+    said = [r for r in replies(platform, room) if not r.startswith("Question q-")]
+    assert said == ["ran the tool", "fake answer 4"]  # the replay, then the guidance alone
+    prompts = [(s.get("mode"), s["prompt"].split("\n")[-1]) for s in sends(config)]
+    mention = f"@{handle(platform, agent)} use the other file"
+    assert prompts == [
+        (None, "[shell] make a file"),
+        ("immediate", f"Alice added, while you were working on this: {mention}"),
+        (None, "[shell] make a file"),  # after the note that it was stopped
+        (None, mention),
+    ]
