@@ -32,6 +32,10 @@ write, a read outside its folder, a URL) is denied, unless its kind is in
 session; an interrupt or a stop during the question aborts the session and then
 answers the request `reject`. The CLI works in a folder of its own (a new temporary one
 per run unless one is named) and gets none of the agent's environment.
+
+Guidance (a `WhileBusy.STEER` room): a message taken while the turn runs goes to the
+CLI at once with `session.send` in immediate mode, and the turn ends once the CLI
+has answered it too (`_copilot_guidance`).
 """
 
 from __future__ import annotations
