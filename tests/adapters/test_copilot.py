@@ -24,14 +24,15 @@ from typing import Any
 
 import pytest
 import trio
+from test_copilot_guidance import Steered
 
-from band_trio import StopOutcome, Turn
+from band_trio import StopOutcome, Turn, WhileBusy
 from band_trio.adapters import CopilotAdapter, CopilotCli, CopilotConfig
 from band_trio.contract import RemoteStop
 from band_trio.platform import Platform
 from peers import Peer, shared_stubllm_peer
 from peers.copilot import copilot_config
-from support import replies, rooms_with_the_agent, running_agent, seeded, status
+from support import claims, replies, rooms_with_the_agent, running_agent, seeded, status
 
 DEADLINE = 40  # the CLI's start and a slow answer included
 SLOW = " ".join(f"w{i:02d}" for i in range(80))  # the "[slow]" fixture's answer
@@ -40,6 +41,11 @@ SLOW_CHUNK_MS = 50
 the third is seen, for the stop's way through the agent and the peer process to the
 model call (at 10 ms the 0.8 s left could run out at a CI machine's load, and the
 stream ended before the stop: no `stream_cancelled`, the test's deadline)."""
+
+GUIDED_CHUNK_MS = 25
+"""stubllm's pace where guidance must reach the CLI during the last model call: 1.9 s
+left after the third chunk (the stop's way is longer: `SLOW_CHUNK_MS`), and two slow
+answers to stream."""
 
 
 class Observed(CopilotAdapter):
@@ -380,3 +386,61 @@ async def test_the_real_cli_waits_for_the_rooms_answer_to_its_permission_request
         assert stop is None
         assert replies(platform, room)[-1] == "the shell tool answered"
         assert ("rejected" in tools[-1][0]) == (how == "deny")
+
+
+@pytest.mark.long(8)
+@pytest.mark.rotated  # one a run, the day's: the stand-in CLI holds both each run
+@pytest.mark.parametrize("when", ["during-a-tool", "during-the-last-call"])
+async def test_the_real_cli_answers_guidance_sent_while_it_works(
+    platform: Platform, when: str
+) -> None:
+    """In a STEER room the real CLI gets guidance with `mode: "immediate"`: sent while its
+    `shell` call waits for the room, it is in the next model call, after the tool's
+    result; sent during the last model call, the CLI takes it up after that call, with a
+    call of its own, and the turn's reply holds both answers. Either way it is the turn's:
+    claimed once, processed with it, never answered on its own."""
+    agent_id, room, user = seeded(platform)
+    tool = when == "during-a-tool"
+    handle = platform.store.agents[agent_id].handle
+    with trio.fail_after(DEADLINE):
+        delay = 0 if tool else GUIDED_CHUNK_MS
+        async with shared_stubllm_peer(chunk_delay_ms=delay) as llm, shared_cli(llm) as cli:
+            config = CopilotConfig(**{**_fields(cli.config), "permissions": "ask"})
+            adapter = Steered(config, cli=cli)
+            async with running_agent(platform, adapter, while_busy=WhileBusy.STEER):
+                prompt = "[shell] make a file" if tool else "[slow] count"
+                asked = platform.post_message(room, user, prompt)
+                if tool:
+                    await platform.wait_until(
+                        lambda: any(" reply with one of: " in r for r in replies(platform, room))
+                    )
+                else:
+                    await llm.wait_for(
+                        lambda e: e["req"] == 1 and e["count"] >= 3,
+                        timeout=DEADLINE,
+                        event="chunk",
+                    )
+                hint = platform.post_message(
+                    room, user, f"@{handle} and say hi", mentions=[agent_id]
+                )
+                await adapter.until_passed(1)  # the CLI accepted it in immediate mode
+                if tool:
+                    platform.post_message(room, user, f"@{handle} allow", mentions=[agent_id])
+                await platform.wait_until(lambda: status(platform, asked) == "processed")
+                await platform.wait_until(lambda: status(platform, hint) == "processed")
+            requests = chat_requests(llm)
+    guidance = f"Alice added, while you were working on this: @{handle} and say hi"
+    answers = [r for r in replies(platform, room) if " reply with one of: " not in r]
+    assert claims(platform, hint) == 1
+    if tool:  # injected before the next model call, after the tool's result
+        # (the CLI may call the model once more, when the shell's completion notice
+        # comes after that call: its answer is the turn's too)
+        first, second, *more = requests
+        assert said(first, "user") == ["[shell] make a file"]
+        assert said(second, "user")[:2] == ["[shell] make a file", guidance]
+        assert said(second, "tool")
+        assert answers == ["\n\n".join(["the shell tool answered"] * (1 + len(more)))]
+    else:  # taken up after the last call, with a call of its own, in the same run
+        first, second = requests
+        assert said(second, "user") == ["[slow] count", guidance]
+        assert answers == [f"{SLOW}\n\n{SLOW}"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from band_trio.adapters._copilot_errors import CopilotRpcError
+from band_trio.adapters._copilot_guidance import refuses_immediate
 from band_trio.adapters._copilot_session import Run, Session
 
 
@@ -95,3 +97,55 @@ def test_a_peer_that_floods_a_run_with_messages_cannot_grow_it_without_bound() -
         run.add("session.error", {"message": "x", "originatingMessageId": f"u{i}"})
         run.add("session.idle", {})
     assert len(run._users) <= 64 and len(run._ended) <= 64 and len(run._errors) <= 64
+
+
+def test_a_run_with_guidance_ends_once_the_cli_went_idle_after_the_guidance_too() -> None:
+    run = Run(max_retries=2)
+    run.message_id = "u1"
+    run.add("user.message", {"messageId": "u1"})
+    run.sending += 1  # taken, `session.send` not yet answered
+    run.add("assistant.message", {"content": "first", "originatingMessageId": "u1"})
+    run.add("session.idle", {})  # the prompt's run ended before the guidance came
+    assert not run.ended
+    run.guided("g1")
+    assert not run.ended and run.sending == 0
+    run.add("user.message", {"messageId": "g1"})  # taken up as queued: a run of its own
+    run.add("assistant.message", {"content": "second", "originatingMessageId": "g1"})
+    run.add("assistant.message", {"content": "not ours", "originatingMessageId": "x"})
+    assert not run.ended
+    run.add("session.idle", {})
+    assert run.ended and not run.aborted
+    assert run.text() == "first\n\nsecond"
+
+
+def test_an_error_of_the_guidance_fails_the_run_and_an_abort_of_it_marks_it_aborted() -> None:
+    run = Run(max_retries=2)
+    run.message_id = "u1"
+    run.guided("g1")
+    run.add("user.message", {"messageId": "u1"})
+    run.add("user.message", {"messageId": "g1"})
+    run.add("session.error", {"message": "boom", "originatingMessageId": "g1"})
+    run.add("session.idle", {"aborted": True})
+    assert run.failure == "Copilot failed the message: boom"
+    assert run.ended and run.aborted
+
+
+def test_a_run_takes_guidance_while_its_messages_stay_among_those_remembered() -> None:
+    run = Run(max_retries=2, memory=8)
+    run.message_id = "u1"
+    for i in range(3):
+        assert run.takes_guidance
+        run.guided(f"g{i}")
+    run.sending = 1
+    assert not run.takes_guidance  # 4 of 8: the rest run as turns of their own
+
+
+def test_the_cli_refuses_immediate_mode_by_invalid_params_or_an_error_naming_it() -> None:
+    def refusal(code: int, message: str) -> bool:
+        return refuses_immediate(CopilotRpcError("session.send", code, message))
+
+    assert refusal(-32602, "Invalid params")
+    assert refusal(-32603, "Unrecognized key(s) in object: 'mode'")
+    assert refusal(-32000, "Invalid enum value. Expected 'enqueue', received 'immediate'")
+    assert not refusal(-32603, "session not found")
+    assert not refusal(-32000, "model gpt-4o is not available")  # "model" is not "mode"

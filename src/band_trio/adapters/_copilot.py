@@ -32,6 +32,10 @@ write, a read outside its folder, a URL) is denied, unless its kind is in
 session; an interrupt or a stop during the question aborts the session and then
 answers the request `reject`. The CLI works in a folder of its own (a new temporary one
 per run unless one is named) and gets none of the agent's environment.
+
+Guidance (a `WhileBusy.STEER` room): a message taken while the turn runs goes to the
+CLI at once with `session.send` in immediate mode, and the turn ends once the CLI
+has answered it too (`_copilot_guidance`).
 """
 
 from __future__ import annotations
@@ -44,13 +48,15 @@ from typing import Any
 
 import trio
 
-from ..contract import Adapter, AgentInfo, StopAnswer, StopOutcome, Turn
+from ..contract import Adapter, AgentInfo, Message, StopAnswer, StopOutcome, Turn
 from ..policy import UpstreamPolicy
 from ._abort_note import abort_note
 from ._copilot_cli import Connection, CopilotCli
 from ._copilot_config import CopilotConfig
 from ._copilot_errors import CopilotError, CopilotGone, CopilotRpcError
+from ._copilot_guidance import IMMEDIATE, refuses_immediate, steering
 from ._copilot_session import Run, Session
+from ._guidance import guidance_text
 from ._permission_desk import PermissionDesk, asking_while
 
 __all__ = ["CopilotAdapter", "CopilotError", "copilot"]
@@ -145,9 +151,14 @@ class CopilotAdapter(Adapter):
                     answer = await self._call(connection, "session.send", params)
                     run.message_id = _message_id(answer)
                     work.started(session.id)
-                await asking_while(
-                    desk, turn, self.config.ask_within, lambda: session.wait(lambda: run.done)
-                )
+
+                async def guide(message: Message) -> None:
+                    await self._guide(connection, session, run, message)
+
+                async with steering(turn, session, run, guide, lambda: connection.steers):
+                    await asking_while(
+                        desk, turn, self.config.ask_within, lambda: session.wait(lambda: run.done)
+                    )
                 if not run.ended:  # the model keeps failing: the remote stop aborts it
                     raise CopilotError(run.failure or "the run failed")
                 work.finished()
@@ -161,6 +172,36 @@ class CopilotAdapter(Adapter):
         if not text:
             raise CopilotError("Copilot's answer had no text")
         return text
+
+    async def _guide(
+        self, connection: Connection, session: Session, run: Run, message: Message
+    ) -> None:
+        """Pass one message of guidance on to the running turn (see `_copilot_guidance`);
+        a CLI that refuses the mode gets it queued, and no more guidance is taken."""
+        params: dict[str, Any] = {
+            "sessionId": session.id,
+            "prompt": guidance_text(message),
+            "mode": IMMEDIATE,
+        }
+        try:
+            answer = await self._call(connection, "session.send", params)
+        except CopilotRpcError as exc:
+            if not refuses_immediate(exc):
+                raise
+            connection.steers = False
+            log.warning(
+                "room %s: the Copilot CLI refused a message in immediate mode (%s): it is "
+                "queued, and no more guidance is taken while this CLI runs",
+                session.room_id,
+                exc,
+            )
+            del params["mode"]
+            answer = await self._call(connection, "session.send", params)
+        run.guided(_message_id(answer))
+        session.notify()
+        log.info(
+            "room %s: guidance %s passed on to the Copilot session", session.room_id, message.id
+        )
 
     def _prompt(self, turn: Turn, room: _Room, session: Session) -> dict[str, Any]:
         """`session.send`'s parameters: the message, after a note if the last was cut."""

@@ -58,6 +58,9 @@ class Connection(ChildConnection):
         )
         self.sessions: dict[str, Session] = {}
         self.version = ""
+        self.steers = True
+        """It takes `session.send` with `mode: "immediate"` (False once it refused it:
+        guidance is then not taken while this process runs)."""
 
     def open_session(self, session: Session) -> None:
         self.sessions[session.id] = session

@@ -64,6 +64,27 @@ class Run:
         self._size = 0
         self.retries = 0
         self._failure: str | None = None
+        self.guidance: list[str] = []
+        """The user messages the CLI made of the guidance passed on to this run (the
+        answers of `session.send` with `mode: "immediate"`): the run is theirs too."""
+        self.sending = 0
+        """Guidance taken and not yet accepted by the CLI: the run is not over meanwhile."""
+
+    @property
+    def own(self) -> list[str]:
+        """Its user messages: the prompt's, then the guidance's (none before the first
+        is known)."""
+        return [] if self.message_id is None else [self.message_id, *self.guidance]
+
+    @property
+    def takes_guidance(self) -> bool:
+        """Room for more guidance: its messages must stay among the `memory` remembered."""
+        return len(self.guidance) + self.sending < self.memory // 2
+
+    def guided(self, message_id: str) -> None:
+        """The CLI accepted a message of guidance as `message_id` (one of `sending`)."""
+        self.sending = max(0, self.sending - 1)
+        self.guidance = [*self.guidance, message_id]
 
     @property
     def started(self) -> bool:
@@ -72,19 +93,22 @@ class Run:
 
     @property
     def ended(self) -> bool:
-        """The session went idle after this run's message: the run is over."""
-        return self.message_id is not None and self.message_id in self._ended
+        """The session went idle after this run's message and after each of its
+        guidance's, and none is still being sent: the run is over."""
+        own = self.own
+        return bool(own) and not self.sending and all(m in self._ended for m in own)
 
     @property
     def aborted(self) -> bool:
         """It went idle with `aborted: true`."""
-        return self.message_id is not None and self._ended.get(self.message_id, False)
+        return any(self._ended.get(m, False) for m in self.own)
 
     @property
     def failure(self) -> str | None:
         if self._failure is not None:
             return self._failure
-        error = self._errors.get(self.message_id or "") or self._errors.get("")
+        errors = (self._errors.get(m) for m in [*self.own, ""])
+        error = next((e for e in errors if e is not None), None)
         return None if error is None else f"Copilot failed the message: {error}"
 
     @property
@@ -92,8 +116,11 @@ class Run:
         return self.ended or self.failure is not None
 
     def text(self) -> str:
-        own = [text for origin, text in self._parts if origin == self.message_id]
-        return "\n\n".join(part.strip() for part in own if part.strip())
+        """The answer: the text of the assistant's messages for its prompt and its
+        guidance (the CLI 1.0.102 names the prompt as the origin of both)."""
+        own = set(self.own)
+        parts = [text for origin, text in self._parts if origin in own]
+        return "\n\n".join(part.strip() for part in parts if part.strip())
 
     def add(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "user.message" and isinstance(data.get("messageId"), str):
@@ -179,12 +206,12 @@ class Session:
             self.last_idle_aborted = bool(data.get("aborted"))
         if self.run is not None:
             self.run.add(kind, data)
-        self._notify()
+        self.notify()
 
     def end(self, reason: str) -> None:
         """The CLI's connection ended: whoever waits is told why."""
         self.gone = reason
-        self._notify()
+        self.notify()
 
     async def wait(self, predicate: Callable[[], bool]) -> None:
         """Return once `predicate()` holds; raises `CopilotGone` if the CLI went away.
@@ -194,7 +221,8 @@ class Session:
                 raise CopilotGone(self.gone)
             await self._changed.wait()
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
+        """Wake whoever waits (`wait`): its run's state changed."""
         self._changed.set()
         self._changed = trio.Event()
 
