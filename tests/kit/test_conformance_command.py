@@ -29,7 +29,7 @@ from band_trio import Adapter, Turn
 
 class Swallower(Adapter):
     async def on_turn(self, turn: Turn) -> None:
-        if turn.message.content.startswith("sleep"):
+        if turn.message.content == "sleep=30":  # the kit's long prompt
             try:
                 await trio.sleep(30)
             except trio.Cancelled:
