@@ -138,3 +138,30 @@ async def test_an_answer_to_a_dead_run_s_question_starts_no_turn_even_if_the_rep
     assert words.count("went ahead: tidy up") == 1
     assert not any("approve" in w and w.startswith("went ahead") for w in words)
     assert any(w.endswith('is withdrawn: your "approve" was not used.') for w in words)
+
+
+async def test_kill_9_after_guidance_was_taken_replays_the_turn_then_the_guidance_alone(
+    platform: Platform,
+) -> None:
+    info = platform.info
+    assert info.room_id and info.user_id and info.agent_id
+    room = info.room_id
+    here = str(Path(__file__).parent)
+    env = {**agent_env(platform), "PYTHONPATH": here, "BAND_WHILE_BUSY": "steer"}
+    adapter = ["--adapter", "asking_adapter:asking"]
+    with trio.fail_after(DEADLINE):
+        async with process("agent", *adapter, env={**env, "ASKING_ADAPTER_TAKE": "1"}) as proc:
+            job = platform.post_message(room, info.user_id, "tidy up", [info.agent_id])
+            await platform.wait_until(lambda: status(platform, job) == "processing")
+            hint = platform.post_message(room, info.user_id, "skip the logs", [info.agent_id])
+            await platform.wait_until(lambda: len(questions(platform, room)) == 1)
+            assert status(platform, hint) == "processing"  # taken: claimed with the turn
+            proc.kill()
+            assert await proc.wait() == -signal.SIGKILL
+        async with process("agent", *adapter, env={**env, "ASKING_ADAPTER_QUIET": "1"}):
+            await platform.wait_until(lambda: status(platform, hint) == "processed")
+    assert status(platform, job) == "processed"
+    words = said(platform, room)
+    assert words.count("went ahead: tidy up") == 1  # the replay, once
+    assert words.count("went ahead: skip the logs") == 1  # then the guidance, alone, once
+    assert words.index("went ahead: tidy up") < words.index("went ahead: skip the logs")
