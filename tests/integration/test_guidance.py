@@ -13,7 +13,7 @@ from test_while_busy import pushed
 
 from band_trio import Policy, Turn, WhileBusy
 from band_trio.platform import Platform
-from support import Recorder, claims, replies, running_agent, seeded, status
+from support import Recorder, claims, errors_posted, replies, running_agent, seeded, status
 
 DEADLINE = 10
 
@@ -158,3 +158,22 @@ async def test_guidance_across_a_reconnect_is_taken_or_run_once_each(platform: P
     assert taken == ["after"]  # "before" was dropped with the queue on the rejoin...
     assert adapter.calls == ["long", "before"]  # ...and ran as its own turn, once
     assert claims(platform, before) == 1 and claims(platform, after) == 1
+
+
+async def test_a_failed_turn_fails_what_it_took_with_one_error_event(platform: Platform) -> None:
+    agent, room, user = seeded(platform)
+
+    async def takes_then_fails(turn: Turn) -> None:
+        await turn.next_guidance()
+        raise RuntimeError("the tool broke")
+
+    adapter = Recorder(takes_then_fails)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter, while_busy=WhileBusy.STEER):
+            long = platform.post_message(room, user, "long", mentions=[agent])
+            await adapter.wait_for(lambda: adapter.calls == ["long"])
+            hint = platform.post_message(room, user, "hint", mentions=[agent])
+            await platform.wait_until(lambda: status(platform, hint) == "failed")
+    assert status(platform, long) == "failed"
+    assert adapter.calls == ["long"]  # the guidance is never run again
+    assert len(errors_posted(platform, room)) == 1  # the turn's; its guidance shares it

@@ -26,9 +26,7 @@ async def claim_guidance(ctx: RoomContext, ledger: Ledger, message: Message) -> 
     ledger.charge(message.id)
     try:
         return await ctx.rest.claim(message.room_id, message.id) is not None
-    except errors.ConflictError:
-        return None
-    except errors.PlatformError:
+    except errors.PlatformError:  # a 409 too: the settling's mark claims first
         return None
 
 
@@ -38,14 +36,13 @@ async def settle_taken(
     """Settle each message the turn took, in order, as the turn was settled."""
     assert turn.guidance is not None
     for taken in turn.guidance.taken:
-        with trio.move_on_after(ctx.policy.cleanup_grace) as waited:
-            waited.shield = True
+        with trio.move_on_after(ctx.policy.cleanup_grace, shield=True):
             await taken.settled.wait()  # a claim in flight runs to its answer first
         one = ActiveTurn(taken.message, ctx.policy, cutoff=ctx.cutoff, threads=ctx.threads)
         one.claimed = bool(taken.claimed)
         one.abort_kind = turn.abort_kind
         one.failure = turn.failure
-        await settle(ctx.rest, ctx.policy, ledger, one, outcome)
+        await settle(ctx.rest, ctx.policy, ledger, one, outcome, explain=False)
 
 
 def left_taken(ledger: Ledger, turn: ActiveTurn) -> None:

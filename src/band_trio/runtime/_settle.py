@@ -194,13 +194,20 @@ def _settled_elsewhere(ledger: Ledger, turn: ActiveTurn, outcome: Outcome) -> bo
 
 
 async def settle(
-    rest: RestClient, policy: Policy, ledger: Ledger, turn: ActiveTurn, outcome: Outcome
+    rest: RestClient,
+    policy: Policy,
+    ledger: Ledger,
+    turn: ActiveTurn,
+    outcome: Outcome,
+    *,
+    explain: bool = True,
 ) -> bool:
     """Apply `outcome`, shielded and bounded; True if the message's platform state moved on.
 
     Bounded: by `mark_wait` while the mark waits for a REST connection, then by the
     grace from the moment it has one (with no mark to send, from the start), and
-    by the turn's cutoff all along."""
+    by the turn's cutoff all along. `explain`: a failed turn's error event is posted
+    (not for the guidance a failed turn took)."""
     room_id = turn.message.room_id
     if not turn.settles:
         return _settled_elsewhere(ledger, turn, outcome)
@@ -233,7 +240,8 @@ async def settle(
         # (a mass abort's wave): a grace of their own, from their connection (also
         # when there was no mark to send, or it ended before it had one)
         timed.requeue()
-        if outcome is Outcome.FAILED and moved:  # the error event, beside `working: false`
+        if outcome is Outcome.FAILED and moved and explain:  # the error event, beside
+            # `working: false` (not for guidance the turn took: its turn said it)
             async with trio.open_nursery() as nursery:
                 if turn.working:
                     nursery.start_soon(report_idle, rest, room_id, timed.start)
