@@ -42,6 +42,8 @@ CHAOS_POLICY = Policy(
     shutdown_grace=2.0,
 )
 """Every wait shortened so that a few seconds hold many reconnects and reconciles."""
+RECONNECT_WAIT = 10.0
+"""How long a restart step waits for the agent to connect again."""
 
 _REST_ROUTES = ("next", "processing", "processed", "failed", "activity", "post_message", "chats")
 
@@ -226,8 +228,14 @@ async def run_chaos(
                 elif action == "fault":
                     report.faults[_fault(platform, agent_id, rng)] += 1
                 elif action == "restart":
+                    before = agent.connects
                     await host.restart()
                     report.faults["restart"] += 1
+                    # the run goes on once the agent is back (or the wait is over): on
+                    # a loaded machine the next restart otherwise came before it was,
+                    # and a run could end having reconnected once in four restarts
+                    with trio.move_on_after(RECONNECT_WAIT):
+                        await agent.wait_until(lambda: agent.connects > before)
                 else:
                     await trio.sleep(rng.uniform(0, 0.02))
                 await trio.sleep(rng.uniform(0, 0.003))
