@@ -8,6 +8,7 @@ wrong person, a second one, a late one) is consumed with a note.
 
 from __future__ import annotations
 
+import pytest
 import trio
 from test_while_busy import pushed
 
@@ -215,7 +216,9 @@ async def test_an_answer_while_the_room_steers_is_the_answer_and_the_rest_is_gui
     assert replies(platform, room)[-1] == "told approve"
 
 
-async def test_a_graceful_stop_does_not_wait_for_a_person(platform: Platform) -> None:
+async def test_a_graceful_stop_does_not_wait_for_a_person(
+    platform: Platform, caplog: pytest.LogCaptureFixture
+) -> None:
     agent, room, user = seeded(platform)
     adapter = Recorder(Asker())
     with trio.fail_after(DEADLINE):
@@ -228,6 +231,7 @@ async def test_a_graceful_stop_does_not_wait_for_a_person(platform: Platform) ->
     assert status(platform, deploy) == "processing"  # left for the replay, which asks again
     assert adapter.cancelled == ["deploy"]
     assert "withdrawn: the agent is stopping" in replies(platform, room)[-1]
+    assert "waiting up to" not in caplog.text  # it never said it would wait 30 s
 
 
 async def test_an_answer_posted_while_the_agent_was_disconnected_is_found(

@@ -267,7 +267,13 @@ class RoomHost(Generic[R]):
         10,000 rooms stops without a line."""
         if grace <= 0:
             return False
-        running = self.running()
+        running = [  # not those the drain aborted (a turn waiting for a person)
+            (room.id, unit.control.message_id)
+            for room in self._live
+            if (unit := room.in_flight) is not None
+            and not unit.finished
+            and unit.control.aborted_at is None
+        ]
         if not running:
             return False
         named = ", ".join(f"room {room}: {message}" for room, message in running[:_NAMED])

@@ -235,7 +235,7 @@ async def run_chaos(
                     # a loaded machine the next restart otherwise came before it was,
                     # and a run could end having reconnected once in four restarts
                     with trio.move_on_after(RECONNECT_WAIT):
-                        await agent.wait_until(lambda: agent.connects > before)
+                        await agent.wait_until(lambda n=before: agent.connects > n)
                 else:
                     await trio.sleep(rng.uniform(0, 0.02))
                 await trio.sleep(rng.uniform(0, 0.003))
