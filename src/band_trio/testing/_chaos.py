@@ -10,6 +10,7 @@ all of that (`ChaosReport.violations` lists any that broke).
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import time
@@ -235,7 +236,7 @@ async def run_chaos(
                     # a loaded machine the next restart otherwise came before it was,
                     # and a run could end having reconnected once in four restarts
                     with trio.move_on_after(RECONNECT_WAIT):
-                        await agent.wait_until(lambda n=before: agent.connects > n)
+                        await agent.wait_until(functools.partial(_connected_since, agent, before))
                 else:
                     await trio.sleep(rng.uniform(0, 0.02))
                 await trio.sleep(rng.uniform(0, 0.003))
@@ -295,6 +296,10 @@ async def run_chaos(
         report.violations.append(f"{left_open} client sockets left open")
     report.elapsed = time.perf_counter() - began
     return report
+
+
+def _connected_since(agent: Agent, connects: int) -> bool:
+    return agent.connects > connects
 
 
 def _fault(platform: Platform, agent_id: str, rng: random.Random) -> str:
