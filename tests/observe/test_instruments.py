@@ -47,7 +47,7 @@ def test_label_values_are_the_runtimes_own() -> None:
     assert set(m.TURN_OUTCOMES) == {outcome.value for outcome in Outcome}
     assert set(m.ABORT_KINDS) == {kind.value for kind in AbortKind}
     assert set(m.STOP_OUTCOMES) == {outcome.value for outcome in StopOutcome}
-    terminal = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED}
+    terminal = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.INTERRUPTED}
     assert set(m.RUN_STATUSES) == {status.value for status in terminal}
     mode = typing.get_type_hints(AgentControl)["mode"]
     assert set(m.SIGNAL_MODES) == set(typing.get_args(mode))

@@ -1,5 +1,5 @@
 """`band-trio runs-api` as a user runs it: one-line refusals with exit 2, and a served
-process that SIGTERM closes gracefully — its running run cancelled, exit 0."""
+process that SIGTERM closes gracefully — its running run interrupted, exit 0."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ async def test_sigterm_stops_the_runs_and_exits_0() -> None:
             async with client.stream("GET", f"/v1/runs/{run_id}/events") as events:
                 process.send_signal(signal.SIGTERM)
                 body = b"".join([chunk async for chunk in events.aiter_bytes()])
-        assert b'"event":"run.cancelled"' in body
+        assert b'"event":"run.interrupted"' in body
         assert b"the runs API is shutting down" in body
         assert body.endswith(b": stream closed\n\n")
         with trio.fail_after(DEADLINE):

@@ -1,7 +1,7 @@
 """`band-trio runs-api`: serve Hermes' runs API over an adapter until signalled.
 
 The first SIGINT or SIGTERM stops every run (each gets the shutdown grace to
-settle, so its event stream ends with `run.cancelled`) and closes the server,
+settle, so its event stream ends with `run.interrupted`) and closes the server,
 exit 0. A run whose adapter ignores the stop cannot be ended from inside the
 process (trio cannot cancel a shielded task): past every grace — or at a second
 signal — the command names the runs still going and exits 1 without them,

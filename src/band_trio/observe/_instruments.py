@@ -33,7 +33,7 @@ DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
 
 TURN_OUTCOMES = ("succeeded", "failed", "aborted", "not_claimed", "claim_stopped", "consumed")
 FORWARD_OUTCOMES = ("delivered", "failed", "cancelled")
-RUN_STATUSES = ("completed", "failed", "cancelled")
+RUN_STATUSES = ("completed", "failed", "cancelled", "interrupted")
 ABORT_KINDS = ("interrupt", "stop", "platform_stop", "left", "shutdown")
 SIGNAL_MODES = ("interrupt", "stop", "play")
 SIGNAL_RESULTS = ("applied", "duplicate", "no_room")

@@ -1,7 +1,9 @@
 """The raw ASGI app of the runs API: Hermes 0.19's routes, payloads and errors.
 
     GET  /health                   {"status": "ok", "platform": "band-trio"} (no key needed)
-    POST /v1/runs                  202 {"run_id", "status": "started"}
+    GET  /v1/capabilities          what this server supports (`_capabilities`)
+    POST /v1/runs                  202 {"run_id", "status": "started", "replayed": false}
+    GET  /v1/runs                  a page of the runs kept (`_listing`)
     GET  /v1/runs/{id}             the run's `hermes.run` status object
     GET  /v1/runs/{id}/events      server-sent events (`id:` + `data:` lines)
     POST /v1/runs/{id}/stop        200 {"run_id", "status": "stopping", ...}
@@ -25,6 +27,9 @@ import msgspec
 import trio
 
 from ..server import BodyTooLarge, ClientGone, HttpError, answer, answer_json, read_body
+from ._capabilities import capabilities
+from ._idempotency import IdempotencyKeys, fingerprint, idempotency_key
+from ._listing import list_runs
 from ._request import BadRequest, parse_run, parse_stop
 from ._run import Run
 from ._service import Draining, RunsService, TooManyRuns
@@ -63,6 +68,9 @@ class RunsApp:
     def __init__(self, service: RunsService, api_key: str) -> None:
         self.service = service
         self._key = api_key.encode()
+        policy = service.policy
+        self.keys = IdempotencyKeys(policy.idempotency_retention, policy.max_idempotency_keys)
+        self._capabilities = capabilities(policy, service.model)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -76,6 +84,12 @@ class RunsApp:
                 await answer_json(send, 200, {"status": "ok", "platform": "band-trio"})
                 return
             parts = path.strip("/").split("/")
+            if parts == ["v1", "capabilities"]:
+                self._authenticate(scope)
+                if method != "GET":
+                    raise HttpError(405, "method_not_allowed", f"{method} is not allowed here")
+                await answer_json(send, 200, self._capabilities)
+                return
             if parts[:2] != ["v1", "runs"] or len(parts) > 4:
                 raise HttpError(404, "not_found", f"no route for {method} {path}")
             self._authenticate(scope)
@@ -124,10 +138,16 @@ class RunsApp:
         allowed = "POST" if not rest or rest[1:] == ["stop"] else "GET"
         if rest and (not rest[0] or rest[1:] not in ([], ["events"], ["stop"])):
             raise HttpError(404, "not_found", f"no route for {method} {scope['path']}")
+        if not rest and method == "GET":  # the listing (the start is POST)
+            page = list_runs(
+                self.service.runs, scope["query_string"], self.service.policy.max_list_page
+            )
+            await answer_json(send, 200, page)
+            return
         if method != allowed:
             raise HttpError(405, "method_not_allowed", f"{method} is not allowed here")
         if not rest:
-            await self._start(body, send)
+            await self._start(scope, body, send)
             return
         run = self.service.runs.get(rest[0])
         if run is None:
@@ -139,11 +159,27 @@ class RunsApp:
         else:
             await answer_json(send, 200, run.status_body())
 
-    async def _start(self, body: bytes, send: Any) -> None:
+    async def _start(self, scope: dict[str, Any], body: bytes, send: Any) -> None:
+        """Start a run; with an `Idempotency-Key` already used for this request, answer
+        with the run it started instead (`_idempotency` says why and how)."""
+        key = idempotency_key(scope["headers"])
         try:
-            run = self.service.start(parse_run(body))
+            request = parse_run(body)
         except BadRequest as exc:
             raise HttpError(400, "invalid_request", str(exc)) from None
+        if key is not None:
+            print_ = fingerprint(body)
+            original = self.keys.replay(key, print_)  # a 409 if used for another request
+            if original is not None:
+                replayed = {
+                    "run_id": original.id,
+                    "status": original.status.value,
+                    "replayed": True,
+                }
+                await answer_json(send, 202, replayed, ((b"idempotency-replayed", b"true"),))
+                return
+        try:
+            run = self.service.start(request)
         except TooManyRuns:
             limit = self.service.policy.max_concurrent_runs
             raise HttpError(
@@ -157,7 +193,9 @@ class RunsApp:
             raise HttpError(
                 503, "gateway_draining", "The server is shutting down", kind="server_error"
             ) from None
-        await answer_json(send, 202, {"run_id": run.id, "status": "started"})
+        if key is not None:
+            self.keys.remember(key, print_, run)
+        await answer_json(send, 202, {"run_id": run.id, "status": "started", "replayed": False})
 
     async def _stop(self, run: Run, scope: dict[str, Any], body: bytes, send: Any) -> None:
         try:

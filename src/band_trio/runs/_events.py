@@ -23,7 +23,7 @@ import trio
 
 __all__ = ["TERMINAL_EVENTS", "EventLog"]
 
-TERMINAL_EVENTS = frozenset({"run.completed", "run.failed", "run.cancelled"})
+TERMINAL_EVENTS = frozenset({"run.completed", "run.failed", "run.cancelled", "run.interrupted"})
 
 _encode = msgspec.json.Encoder().encode
 

@@ -55,6 +55,14 @@ class RunsPolicy:
     the output (`contract.MAX_ANSWER_CHARS`), tool previews by 200 characters."""
     max_session_messages: int = 200
     """Messages a session keeps as the history its next run sees."""
+    idempotency_retention: float = 3600.0
+    """An `Idempotency-Key` names its run this long after the start (and never longer
+    than the run is kept): a retry within it is the same run. Hermes keeps keys 24 h in
+    sqlite; here they live in memory, with the runs they name."""
+    max_idempotency_keys: int = 1000
+    """Keys remembered at most; past it the oldest is forgotten (its key starts anew)."""
+    max_list_page: int = 100
+    """Runs one `GET /v1/runs` page holds at most (`limit`, 20 by default)."""
 
     # -- the event stream ---------------------------------------------------------
     keepalive: float = 30.0
@@ -93,6 +101,8 @@ class RunsPolicy:
             "max_events_per_run",
             "max_event_text",
             "max_session_messages",
+            "max_idempotency_keys",
+            "max_list_page",
             "listen_backlog",
         ):
             if getattr(self, name) < 1:

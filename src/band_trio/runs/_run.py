@@ -36,7 +36,8 @@ __all__ = ["Run", "RunStatus", "summarise"]
 
 
 class RunStatus(enum.Enum):
-    """Hermes 0.19's statuses, less `waiting_for_approval` (no approvals here)."""
+    """Hermes 0.19's statuses, less `waiting_for_approval` (no approvals here), and
+    `interrupted`: the server shut down before the run ended (Hermes #114774)."""
 
     QUEUED = "queued"
     RUNNING = "running"
@@ -44,6 +45,7 @@ class RunStatus(enum.Enum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
 
 
 _WORST = (StopOutcome.UNCONFIRMED, StopOutcome.REQUESTED, StopOutcome.CONFIRMED)
@@ -277,7 +279,7 @@ class Run:
         if self.status is RunStatus.COMPLETED:
             body["output"] = self.output
             body["usage"] = USAGE
-        elif self.status is RunStatus.FAILED:
+        elif self.status in (RunStatus.FAILED, RunStatus.INTERRUPTED):
             body["error"] = self.error
         if self.stop_requested_at is not None:
             body.update(self.stop_fields())

@@ -37,6 +37,9 @@ __all__ = ["Draining", "RunsService", "TooManyRuns"]
 log = logging.getLogger("band_trio.runs")
 
 SHUTDOWN_REASON = "the runs API is shutting down"
+INTERRUPTED = "the runs API shut down before the run ended"
+"""The `error` of a run the shutdown stopped (Hermes: "Gateway shutdown interrupted
+the run.")."""
 
 
 _ADAPTER_THREADS = 16
@@ -69,6 +72,8 @@ class RunsService:
         self._idle.set()
         self._closing = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self._interrupting: set[str] = set()
+        """Live runs the shutdown stopped (not a client): they settle `interrupted`."""
         self.overrun: list[str] = []
         """Runs still going when the service closed (their adapter ignored the stop)."""
         self.threads = Threads(_ADAPTER_THREADS)
@@ -125,8 +130,12 @@ class RunsService:
         return observe.Sample("run", in_progress=running, queued=len(self.active) - running)
 
     def _stop_all(self) -> None:
+        """Stop every live run as a stop does (its remote work stopped too); each one
+        this stop reached settles `interrupted`, as Hermes marks them since #114774.
+        One a client stopped first stays `cancelled`: its stop is what ended it."""
         for run in list(self.active.values()):
-            run.stop(SHUTDOWN_REASON)
+            if run.stop(SHUTDOWN_REASON):
+                self._interrupting.add(run.id)
 
     def live_tasks(self) -> int:
         """The tasks alive under the service's nursery (its sweeper, its runs and what
@@ -207,13 +216,16 @@ class RunsService:
         """Record how the run ended, send its terminal event, start its window."""
         scope = run.scope
         fields: dict[str, Any]
-        if run.stop_requested_at is not None:
+        outside = run.stop_requested_at is None and not run.finished and not scope.cancelled_caught
+        if run.id in self._interrupting or outside:  # (outside: the nursery's cancel)
+            self._interrupting.discard(run.id)
+            run.cancel_reason = run.cancel_reason or SHUTDOWN_REASON
+            run.error = INTERRUPTED
+            status, name = RunStatus.INTERRUPTED, "run.interrupted"
+        elif run.stop_requested_at is not None:
             status, name = RunStatus.CANCELLED, "run.cancelled"
             if run.began:  # the adapter saw it: its next run in the session is told why
                 run.session.last_abort = LastAbort("stop", run.cancel_reason, run.id)
-        elif not run.finished and not scope.cancelled_caught:  # cancelled from outside
-            run.cancel_reason = SHUTDOWN_REASON
-            status, name = RunStatus.CANCELLED, "run.cancelled"
         elif not run.finished:  # its own deadline
             run.error = f"the run ran past its {self.policy.run_deadline:g}s deadline"
             status, name = RunStatus.FAILED, "run.failed"
@@ -224,6 +236,8 @@ class RunsService:
         run.settle(status, self.policy.retention)
         if status is RunStatus.CANCELLED:
             fields = run.stop_fields()
+        elif status is RunStatus.INTERRUPTED:
+            fields = {"error": run.error, **run.stop_fields()}
         elif status is RunStatus.FAILED:
             fields = {"error": run.error}
         else:
