@@ -55,6 +55,10 @@ class RunsPolicy:
     the output (`contract.MAX_ANSWER_CHARS`), tool previews by 200 characters."""
     max_session_messages: int = 200
     """Messages a session keeps as the history its next run sees."""
+    max_guidance_per_run: int = 16
+    """Steers (`POST /steer`) waiting for a run's adapter to take them; one more is 429."""
+    max_guidance_chars: int = 8000
+    """Characters of one steer's text; a longer one is 413."""
 
     # -- the event stream ---------------------------------------------------------
     keepalive: float = 30.0
@@ -93,6 +97,8 @@ class RunsPolicy:
             "max_events_per_run",
             "max_event_text",
             "max_session_messages",
+            "max_guidance_per_run",
+            "max_guidance_chars",
             "listen_backlog",
         ):
             if getattr(self, name) < 1:

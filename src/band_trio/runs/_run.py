@@ -27,7 +27,9 @@ from typing import Any
 import trio
 
 from ..contract import MAX_ANSWER_CHARS, Message, RemoteStop, StopOutcome, Threads, TurnControl
+from ._approvals import Approvals
 from ._events import EventLog
+from ._guidance import Guidance
 from ._policy import RunsPolicy
 from ._request import RunRequest
 from ._session import Session
@@ -36,16 +38,18 @@ __all__ = ["Run", "RunStatus", "summarise"]
 
 
 class RunStatus(enum.Enum):
-    """Hermes 0.19's statuses, less `waiting_for_approval` (no approvals here)."""
+    """Hermes' statuses."""
 
     QUEUED = "queued"
     RUNNING = "running"
+    WAITING_FOR_APPROVAL = "waiting_for_approval"
     STOPPING = "stopping"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
 
 
+_STEERABLE = frozenset({RunStatus.RUNNING, RunStatus.WAITING_FOR_APPROVAL})
 _WORST = (StopOutcome.UNCONFIRMED, StopOutcome.REQUESTED, StopOutcome.CONFIRMED)
 
 
@@ -72,6 +76,7 @@ class Run:
         "_output",
         "_output_chars",
         "_subscribers_changed",
+        "approvals",
         "began",
         "cancel_reason",
         "created_at",
@@ -80,6 +85,7 @@ class Run:
         "expires_at",
         "finished",
         "forgotten",
+        "guidance",
         "id",
         "max_event_text",
         "message",
@@ -126,6 +132,10 @@ class Run:
         )
         self._live: _Live | None = _Live(trio.CancelScope(), control)
         self.events = EventLog(run_id, policy.max_events_per_run)
+        self.approvals = Approvals(self.events, self._waiting)
+        """Its adapter's questions, as Hermes' approvals (`_approvals`)."""
+        self.guidance = Guidance(run_id, session.id, policy.max_guidance_per_run)
+        """What its client offered it (`POST /steer`), until its adapter takes it."""
         self.status = RunStatus.QUEUED
         self.created_at = self.updated_at = time.time()
         self.stop_wait = policy.stop_wait
@@ -196,6 +206,18 @@ class Run:
         self.began = True
         if self.status is RunStatus.QUEUED:
             self._set(RunStatus.RUNNING)
+
+    def _waiting(self, waiting: bool) -> None:
+        """An approval became pending (True) or ended (False); a stop's status wins."""
+        if waiting and self.status is RunStatus.RUNNING:
+            self._set(RunStatus.WAITING_FOR_APPROVAL)
+        elif not waiting and self.status is RunStatus.WAITING_FOR_APPROVAL:
+            self._set(RunStatus.RUNNING)
+
+    @property
+    def steerable(self) -> bool:
+        """Whether guidance offered now can still reach the adapter (Hermes: 409 if not)."""
+        return self.is_live and not self.finished and self.status in _STEERABLE
 
     def add_output(self, text: str) -> str:
         """Keep `text` as part of the output (bounded); what was kept of it."""
@@ -279,6 +301,10 @@ class Run:
             body["usage"] = USAGE
         elif self.status is RunStatus.FAILED:
             body["error"] = self.error
+        elif self.status is RunStatus.WAITING_FOR_APPROVAL:
+            body["approval"] = self.approvals.request
+        if self.settled.is_set() and self.guidance.leftover is not None:
+            body["pending_steer"] = self.guidance.leftover
         if self.stop_requested_at is not None:
             body.update(self.stop_fields())
         return body
