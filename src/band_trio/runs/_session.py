@@ -17,6 +17,10 @@ next turn does.
         "tool_result"                          tool.completed       {"tool", "duration", "error"}
         "thought"                              reasoning.available  {"text"}
         anything else                          status.update        {"message_type", "text"}
+    turn.ask(question)                         approval.request     (`_approvals`), answered
+                                                                    by POST /approval
+    turn.take_guidance() / wait_guidance()     what POST /steer offered (`_guidance`), as
+                                               messages from the API client
 """
 
 from __future__ import annotations
