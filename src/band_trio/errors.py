@@ -88,7 +88,7 @@ class NoTurnError(AdapterError):
 
 class CannotAskError(AdapterError):
     """`Turn.ask` on a turn whose port has nobody to ask: a turn built by hand with a
-    port that serves no questions, or a runs API run (it has no room)."""
+    port that serves no questions (a runs API run asks its client: an approval)."""
 
 
 class UpstreamError(BandTrioError):

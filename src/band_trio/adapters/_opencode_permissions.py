@@ -25,8 +25,9 @@ message). The request (observed, 1.18.33):
   event).
 
 Why `ask` is the default: nothing runs that nobody allowed (a refusal, a deadline and a
-port that cannot ask — the runs API — all refuse), only the turn's sender may answer, and
-an interrupt or stop during the wait ends the turn and aborts the run as any await does.
+port that cannot ask all refuse; under the runs API the client answers an approval), only
+the turn's sender may answer, and an interrupt or stop during the wait ends the turn and
+aborts the run as any await does.
 The request OpenCode leaves pending after an abort is refused by the stop.
 """
 

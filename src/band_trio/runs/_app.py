@@ -7,6 +7,8 @@
     GET  /v1/runs/{id}             the run's `hermes.run` status object
     GET  /v1/runs/{id}/events      server-sent events (`id:` + `data:` lines)
     POST /v1/runs/{id}/stop        200 {"run_id", "status": "stopping", ...}
+    POST /v1/runs/{id}/approval    200 {"object": "hermes.run.approval_response", ...}
+    POST /v1/runs/{id}/steer       200 {"object": "hermes.run.steer", ...}
 
 Hand-written, as the embedded platform's app is, because it sits inside the
 stop latency the benchmark reports: a request costs a path split, a key
@@ -30,6 +32,7 @@ from ..server import BodyTooLarge, ClientGone, HttpError, answer, answer_json, r
 from ._capabilities import capabilities
 from ._idempotency import IdempotencyKeys, fingerprint, idempotency_key
 from ._listing import list_runs
+from ._people import approve, steer
 from ._request import BadRequest, parse_run, parse_stop
 from ._run import Run
 from ._service import Draining, RunsService, TooManyRuns
@@ -49,6 +52,8 @@ _SSE_HEADERS = [
 _KEEPALIVE = b": keepalive\n\n"
 _CLOSED = b": stream closed\n\n"
 DISCONNECT_REASON = "the client disconnected"
+_PEOPLE = (["approval"], ["steer"])
+"""The POST routes through which people reach a running run (`_people`)."""
 
 
 def _error_body(error: HttpError) -> bytes:
@@ -135,8 +140,8 @@ class RunsApp:
         receive: Any,
         send: Any,
     ) -> None:
-        allowed = "POST" if not rest or rest[1:] == ["stop"] else "GET"
-        if rest and (not rest[0] or rest[1:] not in ([], ["events"], ["stop"])):
+        allowed = "POST" if not rest or rest[1:] in (["stop"], *_PEOPLE) else "GET"
+        if rest and (not rest[0] or rest[1:] not in ([], ["events"], ["stop"], *_PEOPLE)):
             raise HttpError(404, "not_found", f"no route for {method} {scope['path']}")
         if not rest and method == "GET":  # the listing (the start is POST)
             page = list_runs(
@@ -156,6 +161,12 @@ class RunsApp:
             await self._stop(run, scope, body, send)
         elif rest[1:] == ["events"]:
             await self._events(run, scope, receive, send)
+        elif rest[1:] == ["approval"]:
+            await approve(run, body, send)
+        elif rest[1:] == ["steer"]:
+            policy = self.service.policy
+            limits = (policy.max_guidance_per_run, policy.max_guidance_chars)
+            await steer(run, body, limits, send)
         else:
             await answer_json(send, 200, run.status_body())
 

@@ -22,23 +22,12 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from ..server import HttpError
-from ._run import Run
+from ._run import Run, RunStatus
 
 __all__ = ["STATUSES", "list_runs"]
 
-STATUSES = frozenset(
-    {
-        "queued",
-        "running",
-        "waiting_for_approval",
-        "stopping",
-        "completed",
-        "failed",
-        "cancelled",
-        "interrupted",
-    }
-)
-"""Hermes' run statuses (its idempotency store's `_KNOWN_SQL` @ 4a0f27a)."""
+STATUSES = frozenset(status.value for status in RunStatus)
+"""Hermes' run statuses (its idempotency store's `_KNOWN_SQL` @ 4a0f27a: the same)."""
 
 DEFAULT_LIMIT = 20
 _MAX_QUERY = 4096

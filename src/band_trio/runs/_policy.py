@@ -63,6 +63,10 @@ class RunsPolicy:
     """Keys remembered at most; past it the oldest is forgotten (its key starts anew)."""
     max_list_page: int = 100
     """Runs one `GET /v1/runs` page holds at most (`limit`, 20 by default)."""
+    max_guidance_per_run: int = 16
+    """Steers (`POST /steer`) waiting for a run's adapter to take them; one more is 429."""
+    max_guidance_chars: int = 8000
+    """Characters of one steer's text; a longer one is 413."""
 
     # -- the event stream ---------------------------------------------------------
     keepalive: float = 30.0
@@ -103,6 +107,8 @@ class RunsPolicy:
             "max_session_messages",
             "max_idempotency_keys",
             "max_list_page",
+            "max_guidance_per_run",
+            "max_guidance_chars",
             "listen_backlog",
         ):
             if getattr(self, name) < 1:

@@ -27,7 +27,9 @@ from typing import Any
 import trio
 
 from ..contract import MAX_ANSWER_CHARS, Message, RemoteStop, StopOutcome, Threads, TurnControl
+from ._approvals import Approvals
 from ._events import EventLog
+from ._guidance import Guidance
 from ._policy import RunsPolicy
 from ._request import RunRequest
 from ._session import Session
@@ -36,11 +38,12 @@ __all__ = ["Run", "RunStatus", "summarise"]
 
 
 class RunStatus(enum.Enum):
-    """Hermes 0.19's statuses, less `waiting_for_approval` (no approvals here), and
-    `interrupted`: the server shut down before the run ended (Hermes #114774)."""
+    """Hermes' statuses, `waiting_for_approval` included, and `interrupted`: the server
+    shut down before the run ended (Hermes #114774)."""
 
     QUEUED = "queued"
     RUNNING = "running"
+    WAITING_FOR_APPROVAL = "waiting_for_approval"
     STOPPING = "stopping"
     COMPLETED = "completed"
     FAILED = "failed"
@@ -48,6 +51,7 @@ class RunStatus(enum.Enum):
     INTERRUPTED = "interrupted"
 
 
+_STEERABLE = frozenset({RunStatus.RUNNING, RunStatus.WAITING_FOR_APPROVAL})
 _WORST = (StopOutcome.UNCONFIRMED, StopOutcome.REQUESTED, StopOutcome.CONFIRMED)
 
 
@@ -74,6 +78,7 @@ class Run:
         "_output",
         "_output_chars",
         "_subscribers_changed",
+        "approvals",
         "began",
         "cancel_reason",
         "created_at",
@@ -82,6 +87,7 @@ class Run:
         "expires_at",
         "finished",
         "forgotten",
+        "guidance",
         "id",
         "max_event_text",
         "message",
@@ -128,6 +134,10 @@ class Run:
         )
         self._live: _Live | None = _Live(trio.CancelScope(), control)
         self.events = EventLog(run_id, policy.max_events_per_run)
+        self.approvals = Approvals(self.events, self._waiting)
+        """Its adapter's questions, as Hermes' approvals (`_approvals`)."""
+        self.guidance = Guidance(run_id, session.id, policy.max_guidance_per_run)
+        """What its client offered it (`POST /steer`), until its adapter takes it."""
         self.status = RunStatus.QUEUED
         self.created_at = self.updated_at = time.time()
         self.stop_wait = policy.stop_wait
@@ -198,6 +208,18 @@ class Run:
         self.began = True
         if self.status is RunStatus.QUEUED:
             self._set(RunStatus.RUNNING)
+
+    def _waiting(self, waiting: bool) -> None:
+        """An approval became pending (True) or ended (False); a stop's status wins."""
+        if waiting and self.status is RunStatus.RUNNING:
+            self._set(RunStatus.WAITING_FOR_APPROVAL)
+        elif not waiting and self.status is RunStatus.WAITING_FOR_APPROVAL:
+            self._set(RunStatus.RUNNING)
+
+    @property
+    def steerable(self) -> bool:
+        """Whether guidance offered now can still reach the adapter (Hermes: 409 if not)."""
+        return self.is_live and not self.finished and self.status in _STEERABLE
 
     def add_output(self, text: str) -> str:
         """Keep `text` as part of the output (bounded); what was kept of it."""
@@ -281,6 +303,10 @@ class Run:
             body["usage"] = USAGE
         elif self.status in (RunStatus.FAILED, RunStatus.INTERRUPTED):
             body["error"] = self.error
+        elif self.status is RunStatus.WAITING_FOR_APPROVAL:
+            body["approval"] = self.approvals.request
+        if self.settled.is_set() and self.guidance.leftover is not None:
+            body["pending_steer"] = self.guidance.leftover
         if self.stop_requested_at is not None:
             body.update(self.stop_fields())
         return body

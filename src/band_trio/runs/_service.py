@@ -242,6 +242,8 @@ class RunsService:
             fields = {"error": run.error}
         else:
             fields = {"output": run.output, "usage": USAGE}
+        if run.guidance.leftover is not None:  # Hermes' `pending_steer`: the client's to resend
+            fields["pending_steer"] = run.guidance.leftover
         run.events.emit(name, **fields)
         if run.overrun:
             log.warning("run %s settled %.1fs after its stop", run.id, self._since_stop(run))

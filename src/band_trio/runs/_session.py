@@ -17,6 +17,10 @@ next turn does.
         "tool_result"                          tool.completed       {"tool", "duration", "error"}
         "thought"                              reasoning.available  {"text"}
         anything else                          status.update        {"message_type", "text"}
+    turn.ask(question)                         approval.request     (`_approvals`), answered
+                                                                    by POST /approval
+    turn.take_guidance() / wait_guidance()     what POST /steer offered (`_guidance`), as
+                                               messages from the API client
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .. import errors
 from ..contract import LastAbort, Message, Participant, Question
 
 if TYPE_CHECKING:
@@ -104,16 +107,19 @@ class RunPort:
         return list(PARTICIPANTS)
 
     async def ask(self, question: Question) -> str:
-        await trio.lowlevel.checkpoint()
-        raise errors.CannotAskError(
-            "the runs API has no room to ask: a run cannot put a question to anyone yet"
-        )
+        """An `approval.request` on the run's events, answered by `POST /approval`
+        (`_approvals`); the wait is in the run's own scope, so a stop ends it."""
+        return await self._run.approvals.ask(question)
 
     def take_guidance(self) -> tuple[Message, ...]:
-        return ()
+        """What the client offered (`POST /steer`) since the last call; taken, it is
+        part of the session's conversation, as a room's taken guidance is."""
+        taken = self._run.guidance.take()
+        self._run.session.messages.extend(taken)
+        return taken
 
     async def wait_guidance(self) -> None:
-        await trio.sleep_forever()  # a run is offered no guidance
+        await self._run.guidance.wait()
 
     async def post_message(self, content: str, mentions: Sequence[str]) -> str:
         await trio.lowlevel.checkpoint()  # a stopped run says nothing more
