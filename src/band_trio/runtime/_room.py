@@ -363,13 +363,7 @@ class Room:
             finally:
                 self._nursery = None
                 self.answers.stop()
-                if not nursery.child_tasks:  # an idle room's is empty: nothing to cancel
-                    pass
-                elif self._draining:  # its notes and answers get the cleanup grace
-                    nursery.cancel_scope.deadline = (
-                        trio.current_time() + self._ctx.policy.cleanup_grace
-                    )
-                else:
+                if nursery.child_tasks:  # an idle room's is empty: nothing to cancel
                     nursery.cancel_scope.cancel()
 
     def _after_unit(self, message_id: str, moved: bool) -> None:
