@@ -40,6 +40,7 @@ from ._status import error_for_status
 __all__ = [
     "CLOSE_HEARTBEAT_DEAD",
     "PushHandler",
+    "ReplyHandler",
     "Socket",
     "SocketStats",
     "check_ws_url",
@@ -50,6 +51,9 @@ log = logging.getLogger("band_trio.link.socket")
 
 PushHandler = Callable[[str, str, Any], None]
 """`handler(topic, event, payload)`: called by the reader for each current push."""
+
+ReplyHandler = Callable[[Reply], None]
+"""`handler(reply)`: called by the reader with the reply it was registered for."""
 
 CLOSE_HEARTBEAT_DEAD = 4000
 
@@ -93,6 +97,8 @@ class Socket:
         self.stats = stats
         self.channels = Channels(refs)
         self._pending: dict[str, _Pending] = {}
+        self._expected: dict[str, tuple[str, ReplyHandler]] = {}
+        """Replies handed to a callback (`expect`) rather than awaited, by ref."""
         self._heartbeat_ref: str | None = None
         self._last_ack = trio.current_time()
         self.closed = trio.Event()
@@ -108,6 +114,21 @@ class Socket:
         except trio_websocket.ConnectionClosed as exc:
             raise errors.ConnectionClosedError("the websocket is closed") from exc
         self.stats.frames_out += 1
+
+    async def send_many(self, texts: list[str]) -> None:
+        """Send `texts`, in order, as one message each."""
+        for text in texts:
+            await self.send(text)
+
+    def expect(self, topic: str, ref: str, handler: ReplyHandler) -> None:
+        """Hand the reply to `ref` on `topic` to `handler`, on the reader, without
+        awaiting it: for a caller that sends many requests from one task and keeps
+        its own deadlines (the connection's joins). `forget` withdraws it."""
+        self._expected[ref] = (topic, handler)
+
+    def forget(self, ref: str) -> None:
+        """Withdraw `expect(.., ref, ..)`: a late reply is dropped."""
+        self._expected.pop(ref, None)
 
     async def _request(self, topic: str, ref: str, text: str) -> Reply:
         pending = self._pending[ref] = _Pending(topic)
@@ -170,6 +191,7 @@ class Socket:
                 self.close_reason = exc.reason.reason
         finally:
             self.closed.set()
+            self._expected.clear()  # their owner ends with the connection's work
             for pending in self._pending.values():
                 pending.done.set()
 
@@ -216,7 +238,14 @@ class Socket:
             self._last_ack = trio.current_time()
             self._heartbeat_ref = None
             return
-        pending = self._pending.get(ref) if ref is not None else None
+        if ref is None:
+            return
+        expected = self._expected.get(ref)
+        if expected is not None and expected[0] == topic:
+            del self._expected[ref]
+            expected[1](reply)
+            return
+        pending = self._pending.get(ref)
         if pending is not None and pending.topic == topic:
             pending.reply = reply
             pending.done.set()

@@ -8,7 +8,8 @@ refused too often is given up (left, with a log line) without touching the
 connection or the other rooms. At most `Policy.join_window` rooms join at once
 (a room holds its place for its two topics' joins, not for the wait before a
 retry): the set-up of an agent in 10,000 rooms puts no more than that on the
-wire, so a platform that queues its replies by count never sees a burst.
+wire, so a platform that queues its replies by count never sees a burst. The
+joins are sent and answered by one task (`_joins.Joiner`), not a task per room.
 """
 
 from __future__ import annotations
@@ -26,22 +27,11 @@ from ..wire import AgentControl, MessageCreated, RoomAdded, RoomDeleted, RoomRem
 from ._control import ControlLane
 from ._hosting import LinkedRoom, LinkedRooms
 from ._inbound import inbound
-from ._leaving import chat_topic, participants_topic
+from ._joins import Joiner
 
-__all__ = ["Connection", "join_topics"]
+__all__ = ["Connection"]
 
 log = logging.getLogger("band_trio.runtime.link")
-
-
-async def join_topics(socket: Socket, room_id: str, policy: Policy) -> None:
-    """Join `chat_room` then `room_participants` (never in parallel, as band-sdk)."""
-    await socket.join(chat_topic(room_id))
-    try:
-        await socket.join(participants_topic(room_id))
-    except BaseException:
-        with trio.move_on_after(policy.cleanup_grace, shield=True):
-            await socket.leave(chat_topic(room_id))
-        raise
 
 
 class Connection:
@@ -74,11 +64,8 @@ class Connection:
         """The link finished setting this connection up (its rooms joined)."""
         self.joined = 0
         """Rooms joined on this connection."""
-        self._window = trio.Semaphore(policy.join_window)
-        """A place for each room joining now (`join_window`), taken in FIFO order."""
-        self._joins: dict[str, tuple[LinkedRoom, trio.Event]] = {}
-        """Per room id, the room joined (or being joined) on this connection: a room left
-        and added again is a new room, whose topics are joined again."""
+        self.joiner: Joiner | None = None
+        """Every room join on this connection, from one task (set by `start_joins`)."""
 
     # -- joins -----------------------------------------------------------------
 
@@ -86,59 +73,19 @@ class Connection:
         await socket.join(f"agent_control:{self._agent_id}")
         await socket.join(f"agent_rooms:{self._agent_id}")
 
-    async def join_room(self, room: LinkedRoom) -> None:
-        """Join `room`'s topics on this connection (once), retrying refusals for this
-        room alone; returns once it is joined or given up."""
-        joined = self._joins.get(room.id)
-        if joined is not None and joined[0] is room:
-            await joined[1].wait()
-            return
-        done = trio.Event()
-        self._joins[room.id] = (room, done)
-        try:
-            await self._join_with_retries(room)
-        finally:
-            done.set()
+    def start_joins(self, socket: Socket, work: trio.Nursery) -> Joiner:
+        """Start the connection's joiner in its work nursery (it ends with the socket)."""
+        self.joiner = Joiner(socket, rooms=self._rooms, policy=self._policy, on_joined=self._joined)
+        work.start_soon(self.joiner.run, name="room joins")
+        return self.joiner
 
-    async def _join_with_retries(self, room: LinkedRoom) -> None:
+    def _joined(self, room: LinkedRoom) -> None:
         socket = self.socket
         assert socket is not None
-        policy = self._policy
-        delay = policy.join_retry_base
-        refusals = 0
-        while True:
-            try:
-                async with self._window:
-                    await join_topics(socket, room.id, policy)
-            except errors.ConnectionClosedError:
-                return  # this connection is ending; the next one joins again
-            except errors.JoinError as exc:
-                refusals += exc.refused
-                if refusals > policy.join_refusals:
-                    log.warning(
-                        "room %s: join refused %d times (%s); giving up on the room",
-                        room.id,
-                        refusals,
-                        exc.reason,
-                    )
-                    self._rooms.remove(room.id, "its join was refused")
-                    return
-                log.warning("room %s: %s; retrying in %.1fs", room.id, exc, delay)
-            else:
-                if self._rooms.get(room.id) is room:
-                    self.joined += 1
-                    # one line for the set-up's joins together (the link's), one for a later one
-                    log.log(
-                        logging.INFO if self.ready else logging.DEBUG, "room %s: joined", room.id
-                    )
-                    room.joined(socket)
-                else:  # left while the join was in flight
-                    with trio.move_on_after(policy.cleanup_grace, shield=True):
-                        await socket.leave(chat_topic(room.id))
-                        await socket.leave(participants_topic(room.id))
-                return
-            await trio.sleep(delay)
-            delay = min(delay * 2, policy.join_retry_cap)
+        self.joined += 1
+        # one line for the set-up's joins together (the link's), one for a later one
+        log.log(logging.INFO if self.ready else logging.DEBUG, "room %s: joined", room.id)
+        room.joined(socket)
 
     # -- pushes (called by the socket's reader: never awaits) -----------------
 
@@ -163,8 +110,8 @@ class Connection:
             self._control.apply(payload, self._rooms.current)
         elif isinstance(payload, RoomAdded) and not isinstance(payload, RoomRemoved):
             added = self._rooms.add(payload.id)
-            if added is not None and self.work is not None:
-                self.work.start_soon(self.join_room, added, name=f"join {payload.id}")
+            if added is not None and self.joiner is not None:
+                self.joiner.add(added)
         elif isinstance(payload, RoomRemoved | RoomDeleted):
             why = "removed from the room" if isinstance(payload, RoomRemoved) else "room deleted"
             self._rooms.remove(payload.id, why)

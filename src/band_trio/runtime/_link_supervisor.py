@@ -8,7 +8,8 @@
             └── work               cancelled the moment the socket closes:
                 ├── set-up             join the agent's topics, list the rooms,
                 │                      reconcile them, join each room
-                └── room joins         later ones too (a `room_added` push)
+                └── room joins         one task for every room's joins, the set-up's
+                                       and later ones (a `room_added` push)
 
 A link may be given a connect limiter shared with other links (the bridge's
 identities: `BridgePolicy.max_connects`). Each connection attempt then holds one
@@ -290,14 +291,15 @@ class Link:
         async with trio.open_nursery() as work:
             conn.work = work
             work.start_soon(_end_with, socket, work.cancel_scope)
+            joiner = conn.start_joins(socket, work)
             try:
                 await conn.join_agent_topics(socket)
                 wanted = [summary.id for summary in await self._rest.rooms()]
                 slot.release()  # the costly part of the connect is done
                 self._rooms.reconcile(wanted)
-                async with trio.open_nursery() as joins:
-                    for room in list(self._rooms.current.values()):
-                        joins.start_soon(conn.join_room, room, name=f"join {room.id}")
+                for room in list(self._rooms.current.values()):
+                    joiner.add(room)
+                await joiner.wait_done()
             except errors.PlatformError as exc:
                 log.warning("connection set-up failed (%s); closing it to start over", exc)
                 self._ended_by = "setup_failed"
