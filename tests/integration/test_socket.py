@@ -344,3 +344,40 @@ async def test_a_close_the_peer_never_answers_ends_at_the_close_deadline(
                 assert trio.current_time() - started == pytest.approx(3, abs=0.1)  # not 60
             assert client_sockets(port) == 0
             servers.cancel_scope.cancel()
+
+
+async def test_send_many_puts_each_message_on_the_wire_in_order_and_expect_routes_replies() -> None:
+    """The joins' batch (`Socket.send_many`, one write for all) is read by a plain
+    websocket server as separate, well-formed messages in order; each reply goes to
+    the handler `expect`ed for its ref, once, and a forgotten ref's reply nowhere."""
+    got: list[str] = []
+
+    async def script(ws: trio_websocket.WebSocketConnection) -> None:
+        for _ in range(300):
+            join_ref, ref, topic, _, _ = msgspec.json.decode(await ws.get_message())
+            got.append(topic)
+            reply = {"status": "ok", "response": {}}
+            await ws.send_message(wire.encode_frame(join_ref, ref, topic, "phx_reply", reply))
+
+    replies: dict[str, str] = {}
+    with trio.fail_after(5):
+        async with scripted_server(script) as url, trio.open_nursery() as nursery:
+            socket = await connect(url, [], SocketStats(), Policy(), nursery)
+            texts, refs = [], []
+            for i in range(300):
+                ref, text = socket.channels.join_frame(f"chat_room:{i}")
+                texts.append(text)
+                refs.append(ref)
+                if i != 7:  # ref 7's is forgotten below; the others are answered once
+                    socket.expect(
+                        f"chat_room:{i}", ref, lambda r, i=i: replies.setdefault(str(i), r.status)
+                    )
+            socket.expect("chat_room:7", refs[7], lambda r: replies.setdefault("7", "late"))
+            socket.forget(refs[7])
+            await socket.send_many(texts)
+            while len(got) < 300 or len(replies) < 299:
+                await trio.testing.wait_all_tasks_blocked()
+            await socket.aclose()
+    assert got == [f"chat_room:{i}" for i in range(300)]
+    assert replies == {str(i): "ok" for i in range(300) if i != 7}
+    assert socket.stats.frames_out == 300
