@@ -70,14 +70,17 @@ async def mass_trial(tier: Tier) -> None:
         series.add(None, f"{len(open_)} of {len(messages)} aborted turns never marked processed")
 
 
-async def floor_wave(bare: Bare) -> None:
+async def floor_wave(bare: Bare, marks_in: int | None = None) -> None:
+    """One trial of the floor: a claimed message in every room (or the first `marks_in`),
+    every mark sent at once."""
     bench, watch = bare.bench, bare.bench.watch
     series = bench.metric("floor", MASS, bare.rooms, FLOOR_WAVE)
     if not bare.ready:
         series.add(None, "the bare client never synced")
         return
     position = watch.position
-    marks = [(room, bench.post(room, "floor")) for room in bare.identity.rooms]
+    rooms = bare.identity.rooms[:marks_in]
+    marks = [(room, bench.post(room, "floor")) for room in rooms]
     got = await bare.command(marks, close=False)
     if got is None:
         series.add(None, "the marks were not all answered in time")

@@ -102,9 +102,12 @@ class Report:
 
 
 def _chosen(options: Options) -> tuple[Scenario, ...]:
-    """The signal scenarios `options` asks for (`Options.scenarios`), in their order."""
+    """The signal scenarios `options` asks for (`Options.scenarios`), in their order; the
+    mass abort only when named (`--scale`): the other presets keep their length."""
     wanted = options.scenarios
-    return tuple(s for s in SCENARIOS if wanted is None or s[0] in wanted)
+    if wanted is None:
+        return tuple(s for s in SCENARIOS if s.name != MASS)
+    return tuple(s for s in SCENARIOS if s.name in wanted)
 
 
 def _steps(options: Options, runtimes: int) -> int:
