@@ -5,8 +5,8 @@ the benchmark's user: the first room is the *target* (every signal trial runs
 there), the others are the *busy* rooms the load keeps working. Starting a
 tier is the start-up scenario (launched → connected → every room joined →
 every room synced, the last two from the socket's opening too, and the
-process's CPU time and memory by then); ending it is the teardown scenario (SIGTERM → exit, with
-the rooms idle or busy). Between the two, the leak check asks the agent for
+process's CPU time and memory by then); ending it is the teardown scenario
+(SIGTERM → exit, with the rooms idle or busy). Between the two, the leak check asks the agent for
 its live task count once idle after start-up and once idle again after the
 load, and records the difference.
 """
