@@ -18,20 +18,29 @@ def test_scale_runs_start_up_teardown_and_the_mass_abort_only() -> None:
     options = _options(parse("--scale"))
     assert options.rooms == (1000,)
     assert options.idle_rooms == (1000, 10_000)
-    assert [name for name, *_ in _chosen(options)] == ["agent interrupt"]
+    assert [name for name, *_ in _chosen(options)] == [
+        "agent interrupt",
+        "agent interrupt: all busy",
+    ]
     assert options.remote_trials == 0  # no remote stops, no peers
-    # the progress bar's count: the floors, the trials, two start/stop steps per tier
-    assert _steps(options, 1) == 1 + (options.trials + 2) + 2 * 2
+    assert options.scale_floor and options.mass_trials == 5
+    # the progress bar's count: the floors, the trials (the mass abort's for band-trio and
+    # the bare client), two start/stop steps per tier and player (band-trio, the floor)
+    per_tier = options.trials + 2 * options.mass_trials + 2 * 2
+    assert _steps(options, 1) == 1 + per_tier + 2 * 2 * 2
 
 
 def test_scale_takes_the_size_flags() -> None:
     options = _options(parse("--scale", "--rooms", "100", "--idle-rooms", "500", "--trials", "3"))
     assert (options.rooms, options.idle_rooms, options.trials) == ((100,), (500,), 3)
-    assert [name for name, *_ in _chosen(options)] == ["agent interrupt"]
+    assert options.mass_trials == 3  # at most --trials
+    assert "agent interrupt: all busy" in [name for name, *_ in _chosen(options)]
 
 
-def test_without_a_preset_every_scenario_runs() -> None:
-    names = [name for name, *_ in _chosen(_options(parse()))]
+def test_without_a_preset_every_scenario_but_the_mass_abort_runs() -> None:
+    options = _options(parse())
+    assert not options.scale_floor
+    names = [name for name, *_ in _chosen(options)]
     assert names == [
         "interrupt",
         "agent interrupt",

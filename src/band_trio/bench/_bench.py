@@ -49,6 +49,11 @@ class Options:
     peer: bool = False
     scenarios: tuple[str, ...] | None = None
     """The signal scenarios to run (`_run.SCENARIOS` names), None for all of them."""
+    scale_floor: bool = False
+    """Run the scale floor's bare client (`_scale_floor`) at every size, alternating
+    with the runtimes: each scale row then has its floor from the same run."""
+    mass_trials: int = 3
+    """Trials of the mass abort (`_mass`): each holds a turn in every room of the tier."""
 
     @classmethod
     def quick(cls, *, peer: bool = False) -> Options:
@@ -64,8 +69,9 @@ class Options:
 
     @classmethod
     def scale(cls, *, peer: bool = False) -> Options:
-        """The scale rows alone: start-up and teardown at 1,000 and 10,000 rooms, and
-        the agent-wide interrupt of 1,000 busy rooms (no remote stops)."""
+        """The scale rows alone: start-up and teardown at 1,000 and 10,000 rooms, the
+        agent-wide interrupt under the load of 1,000 busy rooms, and the mass abort of
+        1,000 held turns (no remote stops); the bare client's floor beside each."""
         return cls(
             trials=20,
             rooms=(1000,),
@@ -73,7 +79,9 @@ class Options:
             floor_samples=100,
             remote_trials=0,
             peer=peer,
-            scenarios=("agent interrupt",),
+            scenarios=("agent interrupt", "agent interrupt: all busy"),
+            scale_floor=True,
+            mass_trials=5,
         )
 
     @classmethod
@@ -102,11 +110,17 @@ class Bench:
     """What the run saw that the numbers alone do not say (a runtime behind its load)."""
 
     def metric(
-        self, runtime: str, scenario: str, rooms: int, metric: str, floor: str | None = None
+        self,
+        runtime: str,
+        scenario: str,
+        rooms: int,
+        metric: str,
+        floor: str | None = None,
+        unit: str = "ms",
     ) -> Series:
         key = (runtime, scenario, rooms, metric)
         if key not in self.series:
-            self.series[key] = Series(runtime, scenario, rooms, metric, floor)
+            self.series[key] = Series(runtime, scenario, rooms, metric, floor, unit=unit)
         return self.series[key]
 
     def failures(self, runtime: str) -> int:

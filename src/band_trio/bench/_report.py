@@ -9,10 +9,26 @@ import platform
 import sys
 from typing import Any
 
+from ._bare import CLOSE_BUSY, CLOSE_IDLE
+from ._mass import FLOOR_WAVE, MASS, WAVE
 from ._results import Row
 from ._run import Report
+from ._tier import CPU_PER_ROOM, RSS_PER_ROOM
 
-__all__ = ["ratios", "table", "write_json"]
+__all__ = ["floor_ratios", "ratios", "table", "write_json"]
+
+PAIRS: tuple[tuple[str, str, str, str], ...] = (
+    ("start-up", "connected → all rooms joined", "connected → all rooms joined", "p50"),
+    ("start-up", "connected → all rooms synced", "connected → all rooms synced", "p50"),
+    ("start-up", CPU_PER_ROOM, CPU_PER_ROOM, "p50"),
+    ("start-up", RSS_PER_ROOM, RSS_PER_ROOM, "p50"),
+    (MASS, WAVE, FLOOR_WAVE, "p99"),
+    ("teardown", "SIGTERM → exit, rooms busy", CLOSE_BUSY, "own"),
+    ("teardown", "SIGTERM → exit, rooms idle", CLOSE_IDLE, "p50"),
+)
+"""(scenario, a runtime's metric, the bare client's metric beside it, the statistic
+compared): the scale rows over their floor. `own` is the busy teardown's excess over
+its 1 s tail (`Row.own_p50_ms`) against the floor's marks and close."""
 
 
 def _ms(value: float | None) -> str:
@@ -61,7 +77,40 @@ def table(report: Report) -> str:
             "own = p50 - floor p50. A ratio is band-sdk's time over band-trio's: above 1: "
             "band-trio took less time (2.0x: half as long).",
         ]
+    lines += _floor_table(report)
     return "\n".join(lines)
+
+
+def _floor_table(report: Report) -> list[str]:
+    lines = [
+        "",
+        f"join window (Policy.join_window, the agents' default): {report.join_window}; "
+        "the platform: `band-trio platform`'s defaults (its request log longer, for the watch)",
+    ]
+    if any(r.unit != "ms" for r in report.rows):
+        lines.append("rows with a unit in their name (KiB) carry it in the ms columns")
+    compared = floor_ratios(report.rows)
+    if not compared:
+        return lines
+    lines += [
+        "",
+        "| runtime | scenario | rooms | metric | runtime | floor: bare client | floor "
+        "| runtime / floor |",
+        "|---|---|---:|---|---:|---|---:|---:|",
+    ]
+    for c in compared:
+        lines.append(
+            f"| {c['runtime']} | {c['scenario']} | {c['rooms']} | {c['metric']} "
+            f"({c['statistic']}) | {_ms(c['value'])} | {c['floor_metric']} ({c['statistic']}) "
+            f"| {_ms(c['floor'])} | {_ratio(c['ratio'])} |"
+        )
+    lines += [
+        "",
+        "runtime / floor: the runtime's figure over the bare client's, from the same run "
+        "(1.0x: as close as a bare client). own = the busy teardown's p50 less its 1 s tail; "
+        "the floor's `own` is its p50. ms, except per room: CPU ms, RSS KiB.",
+    ]
+    return lines
 
 
 def _ratio(value: float | None) -> str:
@@ -71,6 +120,7 @@ def _ratio(value: float | None) -> str:
 _SCENARIO_ORDER = (
     "floor",
     "interrupt",
+    "agent interrupt: all busy",
     "agent interrupt",
     "stop",
     "play",
@@ -113,6 +163,43 @@ def ratios(rows: tuple[Row, ...]) -> list[dict[str, Any]]:
     return out
 
 
+def floor_ratios(rows: tuple[Row, ...]) -> list[dict[str, Any]]:
+    """Each runtime's scale rows over the bare client's at the same size (`PAIRS`)."""
+    by_key = {(r.runtime, r.scenario, r.rooms, r.metric): r for r in rows}
+    out = []
+    for scenario, metric, floor_metric, statistic in PAIRS:
+        for (runtime, scen, rooms, name), row in sorted(by_key.items(), key=lambda kv: kv[0][2]):
+            if runtime == "floor" or scen != scenario or name != metric:
+                continue
+            floor = by_key.get(("floor", scenario, rooms, floor_metric))
+            if floor is None:
+                continue
+            value, against = _statistic(row, statistic), _statistic(floor, statistic)
+            out.append(
+                {
+                    "runtime": runtime,
+                    "scenario": scenario,
+                    "rooms": rooms,
+                    "metric": metric,
+                    "statistic": statistic,
+                    "value": value,
+                    "floor_metric": floor_metric,
+                    "floor": against,
+                    "ratio": _div(value, against),
+                    "unit": row.unit,
+                }
+            )
+    return out
+
+
+def _statistic(row: Row, statistic: str) -> float:
+    if statistic == "p99":
+        return row.p99_ms
+    if statistic == "own":
+        return _own(row)
+    return row.p50_ms
+
+
 def _own(row: Row) -> float:
     return row.own_p50_ms if row.own_p50_ms is not None else row.p50_ms
 
@@ -142,6 +229,10 @@ def write_json(report: Report, path: str) -> None:
             "idle_rooms": list(report.options.idle_rooms),
             "peer": report.options.peer,
             "load_rate": report.options.load_rate,
+            "scale_floor": report.options.scale_floor,
+            "mass_trials": report.options.mass_trials,
+            "join_window": report.join_window,
+            "platform": "band-trio platform's defaults; request log 500,000 entries",
         },
         "seconds": report.seconds,
         "floors_ms": report.floors_ms,
@@ -150,6 +241,7 @@ def write_json(report: Report, path: str) -> None:
         "notes": list(report.notes),
         "results": [r.as_json() for r in report.rows],
         "ratios": ratios(report.rows),
+        "floor_ratios": floor_ratios(report.rows),
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1)

@@ -6,6 +6,9 @@ that applies to the metric (measured in the same run, `_floors`) and the
 runtime's own part, `p50 - floor_p50`. A failure is a trial in which the
 observation never came within its deadline, or came wrong (a mark on a
 stopped message); it is counted, never folded into the percentiles.
+
+A few scale rows are not times (`unit`): the agent's resident memory per room
+in KiB. Their samples are in that unit and their "ms" columns carry it as it is.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class Series:
     samples: list[float] = field(default_factory=list)
     failures: int = 0
     notes: list[str] = field(default_factory=list)
+    unit: str = "ms"
+    """"ms": samples in seconds, shown in ms; any other unit: samples shown as they are."""
 
     def add(self, seconds: float | None, note: str = "") -> None:
         if seconds is None:
@@ -66,10 +71,12 @@ class Row:
     leaked_tasks: int | None
     samples_ms: tuple[float, ...]
     notes: tuple[str, ...] = ()
+    unit: str = "ms"
 
     @classmethod
     def of(cls, series: Series, floors: dict[str, float], leaked: int | None) -> Row:
-        ms = sorted(s * 1000 for s in series.samples)
+        scale = 1000 if series.unit == "ms" else 1
+        ms = sorted(s * scale for s in series.samples)
         floor_ms = floors.get(series.floor) if series.floor else None
         p50 = percentile(ms, 0.5)
         own = p50 - floor_ms if floor_ms is not None and ms else None
@@ -90,6 +97,7 @@ class Row:
             leaked_tasks=leaked,
             samples_ms=tuple(ms),
             notes=tuple(series.notes),
+            unit=series.unit,
         )
 
     def as_json(self, *, samples: bool = True) -> dict[str, Any]:

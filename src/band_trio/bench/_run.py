@@ -11,19 +11,29 @@ the trials run, the load stops, every busy turn is aborted and settled, and
 the agent's live task count is compared with the one after its start-up
 (`leaked_tasks`); finally SIGTERM with every busy room mid-turn. Idle tiers
 only start up and get SIGTERM.
+
+With `Options.scale_floor` (`--scale`) the scale floor's bare client
+(`_bare`, `_scale_floor`) takes its turn beside the runtimes at every size:
+its start-up, the mass abort's floor between their trials (`_mass`), and its
+teardown (marks at once, then the close). The platform keeps `band-trio
+platform`'s defaults: only its request log is longer, for the watch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
+from typing import NamedTuple
 
 import trio
 
 from ..platform import open_platform
-from ..policy import PlatformPolicy
+from ..policy import PlatformPolicy, Policy
+from ._bare import Bare, close_bare, open_bare
 from ._bench import Bench, Options
 from ._floors import COMPOSED, measure_floors
+from ._mass import MASS, floor_wave, mass_trial
 from ._peer import Peer, open_peer, peer_missing
 from ._progress import Progress
 from ._remote import command_trial
@@ -37,6 +47,8 @@ __all__ = ["Report", "run_bench"]
 
 Trial = Callable[[Tier], Awaitable[None]]
 PeerTrial = Callable[[Tier, Peer], Awaitable[None]]
+Run = tuple[Runtime, Callable[[], Awaitable[None]]]
+"""Who runs a trial, and the trial."""
 
 GIVE_UP = 3
 """Trials in a row that fail (each after its deadline) before a runtime's remaining
@@ -52,15 +64,27 @@ async def _agent_interrupt(tier: Tier) -> None:
     await interrupt_trial(tier, agent_wide=True)
 
 
-SCENARIOS: tuple[tuple[str, tuple[str, ...], Trial, bool], ...] = (
-    ("interrupt", ("interrupt",), _room_interrupt, True),
-    ("agent interrupt", ("agent interrupt",), _agent_interrupt, True),
-    ("stop, play", ("stop", "play"), stop_play_trial, True),
-    ("interrupt: approval wait", ("interrupt: approval wait",), ask_trial, True),
-    ("remote stop: command", ("remote stop: command",), command_trial, False),
+class Scenario(NamedTuple):
+    name: str
+    filed: tuple[str, ...]
+    """The scenarios its series are filed under."""
+    trial: Trial
+    everywhere: bool
+    """Whether it runs at every tier size (else at the smallest only)."""
+    loaded: bool = True
+    """Whether its trials run under the load (`_tier.load`)."""
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("interrupt", ("interrupt",), _room_interrupt, True),
+    Scenario("agent interrupt", ("agent interrupt",), _agent_interrupt, True),
+    Scenario(MASS, (MASS,), mass_trial, True, loaded=False),
+    Scenario("stop, play", ("stop", "play"), stop_play_trial, True),
+    Scenario("interrupt: approval wait", ("interrupt: approval wait",), ask_trial, True),
+    Scenario("remote stop: command", ("remote stop: command",), command_trial, False),
 )
-"""(name, the scenarios its series are filed under, one trial, whether at every tier size);
-the remote-stop scenario runs at the smallest tier only."""
+"""The signal scenarios; the remote-stop one runs at the smallest tier only, the mass
+abort (`_mass`) with no load, `Options.mass_trials` times, its floor alternating."""
 
 
 @dataclass(frozen=True)
@@ -73,22 +97,29 @@ class Report:
     skipped: tuple[str, ...] = ()
     """Scenarios not run here, and why (a peer's package missing)."""
     notes: tuple[str, ...] = ()
+    join_window: int = field(default_factory=lambda: Policy().join_window)
+    """The agents' join window (`Policy.join_window`: band-trio's default, unchanged)."""
 
 
-def _chosen(options: Options) -> tuple[tuple[str, tuple[str, ...], Trial, bool], ...]:
-    """The signal scenarios `options` asks for (`Options.scenarios`), in their order."""
+def _chosen(options: Options) -> tuple[Scenario, ...]:
+    """The signal scenarios `options` asks for (`Options.scenarios`), in their order; the
+    mass abort only when named (`--scale`): the other presets keep their length."""
     wanted = options.scenarios
-    return tuple(s for s in SCENARIOS if wanted is None or s[0] in wanted)
+    if wanted is None:
+        return tuple(s for s in SCENARIOS if s.name != MASS)
+    return tuple(s for s in SCENARIOS if s.name in wanted)
 
 
 def _steps(options: Options, runtimes: int) -> int:
     chosen = _chosen(options)
-    everywhere = sum(1 for *_, at_every_size in chosen if at_every_size)
-    per_tier = everywhere * options.trials * runtimes + 2 * runtimes
+    players = runtimes + options.scale_floor  # the bare client: a step like a runtime's
+    everywhere = sum(1 for s in chosen if s.everywhere and s.name != MASS)
+    mass = options.mass_trials * players if any(s.name == MASS for s in chosen) else 0
+    per_tier = everywhere * options.trials * runtimes + mass + 2 * players
     peers = sum(runtimes if only is None else 1 for *_, only in PEER_SCENARIOS)
-    remote_stops = runtimes * any(not at_every_size for *_, at_every_size in chosen)
+    remote_stops = runtimes * any(not s.everywhere for s in chosen)
     remote = options.remote_trials * (remote_stops + peers) if options.remote_trials else 0
-    idle = 2 * runtimes * len(options.idle_rooms)
+    idle = 2 * players * len(options.idle_rooms)
     return 1 + per_tier * len(options.rooms) + remote + idle
 
 
@@ -96,6 +127,7 @@ async def run_bench(options: Options, *, show_progress: bool = True) -> Report:
     """Run every scenario `options` asks for and summarise it."""
     runtimes: list[Runtime] = ["band-trio", "band-sdk"] if options.peer else ["band-trio"]
     progress = Progress(_steps(options, len(runtimes)), enabled=show_progress)
+    players = [*runtimes, "floor"] if options.scale_floor else runtimes
     started = trio.current_time()
     policy = PlatformPolicy(log_entries=500_000)
     async with open_platform(seed=True, policy=policy) as platform:
@@ -112,10 +144,10 @@ async def run_bench(options: Options, *, show_progress: bool = True) -> Report:
         progress.step("floors measured")
         smallest = min(options.rooms) if options.rooms else None
         for index, n in enumerate(options.rooms):
-            order = runtimes if index % 2 == 0 else runtimes[::-1]
+            order = players if index % 2 == 0 else players[::-1]
             await _signal_tier(bench, order, n, remote=n == smallest and options.remote_trials > 0)
         for index, n in enumerate(options.idle_rooms):
-            order = runtimes if index % 2 == 0 else runtimes[::-1]
+            order = players if index % 2 == 0 else players[::-1]
             await _idle_tier(bench, order, n)
         lost = bench.watch.lost
     progress.close()
@@ -137,55 +169,83 @@ async def run_bench(options: Options, *, show_progress: bool = True) -> Report:
     )
 
 
-async def _signal_tier(bench: Bench, runtimes: list[Runtime], n: int, *, remote: bool) -> None:
+async def _signal_tier(bench: Bench, players: list[Runtime], n: int, *, remote: bool) -> None:
+    """Every chosen scenario at `n` rooms, `players` (the runtimes, and the bare client
+    with `scale_floor`) started, their trials and stopped in that order, alternating."""
     options, progress = bench.options, bench.progress
     async with trio.open_nursery() as nursery:
-        tiers = []
-        for runtime in runtimes:
+        tiers: dict[Runtime, Tier] = {}
+        bare: Bare | None = None
+        for runtime in players:
             progress.note(f"{runtime}: starting with {n} rooms")
             identity = create_identity(bench, runtime, n, f"{runtime}-{n}")
-            tiers.append(await open_tier(bench, nursery, identity, "start-up"))
+            if runtime == "floor":
+                bare = await open_bare(bench, nursery, identity)
+            else:
+                tiers[runtime] = await open_tier(bench, nursery, identity, "start-up")
             progress.step(f"{runtime} started ({n} rooms)")
-        given_up: set[Tier] = set()
+        given_up: set[Runtime] = set()
         try:
-            for name, filed, trial, everywhere in _chosen(options):
-                if not everywhere and not remote:
+            for spec in _chosen(options):
+                if not spec.everywhere and not remote:
                     continue
-                trials = options.trials if everywhere else options.remote_trials
-                active = [t for t in tiers if t not in given_up]
-                async with trio.open_nursery() as load_nursery:
-                    if any(t.busy for t in active):
-                        progress.note(f"{name}, {n} rooms: starting the load")
-                        await load_nursery.start(load, active, options.load_rate)
-                    failing = {t: GIVE_UP if t in given_up else 0 for t in tiers}
-                    for i in range(trials):
-                        for tier in tiers if i % 2 == 0 else tiers[::-1]:
-                            if failing[tier] >= GIVE_UP:
-                                progress.step(f"{name}, {n} rooms, {tier.runtime} given up")
-                                continue
-                            before = bench.failures(tier.runtime)
-                            await trial(tier)
-                            failing[tier] = (
-                                failing[tier] + 1 if bench.failures(tier.runtime) > before else 0
-                            )
-                            if failing[tier] == GIVE_UP:
-                                given_up.add(tier)
-                                bench.notes.append(
-                                    f"{tier.runtime}, {name}, {n} rooms: {GIVE_UP} trials in a row "
-                                    f"failed; its other trials at {n} rooms were not run"
-                                )
-                            progress.step(f"{name}, {n} rooms, {tier.runtime}")
-                    load_nursery.cancel_scope.cancel()
-                for tier in active:
-                    progress.note(f"{name}, {n} rooms: settling {tier.runtime}")
-                    await settle(tier, filed)
+                runs: list[Run] = [(t.runtime, partial(spec.trial, t)) for t in tiers.values()]
+                if spec.name == MASS and bare is not None:
+                    runs.append(("floor", partial(floor_wave, bare)))
+                    runs.sort(key=lambda run: players.index(run[0]))
+                await _trials(bench, spec, n, runs, given_up, tiers)
             if remote:
-                await _peer_scenarios(bench, tiers)
+                await _peer_scenarios(bench, list(tiers.values()))
         finally:
-            for tier in tiers:
-                progress.note(f"{tier.runtime}: SIGTERM with {n} busy rooms")
-                await teardown(tier, "teardown", busy=True)
-                progress.step(f"{tier.runtime} stopped")
+            for runtime in players:
+                progress.note(f"{runtime}: SIGTERM with {n} busy rooms")
+                if runtime in tiers:
+                    await teardown(tiers[runtime], "teardown", busy=True)
+                elif bare is not None:
+                    await close_bare(bare, busy=True)
+                progress.step(f"{runtime} stopped")
+
+
+async def _trials(
+    bench: Bench,
+    spec: Scenario,
+    n: int,
+    runs: list[Run],
+    given_up: set[Runtime],
+    tiers: dict[Runtime, Tier],
+) -> None:
+    """One scenario's trials at `n` rooms, the runs alternating (A, B, B, A, ...),
+    under the load if it has one; then every runtime's tier settled."""
+    options, progress, name = bench.options, bench.progress, spec.name
+    if spec.name == MASS:
+        trials = options.mass_trials
+    else:
+        trials = options.trials if spec.everywhere else options.remote_trials
+    active = [t for r, t in tiers.items() if r not in given_up]
+    async with trio.open_nursery() as load_nursery:
+        if spec.loaded and any(t.busy for t in active):
+            progress.note(f"{name}, {n} rooms: starting the load")
+            await load_nursery.start(load, active, options.load_rate)
+        failing = {runtime: GIVE_UP if runtime in given_up else 0 for runtime, _ in runs}
+        for i in range(trials):
+            for runtime, trial in runs if i % 2 == 0 else runs[::-1]:
+                if failing[runtime] >= GIVE_UP:
+                    progress.step(f"{name}, {n} rooms, {runtime} given up")
+                    continue
+                before = bench.failures(runtime)
+                await trial()
+                failing[runtime] = failing[runtime] + 1 if bench.failures(runtime) > before else 0
+                if failing[runtime] == GIVE_UP:
+                    given_up.add(runtime)
+                    bench.notes.append(
+                        f"{runtime}, {name}, {n} rooms: {GIVE_UP} trials in a row "
+                        f"failed; its other trials at {n} rooms were not run"
+                    )
+                progress.step(f"{name}, {n} rooms, {runtime}")
+        load_nursery.cancel_scope.cancel()
+    for tier in active:
+        progress.note(f"{name}, {n} rooms: settling {tier.runtime}")
+        await settle(tier, spec.filed)
 
 
 PEER_SCENARIOS: tuple[tuple[str, str, str, PeerTrial, Runtime | None], ...] = (
@@ -218,13 +278,18 @@ async def _peer_scenarios(bench: Bench, tiers: list[Tier]) -> None:
             await settle(tier, (scenario,))
 
 
-async def _idle_tier(bench: Bench, runtimes: list[Runtime], n: int) -> None:
+async def _idle_tier(bench: Bench, players: list[Runtime], n: int) -> None:
     progress = bench.progress
-    for runtime in runtimes:
+    for runtime in players:
         async with trio.open_nursery() as nursery:
             progress.note(f"{runtime}: starting with {n} idle rooms")
             identity = create_identity(bench, runtime, n, f"{runtime}-idle-{n}")
-            tier = await open_tier(bench, nursery, identity, "start-up")
-            progress.step(f"{runtime} started ({n} idle rooms)")
-            await teardown(tier, "teardown", busy=False)
+            if runtime == "floor":
+                bare = await open_bare(bench, nursery, identity)
+                progress.step(f"{runtime} started ({n} idle rooms)")
+                await close_bare(bare, busy=False)
+            else:
+                tier = await open_tier(bench, nursery, identity, "start-up")
+                progress.step(f"{runtime} started ({n} idle rooms)")
+                await teardown(tier, "teardown", busy=False)
             progress.step(f"{runtime} stopped ({n} idle rooms)")

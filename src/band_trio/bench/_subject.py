@@ -115,7 +115,8 @@ def _command(identity: Identity, grace: float) -> list[str]:
 
 
 def environment(identity: Identity, rest_url: str, ws_url: str) -> dict[str, str]:
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "VIRTUAL_ENV", "BAND_BENCH_RUN")
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "VIRTUAL_ENV", "BAND_BENCH_RUN",
+            "PYTHONPATH")  # fmt: skip  # PYTHONPATH: the driver's tree runs the subjects too
     env = {k: v for k, v in os.environ.items() if k in keep}
     if identity.runtime == "band-trio":  # tracing on or off for the agent under test
         env.update((k, v) for k, v in os.environ.items() if k == "BAND_TRACES" or k[:5] == "OTEL_")

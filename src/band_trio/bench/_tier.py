@@ -4,8 +4,9 @@ A tier is one runtime's agent identity, a participant of N fresh rooms with
 the benchmark's user: the first room is the *target* (every signal trial runs
 there), the others are the *busy* rooms the load keeps working. Starting a
 tier is the start-up scenario (launched → connected → every room joined →
-every room synced); ending it is the teardown scenario (SIGTERM → exit, with
-the rooms idle or busy). Between the two, the leak check asks the agent for
+every room synced, the last two from the socket's opening too, and the
+process's CPU time and memory by then); ending it is the teardown scenario
+(SIGTERM → exit, with the rooms idle or busy). Between the two, the leak check asks the agent for
 its live task count once idle after start-up and once idle again after the
 load, and records the difference.
 """
@@ -21,14 +22,20 @@ from functools import partial
 import trio
 
 from ._bench import Bench, since, timed
+from ._proc import cpu_s, rss_kib
 from ._protocol import BUSY, TASKS
 from ._subject import Identity, Runtime, Subject, spawn
 
-__all__ = ["Tier", "create_identity", "load", "open_tier"]
+__all__ = ["Tier", "create_identity", "load", "open_tier", "record_start_up"]
 
 QUIET = 3.0
 """How long a task count above the baseline may take to come back down before the
 difference is reported as leaked."""
+
+CPU_PER_ROOM = "CPU to synced, per room"
+"""The process's user + system time once synced, over its rooms (`_proc.cpu_s`)."""
+RSS_PER_ROOM = "RSS per idle room (KiB)"
+"""The process's resident memory once synced, over its rooms (`_proc.rss_kib`)."""
 
 TEARDOWN_TAIL = 1.0
 """In the busy teardown every busy turn still has this long to run after SIGTERM."""
@@ -108,22 +115,49 @@ async def open_tier(bench: Bench, nursery: trio.Nursery, identity: Identity, sce
         connected = await watch.wait(("connected", agent))
         await platform.wait_until(joined)
         await platform.wait_until(synced)
-    got_joined = watch.joined.get(agent, {})
-    got_synced = watch.synced.get(agent, {})
-    metric = bench.metric
-    metric(runtime, scenario, n, "launched → connected").add(since(connected, launched))
-    all_joined = max(got_joined.values()) if len(got_joined) >= n else None
-    all_synced = max(got_synced.values()) if len(got_synced) >= n else None
-    metric(runtime, scenario, n, "launched → all rooms joined").add(
-        since(all_joined, launched), f"{len(got_joined)} of {n} rooms joined"
-    )
-    metric(runtime, scenario, n, "launched → all rooms synced").add(
-        since(all_synced, launched), f"{len(got_synced)} of {n} rooms synced"
-    )
+    record_start_up(bench, runtime, scenario, identity, launched, connected, subject.process.pid)
     tier = Tier(bench, subject)
-    if all_synced is not None:
+    if len(watch.synced.get(agent, ())) >= n:
         tier.baseline_tasks = await tier.live_tasks()
     return tier
+
+
+def record_start_up(
+    bench: Bench,
+    runtime: Runtime,
+    scenario: str,
+    identity: Identity,
+    launched: float,
+    connected: float | None,
+    pid: int,
+) -> None:
+    """The start-up rows of one agent process, from the platform's stamps (the same for
+    every runtime and the bare client: connected = the socket's opening, a room joined
+    = the reply to its second join, synced = its first `/next` arrived), and what the
+    process cost by then: its CPU time per room and its resident memory per idle room."""
+    watch, n, agent = bench.watch, len(identity.rooms), identity.agent_id
+    cpu, rss = cpu_s(pid), rss_kib(pid)  # idle once synced: read before anything else
+    got_joined = watch.joined.get(agent, {})
+    got_synced = watch.synced.get(agent, {})
+    all_joined = max(got_joined.values()) if len(got_joined) >= n else None
+    all_synced = max(got_synced.values()) if len(got_synced) >= n else None
+    joined_note = f"{len(got_joined)} of {n} rooms joined"
+    synced_note = f"{len(got_synced)} of {n} rooms synced"
+    metric = bench.metric
+    metric(runtime, scenario, n, "launched → connected").add(since(connected, launched))
+    for start, name in ((launched, "launched"), (connected, "connected")):
+        metric(runtime, scenario, n, f"{name} → all rooms joined").add(
+            since(all_joined, start), joined_note
+        )
+        metric(runtime, scenario, n, f"{name} → all rooms synced").add(
+            since(all_synced, start), synced_note
+        )
+    if all_synced is None:
+        return
+    if cpu is not None:
+        metric(runtime, scenario, n, CPU_PER_ROOM).add(cpu / n)
+    if rss is not None:
+        metric(runtime, scenario, n, RSS_PER_ROOM, unit="KiB").add(rss / n)
 
 
 async def load(tiers: list[Tier], rate: float, *, task_status: trio.TaskStatus[None]) -> None:

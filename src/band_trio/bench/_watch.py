@@ -4,7 +4,7 @@ The platform stamps each REST request on entry and each outgoing frame just
 before it is written (`time.perf_counter()`). `LogWatch` reads the request
 log incrementally from a cursor and files each entry under a key — the
 control frames sent to an agent, a message's marks, a room's `/next` calls,
-`working: false` reports, joins — so that a trial asks "the first such stamp
+`working: false` reports, join replies — so that a trial asks "the first such stamp
 after position N" in constant time, however busy the other rooms are. A
 waiter re-reads the log after every platform change (`Platform.wait_until`),
 so nothing is polled; entries the ring evicted before they were read are
@@ -31,7 +31,8 @@ class LogWatch:
         self.lost = 0
         self._stamps: dict[Key, list[tuple[int, float]]] = defaultdict(list)
         self.joined: dict[str, dict[str, float]] = defaultdict(dict)
-        """Per agent: each room's first `chat_room` join frame (stamp)."""
+        """Per agent: the platform's first `ok` reply to each room's `room_participants`
+        join (stamp), the second of its two topics: the room is joined."""
         self.synced: dict[str, dict[str, float]] = defaultdict(dict)
         """Per agent: each room's first `GET /next` (stamp)."""
 
@@ -98,13 +99,12 @@ class LogWatch:
 def _keys(entry: AdminLogEntry) -> list[Key]:
     agent = entry.agent_id or ""
     if entry.kind == "ws_out":
-        if entry.frame and '"agent.control"' in entry.frame:
+        frame = entry.frame or ""
+        if '"agent.control"' in frame:
             return [("control", agent)]
-        return []
-    if entry.kind == "ws_in":
-        if entry.frame and '"phx_join"' in entry.frame and '"chat_room:' in entry.frame:
-            topic = _topic(entry.frame)
-            return [("join", agent, topic.partition(":")[2])] if topic else []
+        if '"phx_reply"' in frame and '"room_participants:' in frame:
+            room = _joined(frame)
+            return [("join", agent, room)] if room else []
         return []
     if entry.kind == "ws_open" and entry.status == 101:
         return [("connected", agent)]
@@ -124,12 +124,16 @@ def _keys(entry: AdminLogEntry) -> list[Key]:
     return []
 
 
-def _topic(frame: str) -> str | None:
+def _joined(frame: str) -> str | None:
+    """The room an `ok` reply to a `room_participants` join is for, else None."""
     try:
-        topic = json.loads(frame)[2]
-    except (ValueError, IndexError, TypeError):
+        _, _, topic, event, payload = json.loads(frame)
+        ok = event == "phx_reply" and payload.get("status") == "ok"
+    except (ValueError, TypeError, AttributeError):
         return None
-    return topic if isinstance(topic, str) else None
+    if not ok or not isinstance(topic, str) or not topic.startswith("room_participants:"):
+        return None
+    return topic.partition(":")[2]
 
 
 def _working(body: str | None) -> bool:

@@ -38,8 +38,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--scale",
         action="store_true",
-        help="the scale rows alone: start-up and teardown at 1,000 and 10,000 rooms, and "
-        "an agent-wide interrupt of 1,000 busy rooms (docs/benchmarks.md)",
+        help="the scale rows alone, each beside its floor (a bare client, same run): start-up "
+        "and teardown at 1,000 and 10,000 rooms, an agent-wide interrupt under the load of "
+        "1,000 busy rooms, and the mass abort of 1,000 held turns (docs/benchmarks.md)",
     )
     parser.add_argument(
         "--peer",
@@ -111,6 +112,8 @@ def _options(args: argparse.Namespace) -> Options:
         startup_deadline=base.startup_deadline,
         peer=peer,
         scenarios=base.scenarios,
+        scale_floor=base.scale_floor,
+        mass_trials=min(trials, base.mass_trials) if args.trials else base.mass_trials,
     )
 
 
