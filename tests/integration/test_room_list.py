@@ -10,6 +10,7 @@ import trio
 from band_trio import Policy, errors
 from band_trio.link import RestClient
 from band_trio.platform import Platform
+from support import Recorder, agent_for
 
 
 def _rooms(platform: Platform, count: int) -> None:
@@ -80,3 +81,29 @@ async def test_a_failing_page_fails_the_list_and_ends_the_others(platform: Platf
         platform.faults.fail_rest("chats", 500, count=1)
         with trio.fail_after(10), pytest.raises(errors.PlatformError):
             await rest.rooms()
+
+
+async def test_an_agent_joins_each_page_of_rooms_as_it_comes(platform: Platform) -> None:
+    """At start-up the rooms of the first page are joined while the later pages are
+    still on their way (issue 44): a platform that pages by offset answers its last
+    page of 100 long after the first, and before, no room was joined until then."""
+    _rooms(platform, 249)  # with the seeded room: 250, three pages of 100
+    platform.faults.delay_rest("chats", 0.0)  # the first page as it comes
+    held = platform.faults.hold_rest("chats", count=2)  # the others held
+    agent = agent_for(platform, Recorder())
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            started = trio.Event()
+
+            async def run() -> None:
+                await nursery.start(agent.run)
+                started.set()
+
+            nursery.start_soon(run)
+            joined = lambda: sum(1 for view in agent.rooms.values() if view.joined)  # noqa: E731
+            await agent.wait_until(lambda: joined() >= 100)
+            assert not held.released and not started.is_set()
+            held.release()
+            await started.wait()
+            assert joined() == 250
+            await agent.stop()

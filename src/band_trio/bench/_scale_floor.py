@@ -39,7 +39,7 @@ from typing import Any
 import trio
 import trio_websocket
 
-from ..link._http_pool import HttpPool
+from ..link import HttpPool
 from ._protocol import observe
 
 __all__ = ["CONNECTIONS"]

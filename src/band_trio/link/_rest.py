@@ -433,21 +433,30 @@ class RestClient:
         that cannot be reached fails at once here: a wrong URL is not retried."""
         return await self._data("GET", "me", AgentProfile, retry_unsent=False)
 
-    async def rooms(self) -> list[RoomSummary]:
+    async def rooms(
+        self, on_page: Callable[[list[RoomSummary]], None] | None = None
+    ) -> list[RoomSummary]:
         """Every room the agent is in, page by page, up to `Policy.max_rooms`.
 
         The first page says how many there are; the others are then asked for at
         once (as many in flight as the lanes allow), not one after another: at
         10,000 rooms that is 100 round trips in a few waves rather than in a row,
-        before the first room can be joined. band-sdk stops at 50 pages (5,000
-        rooms) without a word; here the bound is a policy and reaching it is
-        logged, naming how many rooms were left out."""
+        before the first room can be joined. `on_page` is shown each page's rooms
+        as it arrives (the later pages in any order), so the caller can join them
+        while the rest are on their way: a platform pages by offset, and the last
+        of 100 pages can come seconds after the first. band-sdk stops at 50 pages
+        (5,000 rooms) without a word; here the bound is a policy and reaching it
+        is logged, naming how many rooms were left out (past it, no page is shown
+        early: the caller gets the first `max_rooms` in the list's order)."""
         cap = -(-self._policy.max_rooms // _ROOM_PAGE)
         first = await self._room_page(1)
         total = first.metadata.total_pages
+        early = on_page if total is None or total <= cap else None
+        if early is not None and first.data:
+            early(list(first.data))
         found = list(first.data)
         if first.data and total is not None and total > 1:
-            for page in await self._room_pages(range(2, min(total, cap) + 1)):
+            for page in await self._room_pages(range(2, min(total, cap) + 1), early):
                 found.extend(page.data)
         if total is not None and total > cap and len(found) >= self._policy.max_rooms:
             log.warning(
@@ -467,15 +476,19 @@ class RestClient:
             raise errors.PlatformProtocolError("GET chats: 204 where a page was due")
         return result
 
-    async def _room_pages(self, pages: range) -> list[RoomPage]:
-        """These pages of the room list, all in flight at once, in order; the first
-        error ends the others and is raised."""
+    async def _room_pages(
+        self, pages: range, on_page: Callable[[list[RoomSummary]], None] | None
+    ) -> list[RoomPage]:
+        """These pages of the room list, all in flight at once, in order (each shown
+        to `on_page` as it comes); the first error ends the others and is raised."""
         got: dict[int, RoomPage] = {}
         failed: list[errors.PlatformError] = []
 
         async def one(page: int, nursery: trio.Nursery) -> None:
             try:
-                got[page] = await self._room_page(page)
+                got[page] = found = await self._room_page(page)
+                if on_page is not None and found.data:
+                    on_page(list(found.data))
             except errors.PlatformError as exc:
                 failed.append(exc)
                 nursery.cancel_scope.cancel(reason="a page of the room list failed")

@@ -45,7 +45,7 @@ from ..contract import Adapter, AgentInfo, adapter_failure
 from ..link import CLOSE_HEARTBEAT_DEAD, RestClient, Socket, SocketStats, run_socket
 from ..observe import hooks as observe
 from ..policy import Policy
-from ..wire import AgentProfile, RefCounter
+from ..wire import AgentProfile, RefCounter, RoomSummary
 from ._connection import Connection
 from ._context import Changes
 from ._control import ControlLane
@@ -292,13 +292,21 @@ class Link:
             conn.work = work
             work.start_soon(_end_with, socket, work.cancel_scope)
             joiner = conn.start_joins(socket, work)
+
+            def join_listed(rooms: list[RoomSummary]) -> None:
+                """A page of the room list came: join its rooms now, not after the last."""
+                for summary in rooms:
+                    room = self._rooms.get(summary.id) or self._rooms.add(summary.id)
+                    if room is not None:
+                        joiner.add(room)
+
             try:
                 await conn.join_agent_topics(socket)
-                wanted = [summary.id for summary in await self._rest.rooms()]
+                wanted = [summary.id for summary in await self._rest.rooms(join_listed)]
                 slot.release()  # the costly part of the connect is done
-                self._rooms.reconcile(wanted)
+                self._rooms.reconcile(wanted)  # leaves the rooms no longer listed
                 for room in list(self._rooms.current.values()):
-                    joiner.add(room)
+                    joiner.add(room)  # those kept from an earlier connection, once
                 await joiner.wait_done()
             except errors.PlatformError as exc:
                 log.warning("connection set-up failed (%s); closing it to start over", exc)
