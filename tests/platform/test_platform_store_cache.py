@@ -66,3 +66,37 @@ def test_the_caches_agree_with_the_tables(tmp_path: Path) -> None:
         assert _view(fresh, rooms, agents, messages) == ours
     finally:
         fresh.close()
+
+
+def test_the_room_list_follows_every_change_of_membership(tmp_path: Path) -> None:
+    """`rooms_of` keeps an agent's sorted rooms between pages (issue 44); each change
+    of who is in which room drops it, so every page after a change says what the
+    tables say (a second store on the same file reads only the tables)."""
+    path = str(tmp_path / "platform.db")
+    store = Store(path)
+    a, b = store.create_agent().id, store.create_agent().id
+    rooms = [store.create_room(title=f"r{i}").id for i in range(5)]
+    for room in rooms[:4]:
+        store.add_participant(room, a)
+        store.add_participant(room, b)
+
+    def listed(s: Store, pid: str) -> list[tuple[list[str], int]]:
+        pages = [[r.id for r in s.rooms_of(pid, offset=o, limit=2)] for o in (0, 2, 4)]
+        return [(page, s.count_rooms_of(pid)) for page in pages] + [
+            ([r.id for r in s.rooms_of(pid)], -1)
+        ]
+
+    steps = [
+        lambda: store.add_participant(rooms[4], a),
+        lambda: store.remove_participant(rooms[0], a),
+        lambda: store.delete_room(rooms[1]),
+        lambda: store.add_participant(rooms[0], a),
+    ]
+    for step in steps:
+        before = {pid: listed(store, pid) for pid in (a, b)}  # the lists are kept now
+        step()
+        fresh = Store(path)
+        for pid in (a, b):
+            assert listed(store, pid) == listed(fresh, pid), (step, before[pid])
+        fresh.close()
+    store.close()

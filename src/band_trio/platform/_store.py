@@ -75,6 +75,10 @@ class Store(StorePages):
         self._rooms: dict[str, Room] = {}
         self._members: dict[str, dict[str, None]] = {}
         """Each room's participants in `position` order (a dict as an ordered set)."""
+        self._listed: dict[str, list[Room]] = {}
+        """Per participant, its rooms in the room list's order, kept from one page of
+        `GET /chats` to the next until its rooms change: sorting an agent's 10,000 rooms
+        for each of its 100 pages took the platform ~1.8 s at every connect."""
         self._stopped: set[tuple[str, str]] = set()
         """The (agent_id, room_id) pairs of the `stopped` table."""
         self._recent_messages: Recent[str, Message] = Recent(RECENT)
@@ -211,7 +215,8 @@ class Store(StorePages):
                 db.execute(f"DELETE FROM {table} WHERE room_id = ?", (room_id,))
             db.execute("DELETE FROM rooms WHERE id = ?", (room_id,))
         self._rooms.pop(room_id, None)
-        self._members.pop(room_id, None)
+        for pid in self._members.pop(room_id, {}):
+            self._listed.pop(pid, None)
         self._recent_messages.clear()
         self._recent_deliveries.clear()
         self._stopped = {key for key in self._stopped if key[1] != room_id}
@@ -225,6 +230,7 @@ class Store(StorePages):
         )
         if cur.rowcount > 0:
             self._members.setdefault(room_id, {})[pid] = None
+            self._listed.pop(pid, None)
             return True
         return False
 
@@ -234,6 +240,7 @@ class Store(StorePages):
         )
         self._db.execute("DELETE FROM stopped WHERE room_id = ? AND agent_id = ?", (room_id, pid))
         self._members.get(room_id, {}).pop(pid, None)
+        self._listed.pop(pid, None)
         self._stopped.discard((pid, room_id))
         return cur.rowcount > 0
 
@@ -244,14 +251,21 @@ class Store(StorePages):
         return pid in self._members.get(room_id, ())
 
     def rooms_of(self, pid: str, *, offset: int = 0, limit: int = -1) -> list[Room]:
-        rows = self._db.execute(
-            "SELECT r.id, r.title, r.inserted_at FROM participants p JOIN rooms r "
-            "ON r.id = p.room_id WHERE p.pid = ? ORDER BY r.inserted_at, r.id LIMIT ? OFFSET ?",
-            (pid, limit, offset),
-        )
-        return [Room(*row) for row in rows]
+        """`pid`'s rooms, oldest first (then by id), from `offset`, at most `limit`."""
+        listed = self._listed.get(pid)
+        if listed is None:
+            rows = self._db.execute(
+                "SELECT r.id, r.title, r.inserted_at FROM participants p JOIN rooms r "
+                "ON r.id = p.room_id WHERE p.pid = ? ORDER BY r.inserted_at, r.id",
+                (pid,),
+            )
+            listed = self._listed[pid] = [Room(*row) for row in rows]
+        return listed[offset : None if limit < 0 else offset + limit]
 
     def count_rooms_of(self, pid: str) -> int:
+        listed = self._listed.get(pid)
+        if listed is not None:
+            return len(listed)
         row = self._db.execute("SELECT COUNT(*) FROM participants WHERE pid = ?", (pid,)).fetchone()
         return int(row[0])
 
