@@ -21,7 +21,7 @@ import trio
 
 from ._bench import Bench, since
 from ._subject import Identity, Subject, environment, start
-from ._tier import record_start_up
+from ._tier import cpu_when_connected, record_start_up
 
 __all__ = ["Bare", "open_bare"]
 
@@ -78,16 +78,23 @@ async def open_bare(bench: Bench, nursery: trio.Nursery, identity: Identity) -> 
     spec = {"ws": info.ws_url, "rest": info.rest_url, "agent": agent, "key": identity.api_key}
     spec["rooms"] = list(identity.rooms)  # type: ignore[assignment]
     ready = False
-    with trio.move_on_after(bench.options.startup_deadline):
-        await subject.process.stdin.send_all((json.dumps(spec) + "\n").encode())
-        try:
-            await subject.wait("ready", agent)  # after its socket opened: stamped by then
-            ready = True
-        except RuntimeError:  # it exited: its stderr says why
-            pass
-    connected = watch.first_after(("connected", agent), 0)
     pid = subject.process.pid
-    record_start_up(bench, "floor", "start-up", identity, subject.launched, connected, pid)
+    cpu_connected: list[float] = []
+    with trio.move_on_after(bench.options.startup_deadline):
+        async with trio.open_nursery() as watching:
+            watching.start_soon(cpu_when_connected, bench, agent, pid, cpu_connected)
+            await subject.process.stdin.send_all((json.dumps(spec) + "\n").encode())
+            try:
+                await subject.wait("ready", agent)  # after its socket opened: stamped by then
+                ready = True
+            except RuntimeError:  # it exited: its stderr says why
+                pass
+            watching.cancel_scope.cancel()
+    connected = watch.first_after(("connected", agent), 0)
+    at_connect = cpu_connected[0] if cpu_connected else None
+    record_start_up(
+        bench, "floor", "start-up", identity, subject.launched, connected, pid, at_connect
+    )
     if not ready:
         tail = " | ".join(subject.stderr_tail[-3:])
         bench.notes.append(f"floor, {len(identity.rooms)} rooms: not synced in time ({tail})")

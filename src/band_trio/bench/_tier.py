@@ -26,14 +26,17 @@ from ._proc import cpu_s, rss_kib
 from ._protocol import BUSY, TASKS
 from ._subject import Identity, Runtime, Subject, spawn
 
-__all__ = ["Tier", "create_identity", "load", "open_tier", "record_start_up"]
+__all__ = ["Tier", "cpu_when_connected", "create_identity", "load", "open_tier", "record_start_up"]
 
 QUIET = 3.0
 """How long a task count above the baseline may take to come back down before the
 difference is reported as leaked."""
 
-CPU_PER_ROOM = "CPU to synced, per room"
-"""The process's user + system time once synced, over its rooms (`_proc.cpu_s`)."""
+CPU_PER_ROOM = "CPU connected → synced, per room"
+"""The process's user + system time from its socket's opening until synced, over its
+rooms (`_proc.cpu_s`)."""
+CPU_TO_CONNECT = "CPU launched → connected (interpreter, imports)"
+"""What it used before its socket opened, in seconds."""
 RSS_PER_ROOM = "RSS per idle room (KiB)"
 """The process's resident memory once synced, over its rooms (`_proc.rss_kib`)."""
 
@@ -93,6 +96,14 @@ def create_identity(bench: Bench, runtime: Runtime, rooms: int, label: str) -> I
     return Identity(runtime, agent.id, agent.api_key, tuple(room_ids))
 
 
+async def cpu_when_connected(bench: Bench, agent: str, pid: int, got: list[float]) -> None:
+    """Append the process's CPU time (s) to `got` the moment the driver sees its socket open."""
+    await bench.watch.wait(("connected", agent))
+    cpu = cpu_s(pid)
+    if cpu is not None:
+        got.append(cpu)
+
+
 async def open_tier(bench: Bench, nursery: trio.Nursery, identity: Identity, scenario: str) -> Tier:
     """Launch the agent and record its start-up; the tier is ready once every room synced."""
     platform, watch = bench.platform, bench.watch
@@ -111,11 +122,14 @@ async def open_tier(bench: Bench, nursery: trio.Nursery, identity: Identity, sce
         return len(watch.synced.get(agent, ())) >= n or subject.process.returncode is not None
 
     connected: float | None = None
+    cpu_connected: float | None = None
+    pid = subject.process.pid
     with trio.move_on_after(bench.options.startup_deadline):  # one deadline for all three
         connected = await watch.wait(("connected", agent))
+        cpu_connected = cpu_s(pid)
         await platform.wait_until(joined)
         await platform.wait_until(synced)
-    record_start_up(bench, runtime, scenario, identity, launched, connected, subject.process.pid)
+    record_start_up(bench, runtime, scenario, identity, launched, connected, pid, cpu_connected)
     tier = Tier(bench, subject)
     if len(watch.synced.get(agent, ())) >= n:
         tier.baseline_tasks = await tier.live_tasks()
@@ -130,11 +144,14 @@ def record_start_up(
     launched: float,
     connected: float | None,
     pid: int,
+    cpu_connected: float | None,
 ) -> None:
     """The start-up rows of one agent process, from the platform's stamps (the same for
     every runtime and the bare client: connected = the socket's opening, a room joined
     = the reply to its second join, synced = its first `/next` arrived), and what the
-    process cost by then: its CPU time per room and its resident memory per idle room."""
+    process cost by then: its CPU time per room from the socket's opening (`cpu_connected`:
+    what it had used then, read as the driver saw the opening; the interpreter's start
+    and imports are their own row) and its resident memory per idle room."""
     watch, n, agent = bench.watch, len(identity.rooms), identity.agent_id
     cpu, rss = cpu_s(pid), rss_kib(pid)  # idle once synced: read before anything else
     got_joined = watch.joined.get(agent, {})
@@ -154,8 +171,9 @@ def record_start_up(
         )
     if all_synced is None:
         return
-    if cpu is not None:
-        metric(runtime, scenario, n, CPU_PER_ROOM).add(cpu / n)
+    if cpu is not None and cpu_connected is not None:
+        metric(runtime, scenario, n, CPU_PER_ROOM).add((cpu - cpu_connected) / n)
+        metric(runtime, scenario, n, CPU_TO_CONNECT).add(cpu_connected)
     if rss is not None:
         metric(runtime, scenario, n, RSS_PER_ROOM, unit="KiB").add(rss / n)
 
