@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .. import errors
+from ..policy import PlatformPolicy
+from ._collector import collect_rarely
 
 if TYPE_CHECKING:
     from ..bench import Options, Report
@@ -145,6 +147,10 @@ def _run(args: argparse.Namespace) -> int:
         from ..bench import check_plotting
 
         check_plotting()
+    # The platform runs in this process: with its collector as `band-trio platform` sets
+    # it (a full collection of the whole heap every few seconds otherwise), so the
+    # scale rows are measured on the platform as it ships.
+    collect_rarely(PlatformPolicy().collector_threshold)
     report = trio.run(
         _until_signalled, partial(run_bench, options, show_progress=not args.no_progress)
     )
