@@ -20,7 +20,7 @@ from ._progress import Progress
 from ._results import Series
 from ._watch import LogWatch
 
-__all__ = ["Bench", "Options", "timed"]
+__all__ = ["Bench", "Options", "poll", "timed"]
 
 T = TypeVar("T")
 
@@ -128,6 +128,23 @@ class Bench:
 
     def post(self, room: str, text: str) -> str:
         return self.platform.post_message(room, self.user_id, text)
+
+
+POLL = 0.02
+"""How often `poll` checks (seconds)."""
+
+
+async def poll(predicate: Callable[[], bool]) -> None:
+    """Return once `predicate()` holds, checked every `POLL` seconds.
+
+    For the waits on thousands of log entries (every room synced, every mark of a
+    wave): `Platform.wait_until` would wake the driver, which runs in the platform's
+    process, once per entry, and slow the platform it measures, for an agent's
+    start-up and wave but not for the bare client's (whose end it reads from the
+    client's own line). Every figure is a stamp from the platform's log, so how late
+    the check comes changes none; the caller sets the deadline."""
+    while not predicate():  # noqa: ASYNC110 - a poll on purpose (above)
+        await trio.sleep(POLL)
 
 
 async def timed(deadline: float, wait: Callable[[], Awaitable[T]]) -> T | None:

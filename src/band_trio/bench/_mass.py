@@ -20,7 +20,7 @@ from __future__ import annotations
 import trio
 
 from ._bare import Bare
-from ._bench import since
+from ._bench import poll, since
 from ._protocol import HOLD
 from ._tier import Tier
 
@@ -58,7 +58,7 @@ async def mass_trial(tier: Tier) -> None:
 
     with trio.move_on_after(deadline):
         sent = await watch.wait(("control", agent), position)
-        await bench.platform.wait_until(all_marked)
+        await poll(all_marked)
     if sent is None:
         series.add(None, "no control frame")
         return

@@ -21,7 +21,7 @@ from functools import partial
 
 import trio
 
-from ._bench import Bench, since, timed
+from ._bench import Bench, poll, since, timed
 from ._proc import cpu_s, rss_kib
 from ._protocol import BUSY, TASKS
 from ._subject import Identity, Runtime, Subject, spawn
@@ -127,8 +127,8 @@ async def open_tier(bench: Bench, nursery: trio.Nursery, identity: Identity, sce
     with trio.move_on_after(bench.options.startup_deadline):  # one deadline for all three
         connected = await watch.wait(("connected", agent))
         cpu_connected = cpu_s(pid)
-        await platform.wait_until(joined)
-        await platform.wait_until(synced)
+        await poll(joined)
+        await poll(synced)
     record_start_up(bench, runtime, scenario, identity, launched, connected, pid, cpu_connected)
     tier = Tier(bench, subject)
     if len(watch.synced.get(agent, ())) >= n:

@@ -6,8 +6,10 @@ log incrementally from a cursor and files each entry under a key — the
 control frames sent to an agent, a message's marks, a room's `/next` calls,
 `working: false` reports, join replies — so that a trial asks "the first such stamp
 after position N" in constant time, however busy the other rooms are. A
-waiter re-reads the log after every platform change (`Platform.wait_until`),
-so nothing is polled; entries the ring evicted before they were read are
+waiter for one stamp re-reads the log after every platform change
+(`Platform.wait_until`); a wait for thousands (a start-up, a wave) checks every
+few milliseconds instead (`_bench.poll`), not to slow the platform it measures,
+which shares the driver's process; entries the ring evicted before they were read are
 counted in `lost`, and a run with any reports it.
 """
 
