@@ -42,8 +42,20 @@ async def test_the_bare_client_starts_up_marks_at_once_and_closes() -> None:
                 assert bare.ready, bare.subject.stderr_tail
                 await floor_wave(bare)
                 await floor_wave(bare)
+                position = platform.request_log.next_seq
                 await close_bare(bare, busy=True)
         assert bare.subject.process.returncode == 0, bare.subject.stderr_tail
+        # the busy teardown's floor settles each busy room as a turn that ends: its
+        # reply, its mark, then working: false, in that order
+        settled: dict[str, list[str]] = {}
+        for entry in platform.log(position):
+            if entry.kind == "rest" and entry.agent_id == identity.agent_id:
+                room = (entry.path or "").split("/chats/")[1].split("/")[0]
+                last = (entry.path or "").rsplit("/", 1)[1]
+                settled.setdefault(room, []).append(f"{entry.method} {last}")
+        assert set(settled) == set(identity.rooms[1:])
+        for steps in settled.values():
+            assert steps == ["POST processing", "POST messages", "POST processed", "POST activity"]
     rows = {(r.scenario, r.metric): r for r in (Row.of(s, {}, None) for s in bench.series.values())}
     assert all(r.failures == 0 for r in rows.values()), [r.notes for r in rows.values()]
     assert {r.runtime for r in rows.values()} == {"floor"}

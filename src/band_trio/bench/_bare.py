@@ -25,7 +25,7 @@ from ._tier import cpu_when_connected, record_start_up
 
 __all__ = ["Bare", "open_bare"]
 
-CLOSE_BUSY = "marks at once → closed, rooms busy"
+CLOSE_BUSY = "reply, mark, working: false at once → closed, rooms busy"
 """The busy teardown's floor: every busy room's mark sent at once, then the close."""
 CLOSE_IDLE = "close → closed, rooms idle"
 """The idle teardown's floor: the socket's close (every topic left with it)."""
@@ -47,13 +47,15 @@ class Bare:
         return len(self.identity.rooms)
 
     async def command(
-        self, marks: list[tuple[str, str]], *, close: bool
+        self, marks: list[tuple[str, str]], *, close: bool, settle: bool = False
     ) -> tuple[float, float] | None:
         """Send one command; the stamps of its wave's start and of its end (the last
-        mark answered, or with `close` the socket closed), or None after the deadline."""
+        mark answered, or with `close` the socket closed), or None after the deadline.
+        With `settle`, each room's reply and `working: false` go with its mark."""
         label = str(self.sent)
         self.sent += 1
-        line = json.dumps({"marks": marks, "close": close, "label": label}) + "\n"
+        order = {"marks": marks, "close": close, "label": label, "settle": settle}
+        line = json.dumps(order) + "\n"
         stdin = self.subject.process.stdin
         assert stdin is not None
         subject, end = (
@@ -76,6 +78,7 @@ async def open_bare(bench: Bench, nursery: trio.Nursery, identity: Identity) -> 
     assert subject.process.stdin is not None
     agent = identity.agent_id
     spec = {"ws": info.ws_url, "rest": info.rest_url, "agent": agent, "key": identity.api_key}
+    spec["user"] = bench.user_id
     spec["rooms"] = list(identity.rooms)  # type: ignore[assignment]
     ready = False
     pid = subject.process.pid
@@ -103,12 +106,14 @@ async def open_bare(bench: Bench, nursery: trio.Nursery, identity: Identity) -> 
 
 async def close_bare(bare: Bare, *, busy: bool) -> None:
     """The teardown's floor: with `busy`, one claimed message in every busy room (all
-    but the first, as an agent's tier) marked at once, then the socket closed."""
+    but the first, as an agent's tier) settled at once as a busy turn ending is — its
+    reply posted, the message marked, `working: false` reported, in that order in each
+    room, every room at once — then the socket closed."""
     bench = bare.bench
     series = bench.metric("floor", "teardown", bare.rooms, CLOSE_BUSY if busy else CLOSE_IDLE)
     rooms = bare.identity.rooms[1:] if busy else ()
     marks = [(room, bench.post(room, "floor")) for room in rooms]
-    got = await bare.command(marks, close=True) if bare.ready else None
+    got = await bare.command(marks, close=True, settle=busy) if bare.ready else None
     series.add(None if got is None else since(got[1], got[0]), "the bare client never closed")
     process = bare.subject.process
     with trio.move_on_after(bench.options.exit_deadline):

@@ -8,7 +8,7 @@ libraries band-trio uses (trio-websocket, and band-trio's own HTTP/1.1 pool,
 `link._http_pool.HttpPool`, with the same 32 connections) and no runtime between
 them: no rooms, lanes, retries or decoding. It does what an ideal runtime would:
 
-1. the first line names the platform, the agent and its rooms; the socket opens,
+1. the first line names the platform, the agent, its rooms and the user; the socket opens,
    the agent's two topics are joined, then every room's `chat_room` join is sent
    at once, each room's `room_participants` join the moment its `chat_room` reply
    comes, and each room's `GET .../messages/next` the moment its `room_participants`
@@ -47,6 +47,7 @@ __all__ = ["CONNECTIONS"]
 CONNECTIONS = 32
 """The REST connections, as band-trio's `Policy.rest_connections`."""
 LIMIT = 1 << 20
+_IDLE = json.dumps({"working": False}).encode()
 DEADLINE = 120.0
 """Per step: 10,000 rooms' joins and `/next` on a loaded machine take tens of seconds."""
 
@@ -64,11 +65,18 @@ class _Client:
     agent_topics: trio.Event = field(default_factory=trio.Event)
     synced: trio.Event = field(default_factory=trio.Event)
     answered: int = 0
+    reply: bytes = b""
+    """A busy turn's reply, as the bench's agents post it (to the user who asked)."""
     send_part: trio.MemorySendChannel[str] | None = None
 
-    async def call(self, method: str, path: str) -> int:
-        answer = await self.pool.request(method, self.base + path, None, LIMIT)
+    async def call(self, method: str, path: str, body: bytes | None = None) -> int:
+        answer = await self.pool.request(method, self.base + path, body, LIMIT)
         return answer.status_code
+
+    async def post(self, path: str, body: bytes) -> None:
+        status = await self.call("POST", path, body)
+        if status not in (200, 201):
+            raise RuntimeError(f"POST {path}: {status}")
 
     async def join(self, topic: str, room: str) -> None:
         self.ref += 1
@@ -122,8 +130,10 @@ class _Client:
         if self.rooms:
             await self.synced.wait()
 
-    async def marks(self, marks: list[tuple[str, str]], label: str) -> None:
-        """Claim every message (untimed), then mark them all `processed` at once."""
+    async def marks(self, marks: list[tuple[str, str]], label: str, settle: bool) -> None:
+        """Claim every message (untimed), then mark them all `processed` at once; with
+        `settle`, each room as a turn that ends settles: its reply, its mark, then
+        `working: false`, every room at once."""
         claims = list(marks)
 
         async def claimer() -> None:
@@ -138,9 +148,13 @@ class _Client:
                 nursery.start_soon(claimer)
 
         async def mark(room: str, message: str) -> None:
+            if settle:
+                await self.post(f"chats/{room}/messages", self.reply)
             status = await self.call("POST", f"chats/{room}/messages/{message}/processed")
             if status != 200:
                 raise RuntimeError(f"mark of {message}: {status}")
+            if settle:
+                await self.post(f"chats/{room}/activity", _IDLE)
 
         observe("wave", label)
         async with trio.open_nursery() as nursery:
@@ -170,7 +184,11 @@ async def _main() -> None:
     headers = [(b"x-api-key", spec["key"].encode())]
     pool = HttpPool(
         rest,
-        {"x-api-key": spec["key"], "accept": "application/json"},
+        {
+            "x-api-key": spec["key"],
+            "accept": "application/json",
+            "content-type": "application/json",
+        },
         connections=CONNECTIONS,
         context=None,
         close_grace=1.0,
@@ -182,6 +200,8 @@ async def _main() -> None:
         observe("open", spec["agent"])
         async with trio.open_nursery() as nursery:
             client = _Client(ws, pool, base, spec["agent"], list(spec["rooms"]), nursery)
+            reply = {"content": "ok", "mentions": [{"id": spec["user"]}]}
+            client.reply = json.dumps({"message": reply}).encode()
             with trio.fail_after(DEADLINE):
                 await client.start_up()
             observe("ready", spec["agent"])
@@ -189,7 +209,7 @@ async def _main() -> None:
             async for command in commands:
                 marks = [(room, message) for room, message in command["marks"]]
                 with trio.fail_after(DEADLINE):
-                    await client.marks(marks, str(command["label"]))
+                    await client.marks(marks, str(command["label"]), bool(command.get("settle")))
                 if command["close"]:
                     close = True
                     break
