@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from band_trio import Turn
 from band_trio.link import RestClient
 from band_trio.platform import Platform
 from band_trio.runtime import _turn_state
-from support import Recorder, running_agent, status
+from support import Recorder, rooms_with_the_agent, running_agent, status
 
 DEADLINE = 10
 
@@ -209,3 +210,45 @@ async def test_a_keep_alive_report_on_the_wire_is_done_with_before_the_turn_sett
             hold.release()
             await platform.wait_until(lambda: status(platform, message) == "processed")
     assert seen_at_mark == [0]
+
+
+async def test_a_running_turn_holds_one_task_beside_it(platform: Platform) -> None:
+    """A turn runs with one task beside its scope: its keep-alive, which also watches
+    its abort (a turn that outlives its cleanup grace is reported from there). Each
+    task more is a spawn per turn, and a wake per turn in the round after an
+    agent-wide interrupt, which every room's mark waits out (docs/benchmarks.md,
+    the scale rows)."""
+    info = platform.info
+    assert info.user_id
+    rooms = rooms_with_the_agent(platform, ROOMS)
+
+    async def hold(turn: Turn) -> None:
+        await trio.sleep_forever()
+
+    adapter = Recorder(hold)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            await platform.wait_until(lambda: nexts(platform) >= ROOMS)  # every room synced
+            await trio.testing.wait_all_tasks_blocked()
+            idle = len(running.tasks.living)
+            posted = [platform.post_message(room, info.user_id, "held") for room in rooms]
+            await adapter.wait_for(lambda: len(adapter.calls) == ROOMS)
+            await trio.testing.wait_all_tasks_blocked()
+            busy = len(running.tasks.living)
+            platform.send_control(info.agent_id, "interrupt")  # type: ignore[arg-type]
+            await platform.wait_until(
+                lambda: all(status(platform, m) == "processed" for m in posted)
+            )
+    assert busy - idle == ROOMS, f"{busy - idle} tasks for {ROOMS} running turns"
+
+
+ROOMS = 12
+
+
+def nexts(platform: Platform) -> int:
+    agent = platform.info.agent_id
+    return sum(
+        1
+        for e in platform.log(0)
+        if e.kind == "rest" and e.agent_id == agent and (e.path or "").endswith("/next")
+    )

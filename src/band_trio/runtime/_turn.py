@@ -8,7 +8,9 @@
         │   └── adapter.on_turn     the reasoning cycle
         ├── keep-alive (a task)     working: true, every keep-alive period, beside the
         │                           scope (a signal wakes the adapter alone); ended when
-        │                           the scope exits, waited for only mid-report
+        │                           the scope exits, waited for only mid-report. It is
+        │                           the abort's watchdog too: a turn still in its scope
+        │                           one cleanup grace after an abort is reported there
         └── settle                  shielded and bounded (see `_settle`)
 
 The unit is indivisible from the outside: a graceful stop waits for it to
@@ -36,6 +38,7 @@ from ._ledger import Ledger
 from ._port import PlatformPort
 from ._settle import Outcome, report_idle, settle
 from ._turn_state import AbortKind, ActiveTurn
+from ._watchdog import overran
 
 __all__ = ["run_turn"]
 
@@ -115,11 +118,14 @@ async def _unit(
             turn.claim_answered()
         try:
             # The activity keep-alive runs beside the turn's scope, not in it: a signal
-            # then wakes only the adapter, and the keep-alive is ended right after.
-            keep_alive = _KeepAlive(ctx, turn)
-            if claimed is None and not turn.scope.cancel_called and turn.settles:
+            # then wakes only the adapter, and the keep-alive is ended right after. It
+            # watches the abort too (a unit the runtime does not settle reports nothing,
+            # but is watched all the same); a turn aborted in its claim window never
+            # enters its scope, and needs no watching.
+            keep_alive = _KeepAlive(ctx, turn, reports=turn.settles)
+            if claimed is None and not turn.scope.cancel_called:
                 beside.start_soon(keep_alive.run)
-                if turn.guidance is not None:  # what the turn takes is claimed beside it
+                if turn.guidance is not None and turn.settles:  # claimed beside the turn
                     turn.guidance.start(beside, partial(claim_guidance, ctx, ledger))
             try:
                 with turn.scope:  # cancelled already if a signal came during the claim
@@ -235,48 +241,62 @@ async def _run(
 
 class _KeepAlive:
     """`working: true` now and every keep-alive period, in a task beside the turn's scope;
-    a `false` answer is a platform stop.
+    a `false` answer is a platform stop. The watchdog of the turn's abort as well: it
+    parks in `ActiveTurn.grace`, whose deadline an abort sets one cleanup grace on, and
+    reports the turn (`_watchdog.overran`) if the scope is still open then.
 
     Ended once the scope has exited (`end`): a report still on the wire is cancelled and
     waited for, so `working: false` never leaves before it is done with; a keep-alive
     parked between reports is only cancelled, and leaves in a later round, while the
-    turn settles. No report starts once it is ended."""
+    turn settles. No report starts once it is ended. One task does both: a second one
+    per turn (the watchdog had its own) was a spawn per turn, and a wake per room in
+    the round after an agent-wide interrupt, ahead of the IO its marks wait for."""
 
-    __slots__ = ("_ctx", "_ended", "_scope", "_sending", "_turn")
+    __slots__ = ("_ctx", "_ended", "_reports", "_scope", "_sending", "_turn")
 
-    def __init__(self, ctx: RoomContext, turn: ActiveTurn) -> None:
+    def __init__(self, ctx: RoomContext, turn: ActiveTurn, *, reports: bool = True) -> None:
         self._ctx = ctx
         self._turn = turn
+        self._reports = reports
+        """Whether it reports activity (a unit the runtime settles), or only watches."""
         self._scope = trio.CancelScope()
         self._sending = False
         self._ended = trio.Event()
 
     async def run(self) -> None:
-        turn, room_id = self._turn, self._turn.message.room_id
+        turn = self._turn
         try:
             with self._scope:
-                # woken by its sleep's end in the round that ended it, it must not report
-                while not self._scope.cancel_called:
-                    turn.working = True
-                    self._sending = True
-                    try:
-                        working = await self._ctx.rest.report_activity(room_id, True)
-                    except errors.PlatformError as exc:
-                        log.debug("room %s: activity report failed: %s", room_id, exc)
-                    else:
-                        if not working:
-                            turn.abort(
-                                AbortKind.PLATFORM_STOP, "the platform reports the room stopped"
-                            )
-                            return
-                    finally:
-                        self._sending = False
-                    await trio.sleep(self._ctx.policy.working_keep_alive)
+                with turn.grace:  # its deadline is an abort's: the turn's cleanup grace
+                    if self._reports:
+                        await self._report()
+                    await trio.sleep_forever()
+                # the grace ran out with the turn's scope still open (`end` not called)
+                await overran(self._ctx, turn)
         finally:
             self._ended.set()
 
+    async def _report(self) -> None:
+        """Report until ended, or until the platform answers that the room is stopped."""
+        turn, room_id = self._turn, self._turn.message.room_id
+        # woken by its sleep's end in the round that ended it, it must not report
+        while not self._scope.cancel_called:
+            turn.working = True
+            self._sending = True
+            try:
+                working = await self._ctx.rest.report_activity(room_id, True)
+            except errors.PlatformError as exc:
+                log.debug("room %s: activity report failed: %s", room_id, exc)
+            else:
+                if not working:
+                    turn.abort(AbortKind.PLATFORM_STOP, "the platform reports the room stopped")
+                    return  # and watch that abort
+            finally:
+                self._sending = False
+            await trio.sleep(self._ctx.policy.working_keep_alive)
+
     async def end(self) -> None:
-        """Stop reporting; returns once no report of it is on the wire."""
+        """Stop reporting (and watching); returns once no report of it is on the wire."""
         self._scope.cancel()
         if self._sending:
             with trio.CancelScope(shield=True):  # cancelled: it ends promptly

@@ -123,10 +123,10 @@ class ActiveTurn:
         """Set by the first abort."""
         self.cleanup_grace = policy.cleanup_grace
         self.grace = trio.CancelScope()
-        """The room's watchdog parks in this scope until the turn's scope exits (`done`).
-        An abort sets its deadline one cleanup grace on, and a claim answered after the
-        abort pushes it to one grace after the answer: a deadline wakes no task until
-        it passes, so the signal's cancel wakes the adapter alone."""
+        """The turn's keep-alive, its abort's watchdog, parks in this scope until the turn's
+        scope exits. An abort sets its deadline one cleanup grace on, and a claim
+        answered after the abort pushes it to one grace after the answer: a deadline
+        wakes no task until it passes, so the signal's cancel wakes the adapter alone."""
         self.abort_kind: AbortKind | None = None
         self.abort_reason: str | None = None
         self.claimed: bool | None = None
