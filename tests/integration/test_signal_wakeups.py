@@ -252,3 +252,62 @@ def nexts(platform: Platform) -> int:
         for e in platform.log(0)
         if e.kind == "rest" and e.agent_id == agent and (e.path or "").endswith("/next")
     )
+
+
+class Exits(trio.abc.Instrument):
+    """The names of the tasks that exit, in order."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def task_exited(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith("_KeepAlive.run"):
+            self.log.append("keep-alive ended")
+
+
+async def test_an_interrupted_turns_keep_alive_ends_after_its_mark(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an interrupt the turn's keep-alive is left parked (it reports nothing more,
+    and no longer watches the abort) until the mark is answered, then ended, before
+    `working: false` is sent: ending it earlier woke it in the round after the abort, and after
+    an agent-wide interrupt that round is a thousand rooms' keep-alives, which the
+    answers to the first marks wait out (docs/benchmarks.md, the scale rows)."""
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    order: list[str] = []
+    original = RestClient.mark_processed
+    reported = RestClient.report_activity
+
+    async def marked(self: RestClient, *args: Any, **kw: Any) -> Any:
+        try:
+            return await original(self, *args, **kw)
+        finally:
+            order.append("marked")
+
+    async def report(self: RestClient, room_id: str, working: bool, **kw: Any) -> bool:
+        if not working:
+            order.append("working: false")
+        return await reported(self, room_id, working, **kw)
+
+    async def hold(turn: Turn) -> None:
+        await trio.sleep_forever()
+
+    monkeypatch.setattr(RestClient, "mark_processed", marked)
+    monkeypatch.setattr(RestClient, "report_activity", report)
+    adapter = Recorder(hold)
+    exits = Exits(order)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter):
+            message = platform.post_message(info.room_id, info.user_id, "held")
+            await adapter.wait_for(lambda: len(adapter.calls) == 1)
+            await trio.testing.wait_all_tasks_blocked()
+            trio.lowlevel.add_instrument(exits)
+            try:
+                platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
+                await platform.wait_until(lambda: status(platform, message) == "processed")
+                await trio.testing.wait_all_tasks_blocked()
+            finally:
+                trio.lowlevel.remove_instrument(exits)
+    assert order[0] == "marked"  # ended after it: its cancel, then (its exit) its wake
+    assert sorted(order[1:]) == ["keep-alive ended", "working: false"]
