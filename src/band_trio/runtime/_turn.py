@@ -266,7 +266,7 @@ class _KeepAlive:
     quiet. One task does both jobs: a second one per turn (the watchdog had its own)
     was a spawn per turn, and one more wake per room in that round."""
 
-    __slots__ = ("_ctx", "_ended", "_quiet", "_reports", "_scope", "_sending", "_turn")
+    __slots__ = ("_ctx", "_ended", "_nap", "_quiet", "_reports", "_scope", "_sending", "_turn")
 
     def __init__(self, ctx: RoomContext, turn: ActiveTurn, *, reports: bool = True) -> None:
         self._ctx = ctx
@@ -276,6 +276,8 @@ class _KeepAlive:
         self._scope = trio.CancelScope()
         self._sending = False
         self._quiet = False
+        self._nap: trio.CancelScope | None = None
+        """The wait between two reports (`quiet` puts its end off: no wake)."""
         self._ended = trio.Event()
 
     async def run(self) -> None:
@@ -298,6 +300,8 @@ class _KeepAlive:
         parked until `end`."""
         self._quiet = True
         self._turn.grace.deadline = math.inf
+        if self._nap is not None:  # nor does the end of its wait wake it
+            self._nap.deadline = math.inf
 
     @property
     def sending(self) -> bool:
@@ -321,7 +325,11 @@ class _KeepAlive:
                     return  # and watch that abort
             finally:
                 self._sending = False
-            await trio.sleep(self._ctx.policy.working_keep_alive)
+            self._nap = trio.CancelScope(
+                deadline=trio.current_time() + self._ctx.policy.working_keep_alive
+            )
+            with self._nap:
+                await trio.sleep_forever()
 
     async def end(self) -> None:
         """Stop reporting (and watching); returns once no report of it is on the wire."""
