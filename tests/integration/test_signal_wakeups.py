@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from band_trio import Turn
 from band_trio.link import RestClient
 from band_trio.platform import Platform
 from band_trio.runtime import _turn_state
-from support import Recorder, running_agent, status
+from support import Recorder, rooms_with_the_agent, running_agent, status
 
 DEADLINE = 10
 
@@ -209,3 +210,104 @@ async def test_a_keep_alive_report_on_the_wire_is_done_with_before_the_turn_sett
             hold.release()
             await platform.wait_until(lambda: status(platform, message) == "processed")
     assert seen_at_mark == [0]
+
+
+async def test_a_running_turn_holds_one_task_beside_it(platform: Platform) -> None:
+    """A turn runs with one task beside its scope: its keep-alive, which also watches
+    its abort (a turn that outlives its cleanup grace is reported from there). Each
+    task more is a spawn per turn, and a wake per turn in the round after an
+    agent-wide interrupt, which every room's mark waits out (docs/benchmarks.md,
+    the scale rows)."""
+    info = platform.info
+    assert info.user_id
+    rooms = rooms_with_the_agent(platform, ROOMS)
+
+    async def hold(turn: Turn) -> None:
+        await trio.sleep_forever()
+
+    adapter = Recorder(hold)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter) as running:
+            await platform.wait_until(lambda: nexts(platform) >= ROOMS)  # every room synced
+            await trio.testing.wait_all_tasks_blocked()
+            idle = len(running.tasks.living)
+            posted = [platform.post_message(room, info.user_id, "held") for room in rooms]
+            await adapter.wait_for(lambda: len(adapter.calls) == ROOMS)
+            await trio.testing.wait_all_tasks_blocked()
+            busy = len(running.tasks.living)
+            platform.send_control(info.agent_id, "interrupt")  # type: ignore[arg-type]
+            await platform.wait_until(
+                lambda: all(status(platform, m) == "processed" for m in posted)
+            )
+    assert busy - idle == ROOMS, f"{busy - idle} tasks for {ROOMS} running turns"
+
+
+ROOMS = 12
+
+
+def nexts(platform: Platform) -> int:
+    agent = platform.info.agent_id
+    return sum(
+        1
+        for e in platform.log(0)
+        if e.kind == "rest" and e.agent_id == agent and (e.path or "").endswith("/next")
+    )
+
+
+class Exits(trio.abc.Instrument):
+    """The names of the tasks that exit, in order."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def task_exited(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith("_KeepAlive.run"):
+            self.log.append("keep-alive ended")
+
+
+async def test_an_interrupted_turns_keep_alive_ends_after_its_mark(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an interrupt the turn's keep-alive is left parked (it reports nothing more,
+    and no longer watches the abort) until the mark is answered, then ended, before
+    `working: false` is sent: ending it earlier woke it in the round after the abort, and after
+    an agent-wide interrupt that round is a thousand rooms' keep-alives, which the
+    answers to the first marks wait out (docs/benchmarks.md, the scale rows)."""
+    info = platform.info
+    assert info.agent_id and info.room_id and info.user_id
+    order: list[str] = []
+    original = RestClient.mark_processed
+    reported = RestClient.report_activity
+
+    async def marked(self: RestClient, *args: Any, **kw: Any) -> Any:
+        try:
+            return await original(self, *args, **kw)
+        finally:
+            order.append("marked")
+
+    async def report(self: RestClient, room_id: str, working: bool, **kw: Any) -> bool:
+        if not working:
+            order.append("working: false")
+        return await reported(self, room_id, working, **kw)
+
+    async def hold(turn: Turn) -> None:
+        await trio.sleep_forever()
+
+    monkeypatch.setattr(RestClient, "mark_processed", marked)
+    monkeypatch.setattr(RestClient, "report_activity", report)
+    adapter = Recorder(hold)
+    exits = Exits(order)
+    with trio.fail_after(DEADLINE):
+        async with running_agent(platform, adapter):
+            message = platform.post_message(info.room_id, info.user_id, "held")
+            await adapter.wait_for(lambda: len(adapter.calls) == 1)
+            await trio.testing.wait_all_tasks_blocked()
+            trio.lowlevel.add_instrument(exits)
+            try:
+                platform.send_control(info.agent_id, "interrupt", room_id=info.room_id)
+                await platform.wait_until(lambda: status(platform, message) == "processed")
+                await trio.testing.wait_all_tasks_blocked()
+            finally:
+                trio.lowlevel.remove_instrument(exits)
+    assert order[0] == "marked"  # ended after it: its cancel, then (its exit) its wake
+    assert sorted(order[1:]) == ["keep-alive ended", "working: false"]

@@ -24,7 +24,7 @@ from ..adapters import DemoAdapter
 from ..contract import Adapter, upstream_from_env
 from ..policy import Policy, UpstreamPolicy, WhileBusy
 from ..runtime import Agent
-from ._collector import freeze_for_exit
+from ._collector import collect_rarely, freeze_for_exit
 from ._exits import EXIT_CONFIG, EXIT_DISCONNECTED, EXIT_FAILED, single
 from ._observe import add_flags as add_observe_flags
 from ._observe import observing
@@ -145,6 +145,7 @@ def _run(args: argparse.Namespace) -> int:
         while_busy=_while_busy(args.while_busy),
         reject_conflict=args.reject_conflict,
     )
+    collect_rarely(agent.policy.collector_threshold)  # the adapter's modules are loaded
     try:
         try:
             trio.run(seen.wrap(serve_until_signalled), agent)

@@ -25,9 +25,15 @@ collector runs changes, not what it frees.
   collections no longer walk every room's objects (at 10,000 idle rooms ~40 %
   of the agent's teardown CPU).
 
-Only the commands do this (`band-trio bridge`, `band-trio platform`, and
-`band-trio agent` on its way out): a program that runs an `Agent`, a `Bridge` or
-the platform itself keeps its own collector settings.
+`band-trio agent` collects rarely too (`Policy.collector_threshold`): at a
+thousand busy rooms the default ran some 80 collections in the wave of one
+agent-wide interrupt, 50-140 ms of the agent's CPU in front of the marks, and
+130-240 ms of collections in a busy SIGTERM → exit (docs/benchmarks.md, the scale
+rows).
+
+Only the commands do this (`band-trio agent`, `band-trio bridge`, `band-trio
+platform`): a program that runs an `Agent`, a `Bridge` or the platform itself
+keeps its own collector settings.
 """
 
 from __future__ import annotations

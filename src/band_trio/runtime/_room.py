@@ -46,7 +46,6 @@ from ._queue import RoomQueue
 from ._settle import Outcome, settle
 from ._turn import run_turn as run_one_turn
 from ._turn_state import AbortKind, ActiveTurn
-from ._watchdog import watch_abort
 
 __all__ = ["Room"]
 
@@ -330,7 +329,7 @@ class Room:
             turn.abort(kind, reason)
 
     def _abort(self, kind: AbortKind, reason: str | None) -> bool:
-        """Abort the running turn; its watchdog (started with it) takes it from there.
+        """Abort the running turn; its keep-alive, which watches it, takes it from there.
 
         Nothing is spawned here: this runs on the socket's receive path, and the
         cancel should reach the adapter with as few other tasks woken as possible."""
@@ -348,7 +347,7 @@ class Room:
         Raises only on a bug; the owner restarts the loop then (state is kept).
         """
         self._pass = None
-        async with trio.open_nursery() as nursery:  # abort watchdogs, notices, answers
+        async with trio.open_nursery() as nursery:  # busy notices, answers
             self._nursery = nursery
             self.answers.start(nursery)
             try:
@@ -503,16 +502,11 @@ class Room:
         if made is not None:
             made(turn)
         self._ctx.changes.notify()
-        watch = trio.CancelScope()
-        if self._nursery is not None:
-            self._nursery.start_soon(watch_abort, self._ctx, turn, watch)
         try:
             return await run_one_turn(self._ctx, self.ledger, turn, self.last_abort)
         finally:
             if turn.outcome is Outcome.CLAIM_STOPPED:
                 self._claim_stopped(message.id)
-            if not turn.aborted.is_set():
-                watch.cancel(reason="the turn ended without an abort")
             if turn.abort_kind is not None:
                 self.last_abort = turn.abort_kind.note(turn.abort_reason, message.id) or (
                     self.last_abort

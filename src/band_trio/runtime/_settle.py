@@ -240,6 +240,9 @@ async def settle(
         # (a mass abort's wave): a grace of their own, from their connection (also
         # when there was no mark to send, or it ended before it had one)
         timed.requeue()
+        # the turn's keep-alive, quiet since its scope exited, ends now: its cancel and
+        # its wake came after the mark, and no `working: true` of it follows
+        await turn.end_beside()
         if outcome is Outcome.FAILED and moved and explain:  # the error event, beside
             # `working: false` (not for guidance the turn took: its turn said it)
             async with trio.open_nursery() as nursery:

@@ -7,8 +7,11 @@
         ├── turn.scope              interrupt/stop cancel it
         │   └── adapter.on_turn     the reasoning cycle
         ├── keep-alive (a task)     working: true, every keep-alive period, beside the
-        │                           scope (a signal wakes the adapter alone); ended when
-        │                           the scope exits, waited for only mid-report
+        │                           scope (a signal wakes the adapter alone); quiet once
+        │                           the scope exits (ended at once only mid-report), and
+        │                           ended after the mark, before `working: false`. It is
+        │                           the abort's watchdog too: a turn still in its scope
+        │                           one cleanup grace after an abort is reported there
         └── settle                  shielded and bounded (see `_settle`)
 
 The unit is indivisible from the outside: a graceful stop waits for it to
@@ -22,6 +25,7 @@ stays `processing` for a later replay.
 from __future__ import annotations
 
 import logging
+import math
 from functools import partial
 
 import trio
@@ -36,6 +40,7 @@ from ._ledger import Ledger
 from ._port import PlatformPort
 from ._settle import Outcome, report_idle, settle
 from ._turn_state import AbortKind, ActiveTurn
+from ._watchdog import overran
 
 __all__ = ["run_turn"]
 
@@ -87,10 +92,13 @@ async def _turn(
     ctx: RoomContext, ledger: Ledger, turn: ActiveTurn, last_abort: LastAbort | None
 ) -> bool:
     # The keep-alive's nursery holds the whole unit: once the turn's scope has exited,
-    # a parked keep-alive is cancelled but not waited for (`_KeepAlive.end`), so its
-    # exit runs while the turn settles, not in a scheduling round before it.
+    # the keep-alive is quiet, and ended once the mark is answered (before `working:
+    # false`), so its wake and exit come after the mark, not in the round before it.
     async with trio.open_nursery() as beside:
-        return await _unit(ctx, ledger, turn, last_abort, beside)
+        try:
+            return await _unit(ctx, ledger, turn, last_abort, beside)
+        finally:  # unless settling ended it (before its `working: false`)
+            await turn.end_beside()
 
 
 async def _unit(
@@ -115,11 +123,14 @@ async def _unit(
             turn.claim_answered()
         try:
             # The activity keep-alive runs beside the turn's scope, not in it: a signal
-            # then wakes only the adapter, and the keep-alive is ended right after.
-            keep_alive = _KeepAlive(ctx, turn)
-            if claimed is None and not turn.scope.cancel_called and turn.settles:
+            # then wakes only the adapter, and the keep-alive is quieted right after. It
+            # watches the abort too (a unit the runtime does not settle reports nothing,
+            # but is watched all the same); a turn aborted in its claim window never
+            # enters its scope, and needs no watching.
+            keep_alive = _KeepAlive(ctx, turn, reports=turn.settles)
+            if claimed is None and not turn.scope.cancel_called:
                 beside.start_soon(keep_alive.run)
-                if turn.guidance is not None:  # what the turn takes is claimed beside it
+                if turn.guidance is not None and turn.settles:  # claimed beside the turn
                     turn.guidance.start(beside, partial(claim_guidance, ctx, ledger))
             try:
                 with turn.scope:  # cancelled already if a signal came during the claim
@@ -132,7 +143,13 @@ async def _unit(
                 observe.scope_exited()  # an abort's latency ends here
                 if turn.desk is not None:  # its questions take no more answers
                     turn.desk.turn_ended()
-                await keep_alive.end()
+                if keep_alive.sending:  # a report on the wire: done with before the mark
+                    await keep_alive.end()
+                else:  # parked: quiet now (no report starts, the abort is watched no
+                    # more), ended once the mark is answered, so its cancel and its wake
+                    # come after the mark, not in the round before it
+                    keep_alive.quiet()
+                    turn.beside_end = keep_alive.end
         finally:
             ctx.stops.add(turn.control.stops)  # each one settled inside the scope
         if turn.scope.cancelled_caught and turn.abort_kind is None and not turn.finished:
@@ -152,8 +169,9 @@ async def _unit(
             if turn.event == MESSAGE:
                 ledger.refund(message.id)
             left_taken(ledger, turn)
-            if turn.working:
-                with turn.control.cutoff.shield(ctx.policy.cleanup_grace):
+            with turn.control.cutoff.shield(ctx.policy.cleanup_grace):
+                await turn.end_beside()
+                if turn.working:
                     await report_idle(ctx.rest, message.room_id)
         raise
     turn.done.set()
@@ -235,48 +253,86 @@ async def _run(
 
 class _KeepAlive:
     """`working: true` now and every keep-alive period, in a task beside the turn's scope;
-    a `false` answer is a platform stop.
+    a `false` answer is a platform stop. The watchdog of the turn's abort as well: it
+    parks in `ActiveTurn.grace`, whose deadline an abort sets one cleanup grace on, and
+    reports the turn (`_watchdog.overran`) if the scope is still open then.
 
-    Ended once the scope has exited (`end`): a report still on the wire is cancelled and
-    waited for, so `working: false` never leaves before it is done with; a keep-alive
-    parked between reports is only cancelled, and leaves in a later round, while the
-    turn settles. No report starts once it is ended."""
+    Once the scope has exited, a report still on the wire is cancelled and waited for
+    (`end`), so neither the mark nor `working: false` leaves before it is done with; a
+    keep-alive parked between reports is only made quiet (`quiet`: no wake), and ended
+    once the mark is answered, before `working: false` (`ActiveTurn.end_beside`): its
+    cancel and its wake come after the mark, not in the round after an agent-wide
+    interrupt, which a thousand rooms' marks wait out. No report starts once it is
+    quiet. One task does both jobs: a second one per turn (the watchdog had its own)
+    was a spawn per turn, and one more wake per room in that round."""
 
-    __slots__ = ("_ctx", "_ended", "_scope", "_sending", "_turn")
+    __slots__ = ("_ctx", "_ended", "_nap", "_quiet", "_reports", "_scope", "_sending", "_turn")
 
-    def __init__(self, ctx: RoomContext, turn: ActiveTurn) -> None:
+    def __init__(self, ctx: RoomContext, turn: ActiveTurn, *, reports: bool = True) -> None:
         self._ctx = ctx
         self._turn = turn
+        self._reports = reports
+        """Whether it reports activity (a unit the runtime settles), or only watches."""
         self._scope = trio.CancelScope()
         self._sending = False
+        self._quiet = False
+        self._nap: trio.CancelScope | None = None
+        """The wait between two reports (`quiet` puts its end off: no wake)."""
         self._ended = trio.Event()
 
     async def run(self) -> None:
-        turn, room_id = self._turn, self._turn.message.room_id
+        turn = self._turn
         try:
             with self._scope:
-                # woken by its sleep's end in the round that ended it, it must not report
-                while not self._scope.cancel_called:
-                    turn.working = True
-                    self._sending = True
-                    try:
-                        working = await self._ctx.rest.report_activity(room_id, True)
-                    except errors.PlatformError as exc:
-                        log.debug("room %s: activity report failed: %s", room_id, exc)
-                    else:
-                        if not working:
-                            turn.abort(
-                                AbortKind.PLATFORM_STOP, "the platform reports the room stopped"
-                            )
-                            return
-                    finally:
-                        self._sending = False
-                    await trio.sleep(self._ctx.policy.working_keep_alive)
+                with turn.grace:  # its deadline is an abort's: the turn's cleanup grace
+                    if self._reports:
+                        await self._report()
+                    await trio.sleep_forever()
+                if not self._quiet:  # the grace ran out with the turn's scope still open
+                    await overran(self._ctx, turn)
         finally:
             self._ended.set()
 
+    def quiet(self) -> None:
+        """The turn's scope has exited: no report starts from now on, and the abort is
+        watched no more (a later abort of the settling turn is no overrun). For a
+        keep-alive parked between reports (`sending` false): it is not woken, and stays
+        parked until `end`."""
+        self._quiet = True
+        self._turn.grace.deadline = math.inf
+        if self._nap is not None:  # nor does the end of its wait wake it
+            self._nap.deadline = math.inf
+
+    @property
+    def sending(self) -> bool:
+        """A report of it is under way (on the wire, or waiting for a connection)."""
+        return self._sending
+
+    async def _report(self) -> None:
+        """Report until ended, or until the platform answers that the room is stopped."""
+        turn, room_id = self._turn, self._turn.message.room_id
+        # woken by its sleep's end in the round that ended it, it must not report
+        while not (self._scope.cancel_called or self._quiet):
+            turn.working = True
+            self._sending = True
+            try:
+                working = await self._ctx.rest.report_activity(room_id, True)
+            except errors.PlatformError as exc:
+                log.debug("room %s: activity report failed: %s", room_id, exc)
+            else:
+                if not working:
+                    turn.abort(AbortKind.PLATFORM_STOP, "the platform reports the room stopped")
+                    return  # and watch that abort
+            finally:
+                self._sending = False
+            self._nap = trio.CancelScope(
+                deadline=trio.current_time() + self._ctx.policy.working_keep_alive
+            )
+            with self._nap:
+                await trio.sleep_forever()
+
     async def end(self) -> None:
-        """Stop reporting; returns once no report of it is on the wire."""
+        """Stop reporting (and watching); returns once no report of it is on the wire."""
         self._scope.cancel()
         if self._sending:
             with trio.CancelScope(shield=True):  # cancelled: it ends promptly

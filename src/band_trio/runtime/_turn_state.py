@@ -12,6 +12,7 @@ leave. Nothing polls a flag between awaits.
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -62,6 +63,7 @@ class ActiveTurn:
         "abort_kind",
         "abort_reason",
         "aborted",
+        "beside_end",
         "claim_settled",
         "claimed",
         "cleanup_grace",
@@ -123,10 +125,10 @@ class ActiveTurn:
         """Set by the first abort."""
         self.cleanup_grace = policy.cleanup_grace
         self.grace = trio.CancelScope()
-        """The room's watchdog parks in this scope until the turn's scope exits (`done`).
-        An abort sets its deadline one cleanup grace on, and a claim answered after the
-        abort pushes it to one grace after the answer: a deadline wakes no task until
-        it passes, so the signal's cancel wakes the adapter alone."""
+        """The turn's keep-alive, its abort's watchdog, parks in this scope until the turn's
+        scope exits. An abort sets its deadline one cleanup grace on, and a claim
+        answered after the abort pushes it to one grace after the answer: a deadline
+        wakes no task until it passes, so the signal's cancel wakes the adapter alone."""
         self.abort_kind: AbortKind | None = None
         self.abort_reason: str | None = None
         self.claimed: bool | None = None
@@ -145,6 +147,10 @@ class ActiveTurn:
         """The room's questions (`Turn.ask`), set by the room that runs the turn."""
         self.guidance: Guidance | None = None
         """What is offered to the turn in a `STEER` room (None elsewhere)."""
+        self.beside_end: Callable[[], Awaitable[None]] | None = None
+        """Ends the task beside the turn's scope (its keep-alive, `_turn._KeepAlive`), quiet
+        since the scope exited: settling calls it (`end_beside`) once the mark is
+        answered, before `working: false`, so the mark leaves ahead of its wake."""
         self.outcome: Outcome | None = None
         """What `run_turn` settled the turn as (None until it has): the host answers its
         caller with it, so a turn that never ran is never reported done."""
@@ -160,6 +166,13 @@ class ActiveTurn:
         self.aborted.set()
         self.grace.deadline = trio.current_time() + self.cleanup_grace
         return True
+
+    async def end_beside(self) -> None:
+        """End the task beside the turn's scope, if it still runs; returns once no
+        `working: true` of it is on the wire (then `working: false` may follow)."""
+        end, self.beside_end = self.beside_end, None
+        if end is not None:
+            await end()
 
     def claim_answered(self) -> None:
         """The claim request has its answer (or failed): an aborted turn's cleanup

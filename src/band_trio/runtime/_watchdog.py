@@ -4,30 +4,25 @@ from __future__ import annotations
 
 import logging
 
-import trio
-
 from ._context import RoomContext
 from ._results import Overrun
 from ._turn_state import ActiveTurn
 
-__all__ = ["watch_abort"]
+__all__ = ["overran"]
 
 log = logging.getLogger("band_trio.runtime.room")
 
 
-async def watch_abort(ctx: RoomContext, turn: ActiveTurn, watch: trio.CancelScope) -> None:
-    """Report a turn that outlives its cleanup grace after being aborted.
+async def overran(ctx: RoomContext, turn: ActiveTurn) -> None:
+    """The aborted turn's scope is still open one cleanup grace after the abort
+    (`ActiveTurn.grace`): report it, unless it is only waiting for what is bounded on
+    its own. Run by the one task beside the turn's scope (`_turn._KeepAlive`), which is
+    cancelled the moment the scope exits: an abort wakes nothing but the adapter, and
+    a turn that unwinds in time costs no task of its own to watch it.
 
-    Started with the turn, parked until the turn's scope exits (`watch` is
-    cancelled if the turn ends without an abort). The abort does not wake it: it
-    only sets the park's deadline (`ActiveTurn.grace`), so the cancel reaches the
-    adapter with no other task woken beside it. A claim still in flight when the
-    grace runs out, or remote starts and stops still under way (each bounded by
-    its own grace), are waited for, and then the turn gets one more grace."""
-    with watch, turn.grace:
-        await turn.done.wait()
-    if not turn.grace.cancelled_caught or watch.cancelled_caught:
-        return
+    A claim still in flight when the grace runs out, or remote starts and stops still
+    under way (each bounded by its own grace), are waited for, and then the turn gets
+    one more grace."""
     grace = ctx.policy.cleanup_grace
     if not turn.claim_settled.is_set() or turn.control.busy:
         await turn.claim_settled.wait()  # a claim in flight runs to its answer first
