@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import trio
 
-from band_trio import Policy
+from band_trio import Policy, errors
 from band_trio.runtime._joins import Joiner
 from band_trio.wire import Channels, RefCounter, Reply
 
@@ -65,6 +65,8 @@ class _Socket:
         self.handlers: dict[str, tuple[str, Callable[[Reply], None]]] = {}
         self.seen = 0
         self._wrote = trio.Event()
+        self.closed = trio.Event()
+        self.broken = False
 
     def expect(self, topic: str, ref: str, handler: Callable[[Reply], None]) -> None:
         self.handlers[ref] = (topic, handler)
@@ -73,6 +75,8 @@ class _Socket:
         self.handlers.pop(ref, None)
 
     async def send_many(self, texts: list[str]) -> None:
+        if self.broken:
+            raise errors.ConnectionClosedError("the websocket is closed")
         self.writes += 1
         for text in texts:
             _, ref, topic, event, _ = json.loads(text)
@@ -252,3 +256,28 @@ async def test_a_room_left_mid_join_leaves_its_topics(autojump_clock: object) ->
         ("phx_leave", "chat_room:a"),
         ("phx_leave", "room_participants:a"),
     ]
+
+
+async def test_a_socket_closing_under_a_send_ends_the_joiner_with_the_socket(
+    autojump_clock: object,
+) -> None:
+    """A send that finds the websocket closed is no failure of the connection's set-up:
+    the joiner waits for the close the socket's reader sees, and ends without raising."""
+    socket, rooms = _Socket(), _Rooms("a")
+    joiner, joined = _joiner(socket, rooms)
+    socket.broken = True
+    ended = trio.Event()
+
+    async def run() -> None:
+        await joiner.run()
+        ended.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        joiner.add(rooms.current["a"])
+        await trio.testing.wait_all_tasks_blocked()
+        assert not ended.is_set()  # waiting for the socket's own close
+        socket.closed.set()
+        with trio.fail_after(1):
+            await ended.wait()
+    assert joined == []

@@ -124,7 +124,13 @@ class Joiner:
             self._changed()
             if self._frames:
                 frames, self._frames = self._frames, []
-                await self._socket.send_many(frames)
+                try:
+                    await self._socket.send_many(frames)
+                except errors.ConnectionClosedError:
+                    # The connection is ending: its close (seen by the link as a close,
+                    # not as a failed set-up) ends this task with the rest of its work.
+                    await self._socket.closed.wait()
+                    return
                 continue
             self._wake = trio.Event()
             with trio.move_on_at(self._next_due()):
