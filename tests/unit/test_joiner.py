@@ -281,3 +281,36 @@ async def test_a_socket_closing_under_a_send_ends_the_joiner_with_the_socket(
         with trio.fail_after(1):
             await ended.wait()
     assert joined == []
+
+
+async def test_joins_behind_a_slow_platform_wait_while_it_still_answers(
+    autojump_clock: object,
+) -> None:
+    """A platform works through a burst of joins in order: while it still answers, the
+    joins behind wait their turn (the deadline, 5 s here, counts from the later of the
+    write and the last reply); one it never answers fails `join_deadline` after the
+    last reply, and is retried."""
+    socket, rooms = _Socket(), _Rooms(*(f"r{i}" for i in range(12)))
+    joiner, joined = _joiner(socket, rooms)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(joiner.run)
+        for room in rooms.current.values():
+            joiner.add(room)
+        await socket.next_frames()
+        start = trio.current_time()
+        answered = 0
+        while answered < 11:  # one chat join answered every 2 s; r11's never
+            await trio.sleep(2)
+            socket.reply(socket.open_joins()[0][1])
+            answered += 1
+        # 22 s after the writes, no join was given up: only the first write so far
+        assert [t for _, t, _ in socket.sent].count("chat_room:r11") == 1
+        last = trio.current_time()
+        with trio.fail_after(60):
+            while [t for _, t, _ in socket.sent].count("chat_room:r11") < 2:
+                await socket.next_frames()
+        retried = trio.current_time()
+        assert retried - last >= POLICY.join_deadline  # its deadline ran from the last reply
+        assert retried - start > 20
+        nursery.cancel_scope.cancel()
+    assert joined == []  # (their room_participants joins were never answered here)

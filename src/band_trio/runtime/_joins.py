@@ -12,7 +12,9 @@ due. The rules are the ones each room's task kept:
   join that fails leaves the `chat_room` topic again;
 * at most `Policy.join_window` rooms joining at once, in the order they came; a
   room holds its place for its two joins, not for the wait before a retry;
-* each join answered within `Policy.join_deadline` or it failed;
+* each join answered within `Policy.join_deadline` of being written, or of the
+  connection's last join reply if that came later (the platform answers in order:
+  while it answers, the joins behind wait their turn), or it failed;
 * a failed join is retried for that room alone after `join_retry_base`, doubling
   up to `join_retry_cap`; a room refused more than `join_refusals` times is given
   up (it leaves the agent, with a log line), the connection and the others untouched;
@@ -87,12 +89,23 @@ class Joiner:
         the next one queued."""
         self._frames: list[str] = []
         """Frames to send on the task's next round, in order."""
+        self._sent: list[tuple[str, _Join]] = []
+        """(ref, join) of the joins among `_frames`: each one's deadline counts from
+        the moment its batch is written, not from when it was queued (a platform that
+        pushes back holds the write, and the frame has not reached it meanwhile)."""
         self._overdue: deque[tuple[float, str, _Join]] = deque()
-        """(deadline, ref, join) of every join sent, in the order sent, so deadlines
-        ascend; an entry whose join has moved on (another ref) is skipped."""
+        """(deadline, ref, join) of every join written, in the order written, so
+        deadlines ascend; an entry whose join has moved on (another ref) is skipped."""
         self._retries: list[tuple[float, int, _Join]] = []
         """(when, tie-breaker, join): a heap of the rooms waiting to try again."""
         self._order = itertools.count()
+        self._answered_at = -inf
+        """When the platform last answered one of these joins: a join is overdue only
+        once `join_deadline` has passed since it was written *and* since then. A
+        platform works through a burst of joins in order; while it still answers,
+        the joins behind are waiting their turn, not lost (an agent and a loaded
+        platform in one process took over 10 s to answer 2,048 rooms' joins written
+        at once, and timed out hundreds that it answered a moment later)."""
         self._wake = trio.Event()
         self._done = trio.Event()
         self._done.set()
@@ -124,6 +137,7 @@ class Joiner:
             self._changed()
             if self._frames:
                 frames, self._frames = self._frames, []
+                sent, self._sent = self._sent, []
                 try:
                     await self._socket.send_many(frames)
                 except errors.ConnectionClosedError:
@@ -131,6 +145,8 @@ class Joiner:
                     # not as a failed set-up) ends this task with the rest of its work.
                     await self._socket.closed.wait()
                     return
+                deadline = trio.current_time() + self._policy.join_deadline
+                self._overdue.extend((deadline, ref, join) for ref, join in sent)
                 continue
             self._wake = trio.Event()
             with trio.move_on_at(self._next_due()):
@@ -141,7 +157,7 @@ class Joiner:
         while self._overdue and self._overdue[0][2].ref != self._overdue[0][1]:
             self._overdue.popleft()  # answered: no longer due
         if self._overdue:
-            due = self._overdue[0][0]
+            due = max(self._overdue[0][0], self._answered_at + self._policy.join_deadline)
         if self._retries:
             due = min(due, self._retries[0][0])
         return due
@@ -158,8 +174,7 @@ class Joiner:
         join.ref = ref
         self._socket.expect(topic, ref, lambda reply: self._answered(join, ref, topic, reply))
         self._frames.append(text)
-        deadline = trio.current_time() + self._policy.join_deadline
-        self._overdue.append((deadline, ref, join))
+        self._sent.append((ref, join))
 
     def _leave(self, topic: str) -> None:
         """Queue a `phx_leave` for `topic` if joined; its reply is not awaited."""
@@ -168,6 +183,8 @@ class Joiner:
             self._frames.append(frame[1])
 
     def _expire(self, now: float) -> None:
+        if now < self._answered_at + self._policy.join_deadline:
+            return  # the platform is still answering: the joins behind wait their turn
         while self._overdue and self._overdue[0][0] <= now:
             _, ref, join = self._overdue.popleft()
             if join.ref != ref:
@@ -192,6 +209,7 @@ class Joiner:
         if join.ref != ref:
             return
         join.ref = None
+        self._answered_at = trio.current_time()
         if reply.status != "ok":
             if join.step == 1:
                 self._leave(chat_topic(join.room.id))
