@@ -257,7 +257,9 @@ class Policy:
     close_deadline: float = 2.0
     """Deadline of the websocket close handshake."""
     join_deadline: float = 10.0
-    """A join (or leave) with no reply by then fails."""
+    """A join (or leave) with no reply by then fails. A room's join counts it from its
+    write or from the connection's last join reply, whichever is later: a platform
+    answers a burst of joins in order, and the ones behind wait their turn."""
     join_window: int = 2048
     """Rooms joining at once on one connection (each its two topics, one after the
     other); the rest wait for a place. An agent in 10,000 rooms sent every join at
