@@ -16,7 +16,7 @@ import trio
 
 from band_trio import Policy, errors
 from band_trio.runtime._joins import Joiner
-from band_trio.wire import Channels, RefCounter, Reply
+from band_trio.wire import Channels, Frame, RefCounter, Reply
 
 POLICY = Policy(join_deadline=5.0, join_retry_base=1.0, join_retry_cap=4.0, join_refusals=2)
 
@@ -314,3 +314,34 @@ async def test_joins_behind_a_slow_platform_wait_while_it_still_answers(
         assert retried - start > 20
         nursery.cancel_scope.cancel()
     assert joined == []  # (their room_participants joins were never answered here)
+
+
+async def test_a_room_left_and_added_again_mid_join_keeps_the_newer_join(
+    autojump_clock: object,
+) -> None:
+    """The older join's late answer must not leave the topics (same names) the newer
+    room's join took, nor record its own join ref over the newer one."""
+    socket, rooms = _Socket(), _Rooms("a")
+    joiner, joined = _joiner(socket, rooms)
+    older = rooms.current["a"]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(joiner.run)
+        joiner.add(older)
+        await socket.next_frames()
+        socket.reply(socket.open_joins()[0][1])  # the older room's chat_room: ok
+        await socket.next_frames()
+        ((_, older_participants),) = socket.open_joins()
+        newer = rooms.current["a"] = _Room("a")  # left and added again
+        joiner.add(newer)
+        await socket.next_frames()  # the newer room's chat_room join
+        socket.reply(older_participants)  # the older join's late answer
+        with trio.fail_after(60):
+            await _answer_all(socket, lambda: joined == ["a"])
+            await joiner.wait_done()
+        nursery.cancel_scope.cancel()
+    assert newer.joined_on == [socket] and older.joined_on == []
+    assert not any(event == "phx_leave" for event, _, _ in socket.sent)
+    newest = [ref for _, topic, ref in socket.sent if topic == "room_participants:a"][-1]
+    assert socket.channels.is_current(
+        Frame(join_ref=newest, ref=None, topic="room_participants:a", event="x", payload={})
+    )

@@ -18,7 +18,8 @@ due. The rules are the ones each room's task kept:
 * a failed join is retried for that room alone after `join_retry_base`, doubling
   up to `join_retry_cap`; a room refused more than `join_refusals` times is given
   up (it leaves the agent, with a log line), the connection and the others untouched;
-* a room left while its join was in flight leaves its topics again.
+* a room left while its join was in flight leaves its topics again, unless it was
+  added again meanwhile (the newer join owns the topics then).
 
 The joiner lives and dies with its connection (the link runs it in the
 connection's work nursery): a closed socket ends every join in flight, and the
@@ -191,6 +192,9 @@ class Joiner:
                 continue  # answered in time
             self._socket.forget(ref)
             join.ref = None
+            if self._superseded(join):
+                self._placed -= 1
+                continue
             topic = participants_topic(join.room.id) if join.step else chat_topic(join.room.id)
             if join.step == 1:
                 self._leave(chat_topic(join.room.id))
@@ -210,7 +214,9 @@ class Joiner:
             return
         join.ref = None
         self._answered_at = trio.current_time()
-        if reply.status != "ok":
+        if self._superseded(join):
+            self._placed -= 1
+        elif reply.status != "ok":
             if join.step == 1:
                 self._leave(chat_topic(join.room.id))
             reason = reply.response.get("reason")
@@ -245,7 +251,8 @@ class Joiner:
                 join.refusals,
                 reason,
             )
-            self._rooms.remove(room.id, "its join was refused")
+            if self._rooms.get(room.id) is room:
+                self._rooms.remove(room.id, "its join was refused")
             return
         if self._rooms.get(room.id) is not room:
             return  # left meanwhile: nothing to retry
@@ -254,6 +261,12 @@ class Joiner:
         when = trio.current_time() + join.delay
         join.delay = min(join.delay * 2, self._policy.join_retry_cap)
         heapq.heappush(self._retries, (when, next(self._order), join))
+
+    def _superseded(self, join: _Join) -> bool:
+        """The room was left and added again while this join was in flight: the newer
+        room's join owns the topics now (same names), so this one touches nothing —
+        no channel record, no leave, no retry — it only gives its place back."""
+        return self._known.get(join.room.id) is not join.room
 
     def _changed(self) -> None:
         """Wake the task, and keep `wait_done`'s event in step with the work left."""
